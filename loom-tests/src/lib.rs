@@ -1,0 +1,1 @@
+//! Model checks of the runtime's concurrent data structures (see `tests/`).

@@ -1,0 +1,1 @@
+//! The scheduler: tasks, dependences, work-stealing and locality-aware scheduling.
