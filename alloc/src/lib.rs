@@ -1,1 +1,64 @@
-//! Topology and allocator.
+//! # numatask-alloc
+//!
+//! NUMA topology discovery (through hwloc) and the data-distribution allocator of Muddukrishna,
+//! Jonsson and Brorsson, "Locality-Aware Task Scheduling and Data Distribution for OpenMP
+//! Programs on NUMA Systems and Manycore Processors" (2015):
+//!
+//! - [`Distribution::Standard`]: pages go where they are first touched (the OS default);
+//! - [`Distribution::Fine`]: pages are dealt round-robin over all nodes;
+//! - [`Distribution::Coarse`]: each allocation wholly on one node, nodes taken round-robin.
+//!
+//! [`omp_malloc`] follows the `OMP_DATA_DISTRIBUTION` environment variable;
+//! [`omp_malloc_specific`] overrides it for one allocation. [`NumaVec`] is the safe owned form.
+//! The allocator records where every page was meant to go, so [`node_bytes`] answers "how many
+//! bytes of this range live on each node" without a system call for fine and coarse memory.
+//!
+//! ```
+//! use numatask_alloc::{Distribution, NumaVec, Topology, node_bytes, omp_free, omp_malloc_specific};
+//!
+//! let topo = Topology::current()?;
+//! // One allocation, wholly on one node, whatever OMP_DATA_DISTRIBUTION says.
+//! let p = omp_malloc_specific(1 << 20, Distribution::Coarse)?;
+//! let d = node_bytes(p.as_ptr(), 1 << 20);
+//! assert_eq!(d.known(), 1 << 20);
+//! assert_eq!(d.per_node().iter().filter(|&&b| b > 0).count(), 1);
+//! // SAFETY: `p` came from omp_malloc_specific and nothing refers into it any more.
+//! unsafe { omp_free(p.as_ptr()) }?;
+//!
+//! // The safe form: pages interleaved over every node.
+//! let v = NumaVec::<f64>::filled(1 << 16, 1.0, Distribution::Fine)?;
+//! assert_eq!(v.node_bytes().known(), (1 << 16) * 8);
+//! assert!(topo.num_nodes() >= 1);
+//! # Ok::<(), numatask_alloc::AllocError>(())
+//! ```
+
+pub mod allocator;
+pub mod distribution;
+pub mod error;
+pub mod ffi;
+pub mod numa_vec;
+pub mod registry;
+pub mod topology;
+
+pub use allocator::{
+    allocation_size, omp_free, omp_malloc, omp_malloc_on_node, omp_malloc_specific,
+    reset_coarse_counter,
+};
+pub use distribution::{DISTRIBUTION_ENV, Distribution};
+pub use error::AllocError;
+pub use numa_vec::{NumaVec, Place, Zeroable};
+pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};
+pub use topology::{Core, NumaNode, Preset, Topology, TopologyBuilder};
+
+/// The base page size of the machine (the unit of placement).
+pub fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size)
+            .ok()
+            .filter(|&s| s > 0)
+            .unwrap_or(4096)
+    })
+}

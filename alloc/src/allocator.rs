@@ -1,0 +1,337 @@
+//! The raw, C-like allocator of the core paper (its Listing 2): `omp_malloc`,
+//! `omp_malloc_specific` and `omp_free`, plus `omp_malloc_on_node` for an explicit node.
+//!
+//! Every allocation is its own anonymous page mapping, so that a policy can be applied to exactly
+//! its pages:
+//! - **standard**: nothing is bound; each page lands where it is first touched;
+//! - **fine**: the pages are interleaved over all nodes (`MPOL_INTERLEAVE` through hwloc), with
+//!   transparent huge pages disabled so that the unit of interleaving is one base page;
+//! - **coarse**: the whole mapping is bound (`MPOL_BIND` through hwloc) to the next node of a
+//!   process-wide round-robin counter, which [`reset_coarse_counter`] rewinds to node 0.
+//!
+//! On a synthetic topology the kernel is not asked to bind anything: the registry still records
+//! where each page was meant to go, which is what scheduling decisions are computed from.
+
+use std::ptr::NonNull;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hwlocality::memory::binding::{MemoryBindingFlags, MemoryBindingPolicy};
+use hwlocality::memory::nodeset::NodeSet;
+
+use crate::distribution::Distribution;
+use crate::error::AllocError;
+use crate::page_size;
+use crate::registry::{Placement, Record, registry};
+use crate::topology::Topology;
+
+static NEXT_COARSE_NODE: AtomicUsize = AtomicUsize::new(0);
+
+/// Rewinds the coarse round-robin counter: the next coarse allocation goes to node 0.
+pub fn reset_coarse_counter() {
+    NEXT_COARSE_NODE.store(0, Ordering::Relaxed);
+}
+
+/// Allocates `size` bytes distributed by the process-wide policy (`OMP_DATA_DISTRIBUTION`).
+///
+/// The memory is page-aligned and zeroed. Size 0 is [`AllocError::ZeroSize`]; an invalid
+/// `OMP_DATA_DISTRIBUTION` is an error naming the variable, never a silent fallback.
+pub fn omp_malloc(size: usize) -> Result<NonNull<u8>, AllocError> {
+    omp_malloc_specific(size, Distribution::from_env()?)
+}
+
+/// Allocates `size` bytes with `distribution`, whatever the process-wide policy says.
+pub fn omp_malloc_specific(
+    size: usize,
+    distribution: Distribution,
+) -> Result<NonNull<u8>, AllocError> {
+    let topology = Topology::current()?;
+    let target = match distribution {
+        Distribution::Standard => Target::FirstTouch,
+        Distribution::Fine => Target::Interleave,
+        Distribution::Coarse => {
+            Target::Node(NEXT_COARSE_NODE.fetch_add(1, Ordering::Relaxed) % topology.num_nodes())
+        }
+    };
+    allocate(&topology, size, distribution, target)
+}
+
+/// Allocates `size` bytes wholly on node `node` (a topology index). A node that does not exist is
+/// [`AllocError::NoSuchNode`]. The allocation counts as coarse.
+pub fn omp_malloc_on_node(size: usize, node: usize) -> Result<NonNull<u8>, AllocError> {
+    let topology = Topology::current()?;
+    topology.node(node)?;
+    allocate(&topology, size, Distribution::Coarse, Target::Node(node))
+}
+
+/// Frees memory from [`omp_malloc`], [`omp_malloc_specific`] or [`omp_malloc_on_node`].
+///
+/// A pointer this allocator did not return, or returned and already freed, is
+/// [`AllocError::UnknownPointer`] and nothing is freed.
+///
+/// # Safety
+///
+/// No reference into the allocation may be used after this call.
+pub unsafe fn omp_free(ptr: *mut u8) -> Result<(), AllocError> {
+    let addr = ptr as usize;
+    let record = {
+        // The lookup and the removal must be one step, or two threads freeing the same pointer
+        // could both unmap it.
+        static FREE: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = FREE.lock().unwrap_or_else(|p| p.into_inner());
+        match registry().find(addr) {
+            Some(r) if r.start == addr => registry().remove(addr),
+            _ => None,
+        }
+    }
+    .ok_or(AllocError::UnknownPointer(addr))?;
+    // SAFETY: the record proves `[start, start + len)` is a live mapping made by `allocate`,
+    // now removed from the registry so no other free can reach it; the caller promises that no
+    // reference into it is used any more.
+    unsafe { unmap(record.start, record.len) };
+    Ok(())
+}
+
+/// The size an allocation was made with, if `ptr` is the start of one.
+pub fn allocation_size(ptr: *const u8) -> Option<usize> {
+    registry()
+        .find(ptr as usize)
+        .filter(|r| r.start == ptr as usize)
+        .map(|r| r.requested)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    FirstTouch,
+    Interleave,
+    Node(usize),
+}
+
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    u64::try_from(pages)
+        .unwrap_or(0)
+        .saturating_mul(u64::try_from(size).unwrap_or(0))
+}
+
+fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize, AllocError> {
+    if size == 0 {
+        return Err(AllocError::ZeroSize);
+    }
+    let ps = page_size();
+    let too_large = |available: u64, what: String| AllocError::TooLarge {
+        requested: size as u128,
+        available,
+        what,
+    };
+    let machine = physical_memory();
+    let (limit, what) = match target {
+        Target::Node(node) if !topology.is_synthetic() => {
+            let m = topology.nodes()[node].memory_bytes;
+            if m > 0 {
+                (m.min(machine), format!("node {node}"))
+            } else {
+                (machine, "the machine".into())
+            }
+        }
+        _ => (machine, "the machine".into()),
+    };
+    if size as u64 > limit {
+        return Err(too_large(limit, what));
+    }
+    size.checked_add(ps - 1)
+        .map(|s| s / ps * ps)
+        .ok_or_else(|| too_large(limit, "the machine".into()))
+}
+
+fn allocate(
+    topology: &Topology,
+    size: usize,
+    distribution: Distribution,
+    target: Target,
+) -> Result<NonNull<u8>, AllocError> {
+    let len = check_size(topology, size, target)?;
+    // SAFETY: an anonymous private mapping with no address hint has no preconditions; the result
+    // is checked against MAP_FAILED.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(AllocError::Map {
+            size,
+            reason: std::io::Error::last_os_error().to_string(),
+        });
+    }
+    let start = ptr as usize;
+    if let Err(e) = bind(topology, start, len, target) {
+        // SAFETY: the mapping was made just above and has not been handed out.
+        unsafe { unmap(start, len) };
+        return Err(e);
+    }
+    let placement = match target {
+        Target::FirstTouch => Placement::Standard {
+            cache: Mutex::new(vec![-1; len / page_size()]),
+        },
+        Target::Interleave => Placement::Fine {
+            num_nodes: topology.num_nodes(),
+        },
+        Target::Node(node) => Placement::Node { node },
+    };
+    registry().insert(Record {
+        start,
+        len,
+        requested: size,
+        distribution,
+        placement,
+    });
+    // SAFETY: mmap succeeded, so `ptr` is not null.
+    Ok(unsafe { NonNull::new_unchecked(ptr.cast::<u8>()) })
+}
+
+/// Applies the policy to the fresh mapping `[start, start + len)`.
+fn bind(topology: &Topology, start: usize, len: usize, target: Target) -> Result<(), AllocError> {
+    if let Target::Interleave = target {
+        // One base page is the unit of interleaving, which the registry's arithmetic relies on.
+        // SAFETY: madvise on a mapping this function's caller owns; NOHUGEPAGE only changes how
+        // the kernel backs it.
+        unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE) };
+    }
+    let Some(hw) = topology.hwloc() else {
+        return Ok(());
+    };
+    let (nodes, policy): (Vec<usize>, _) = match target {
+        Target::FirstTouch => return Ok(()),
+        Target::Interleave => {
+            if topology.num_nodes() == 1 {
+                return Ok(());
+            }
+            (
+                topology.nodes().iter().map(|n| n.os_index).collect(),
+                MemoryBindingPolicy::Interleave,
+            )
+        }
+        Target::Node(node) => (
+            vec![topology.nodes()[node].os_index],
+            MemoryBindingPolicy::Bind,
+        ),
+    };
+    bind_area(hw, start, len, &nodes, policy)
+}
+
+/// Binds `[start, start + len)` to the OS nodes `os_nodes` with `policy`, through hwloc.
+pub(crate) fn bind_area(
+    hw: &hwlocality::Topology,
+    start: usize,
+    len: usize,
+    os_nodes: &[usize],
+    policy: MemoryBindingPolicy,
+) -> Result<(), AllocError> {
+    let mut set = NodeSet::new();
+    for &n in os_nodes {
+        set.set(n);
+    }
+    // SAFETY: `[start, start + len)` is an anonymous mapping owned by the caller, zero-filled
+    // by the kernel, so it is valid to view as bytes; hwloc only passes its address range to
+    // mbind and never reads or writes through it.
+    let area = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    hw.bind_memory_area(area, &set, policy, MemoryBindingFlags::STRICT)
+        .map_err(|e| AllocError::Bind {
+            size: len,
+            nodes: format!("{os_nodes:?}"),
+            reason: e.to_string(),
+        })
+}
+
+/// # Safety
+///
+/// `[start, start + len)` must be a mapping made by `allocate` that nothing uses any more.
+unsafe fn unmap(start: usize, len: usize) {
+    // SAFETY: per the function's contract.
+    let rc = unsafe { libc::munmap(start as *mut libc::c_void, len) };
+    debug_assert_eq!(rc, 0, "munmap of a mapping we made failed");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::node_bytes;
+
+    #[test]
+    fn zero_size_is_an_error() {
+        assert_eq!(
+            omp_malloc_specific(0, Distribution::Fine),
+            Err(AllocError::ZeroSize)
+        );
+    }
+
+    #[test]
+    fn size_larger_than_the_machine_is_an_error_not_an_abort() {
+        let err = omp_malloc_specific(usize::MAX, Distribution::Standard).unwrap_err();
+        assert!(matches!(err, AllocError::TooLarge { .. }), "{err}");
+        assert!(err.to_string().contains("the machine has"), "{err}");
+        let err = omp_malloc_specific(usize::MAX / 2, Distribution::Coarse).unwrap_err();
+        assert!(matches!(err, AllocError::TooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn node_that_does_not_exist_is_an_error() {
+        let nodes = Topology::current().unwrap().num_nodes();
+        assert_eq!(
+            omp_malloc_on_node(4096, nodes + 3),
+            Err(AllocError::NoSuchNode {
+                node: nodes + 3,
+                num_nodes: nodes
+            })
+        );
+    }
+
+    #[test]
+    fn freeing_a_foreign_or_freed_pointer_is_an_error_and_frees_nothing() {
+        let mut v = vec![1u8; 64];
+        // SAFETY: the pointer is not ours, so omp_free must refuse it without touching it.
+        let err = unsafe { omp_free(v.as_mut_ptr()) };
+        assert_eq!(err, Err(AllocError::UnknownPointer(v.as_ptr() as usize)));
+        assert_eq!(v[63], 1);
+        let p = omp_malloc_specific(10_000, Distribution::Fine).unwrap();
+        // SAFETY: an interior pointer is refused, the allocation stays live.
+        assert!(unsafe { omp_free(p.as_ptr().add(8)) }.is_err());
+        assert_eq!(allocation_size(p.as_ptr()), Some(10_000));
+        // SAFETY: p came from omp_malloc_specific and no reference into it exists.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+        // SAFETY: double free is refused.
+        assert!(unsafe { omp_free(p.as_ptr()) }.is_err());
+        assert_eq!(allocation_size(p.as_ptr()), None);
+    }
+
+    #[test]
+    fn memory_is_zeroed_writable_and_page_aligned() {
+        for d in Distribution::ALL {
+            let p = omp_malloc_specific(3 * page_size() + 5, d).unwrap();
+            assert_eq!(p.as_ptr() as usize % page_size(), 0);
+            // SAFETY: the allocation holds 3 pages + 5 bytes, all zeroed by the kernel.
+            let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), 3 * page_size() + 5) };
+            assert!(s.iter().all(|&b| b == 0));
+            s.fill(7);
+            assert_eq!(
+                node_bytes(p.as_ptr(), s.len()).unknown(),
+                0,
+                "{d}: touched pages are known"
+            );
+            // SAFETY: no reference into the allocation outlives this call.
+            unsafe { omp_free(p.as_ptr()) }.unwrap();
+        }
+    }
+}

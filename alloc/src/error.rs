@@ -1,0 +1,91 @@
+//! The allocator's error type: every variant says what was wrong and what is accepted.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in topology discovery and allocation.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// An environment variable holds a value numatask does not accept.
+    #[error("{var}='{value}': expected {expected}")]
+    InvalidEnv {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// A distribution name that is not standard, fine or coarse.
+    #[error("unknown data distribution '{0}': expected standard, fine or coarse")]
+    InvalidDistribution(String),
+    /// A topology description hwloc or numatask cannot use.
+    #[error("invalid topology '{spec}': {reason}")]
+    InvalidTopology {
+        /// The description.
+        spec: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// An allocation of zero bytes through the raw API (the owned types accept length 0).
+    #[error("cannot allocate 0 bytes: the raw allocator returns only non-empty page mappings")]
+    ZeroSize,
+    /// More memory than the machine (or, for a single-node placement, the node) has.
+    #[error("cannot allocate {requested} bytes: {what} has {available} bytes")]
+    TooLarge {
+        /// Bytes asked for.
+        requested: u128,
+        /// Bytes available.
+        available: u64,
+        /// What the limit belongs to ("the machine", "node 3").
+        what: String,
+    },
+    /// A NUMA node index that is not in the topology.
+    #[error("NUMA node {node} does not exist: the topology has nodes 0..{num_nodes}")]
+    NoSuchNode {
+        /// The index asked for.
+        node: usize,
+        /// How many nodes exist.
+        num_nodes: usize,
+    },
+    /// A core index that is not in the topology.
+    #[error("core {core} does not exist: the topology has cores 0..{num_cores}")]
+    NoSuchCore {
+        /// The index asked for.
+        core: usize,
+        /// How many cores exist.
+        num_cores: usize,
+    },
+    /// A pointer given to `omp_free` that this allocator did not return (or already freed).
+    #[error("pointer {0:#x} was not returned by numatask's allocator or was already freed")]
+    UnknownPointer(usize),
+    /// The kernel refused to map memory.
+    #[error("mmap of {size} bytes failed: {reason}")]
+    Map {
+        /// Bytes asked for.
+        size: usize,
+        /// The OS error.
+        reason: String,
+    },
+    /// The kernel refused to bind memory to the nodes asked for.
+    #[error("binding {size} bytes to NUMA node(s) {nodes} failed: {reason}")]
+    Bind {
+        /// Bytes of the range.
+        size: usize,
+        /// OS indices of the nodes.
+        nodes: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// Pinning a thread failed.
+    #[error("pinning the thread to core {core} failed: {reason}")]
+    Pin {
+        /// The core.
+        core: usize,
+        /// Why.
+        reason: String,
+    },
+    /// The kernel could not report where pages are.
+    #[error("querying page locations failed: {0}")]
+    Query(String),
+}

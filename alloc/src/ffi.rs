@@ -1,0 +1,134 @@
+//! C entry points with the names of the core paper's Listing 2, for C code linked with a Rust
+//! program (or a `staticlib`/`cdylib` wrapper). They return `NULL` / `-1` on error, set `errno`,
+//! and keep the error's message for [`numatask_last_error`].
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::allocator;
+use crate::distribution::Distribution;
+use crate::error::AllocError;
+
+/// `distribution` value of [`omp_malloc_specific`] for the standard policy.
+pub const OMP_DISTRIBUTION_STANDARD: c_int = 0;
+/// `distribution` value of [`omp_malloc_specific`] for the fine policy.
+pub const OMP_DISTRIBUTION_FINE: c_int = 1;
+/// `distribution` value of [`omp_malloc_specific`] for the coarse policy.
+pub const OMP_DISTRIBUTION_COARSE: c_int = 2;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn fail(e: &AllocError) {
+    let errno = match e {
+        AllocError::TooLarge { .. } | AllocError::Map { .. } => libc::ENOMEM,
+        _ => libc::EINVAL,
+    };
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() = errno };
+    LAST_ERROR.with(|l| *l.borrow_mut() = e.to_string());
+}
+
+fn to_c(r: Result<std::ptr::NonNull<u8>, AllocError>) -> *mut c_void {
+    r.map_or_else(
+        |e| {
+            fail(&e);
+            std::ptr::null_mut()
+        },
+        |p| p.as_ptr().cast(),
+    )
+}
+
+/// `omp_malloc(size)`: allocates with `OMP_DATA_DISTRIBUTION`; `NULL` on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_malloc(size: usize) -> *mut c_void {
+    to_c(allocator::omp_malloc(size))
+}
+
+/// `omp_malloc_specific(size, distribution)` with one of the `OMP_DISTRIBUTION_*` values.
+#[unsafe(no_mangle)]
+pub extern "C" fn omp_malloc_specific(size: usize, distribution: c_int) -> *mut c_void {
+    let d = match distribution {
+        OMP_DISTRIBUTION_STANDARD => Distribution::Standard,
+        OMP_DISTRIBUTION_FINE => Distribution::Fine,
+        OMP_DISTRIBUTION_COARSE => Distribution::Coarse,
+        other => {
+            fail(&AllocError::InvalidDistribution(format!(
+                "{other} (expected 0, 1 or 2)"
+            )));
+            return std::ptr::null_mut();
+        }
+    };
+    to_c(allocator::omp_malloc_specific(size, d))
+}
+
+/// `omp_free(ptr)`: 0 on success, -1 (errno `EINVAL`) for a pointer this allocator did not
+/// return. `NULL` is accepted and ignored, as `free` does.
+///
+/// # Safety
+///
+/// Nothing may use the memory after the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn omp_free(ptr: *mut c_void) -> c_int {
+    if ptr.is_null() {
+        return 0;
+    }
+    // SAFETY: forwarded from this function's contract.
+    match unsafe { allocator::omp_free(ptr.cast()) } {
+        Ok(()) => 0,
+        Err(e) => {
+            fail(&e);
+            -1
+        }
+    }
+}
+
+/// Copies the calling thread's last error message (NUL-terminated, truncated to `len`) into
+/// `buf` and returns its full length.
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `len` bytes (or `len` must be 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn numatask_last_error(buf: *mut c_char, len: usize) -> usize {
+    LAST_ERROR.with(|l| {
+        let msg = l.borrow();
+        if len > 0 && !buf.is_null() {
+            let n = msg.len().min(len - 1);
+            // SAFETY: the caller guarantees `buf` holds `len` bytes; n + 1 <= len.
+            unsafe {
+                std::ptr::copy_nonoverlapping(msg.as_ptr().cast::<c_char>(), buf, n);
+                *buf.add(n) = 0;
+            }
+        }
+        msg.len()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_entry_points_report_errors_through_null_errno_and_message() {
+        assert!(omp_malloc_specific(4096, 7).is_null());
+        let mut buf = [0 as c_char; 128];
+        // SAFETY: buf holds 128 bytes.
+        let n = unsafe { numatask_last_error(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: numatask_last_error NUL-terminated the buffer.
+        let msg = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(n, msg.len());
+        assert!(msg.contains("expected 0, 1 or 2"), "{msg}");
+        let p = omp_malloc_specific(100, OMP_DISTRIBUTION_FINE);
+        assert!(!p.is_null());
+        // SAFETY: p came from omp_malloc_specific.
+        assert_eq!(unsafe { omp_free(p) }, 0);
+        // SAFETY: double free is refused, not performed.
+        assert_eq!(unsafe { omp_free(p) }, -1);
+        // SAFETY: reading errno of this thread.
+        assert_eq!(unsafe { *libc::__errno_location() }, libc::EINVAL);
+    }
+}

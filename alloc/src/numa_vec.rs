@@ -1,0 +1,335 @@
+//! [`NumaVec`]: an owned, fixed-length, NUMA-distributed array, the safe face of the allocator.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use crate::allocator::{omp_free, omp_malloc_on_node, omp_malloc_specific};
+use crate::distribution::Distribution;
+use crate::error::AllocError;
+use crate::page_size;
+use crate::registry::{NodeBytes, node_bytes};
+
+/// Types for which all-zero bytes are a valid value, so [`NumaVec::zeroed`] can hand out the
+/// kernel's zero pages without writing (and so without first-touching) them.
+///
+/// # Safety
+///
+/// The all-zero bit pattern must be a valid value of the type.
+pub unsafe trait Zeroable {}
+
+macro_rules! zeroable {
+    ($($t:ty),*) => { $(
+        // SAFETY: zero is a valid value of every primitive number type and of bool.
+        unsafe impl Zeroable for $t {}
+    )* };
+}
+zeroable!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool
+);
+// SAFETY: an array of zeroable elements is zeroable.
+unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
+
+/// A fixed-length array whose pages are placed by a [`Distribution`] (or on one node).
+///
+/// It dereferences to a slice, frees its mapping when dropped, and is `Send`/`Sync` exactly when
+/// `T` is. Length 0 (and zero-sized `T`) allocates nothing.
+///
+/// ```
+/// use numatask_alloc::{Distribution, NumaVec};
+/// let mut v = NumaVec::<f64>::zeroed(1 << 16, Distribution::Fine)?;
+/// v[7] = 1.5;
+/// assert_eq!(v.iter().sum::<f64>(), 1.5);
+/// // Bytes per node of the first 64 KiB, as the scheduler sees them.
+/// let d = v.node_bytes_of(0..8192);
+/// assert_eq!(d.known() + d.unknown(), 65536);
+/// # Ok::<(), numatask_alloc::AllocError>(())
+/// ```
+pub struct NumaVec<T> {
+    ptr: NonNull<T>,
+    len: usize,
+    distribution: Distribution,
+    owns_mapping: bool,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: NumaVec owns its elements like Box<[T]>; moving it to another thread moves the Ts.
+unsafe impl<T: Send> Send for NumaVec<T> {}
+// SAFETY: &NumaVec only gives out &T (through Deref), so sharing it is sharing &[T].
+unsafe impl<T: Sync> Sync for NumaVec<T> {}
+
+/// Where a new NumaVec's pages go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// By a distribution policy.
+    Distributed(Distribution),
+    /// Wholly on one node (topology index).
+    OnNode(usize),
+}
+
+impl From<Distribution> for Place {
+    fn from(d: Distribution) -> Self {
+        Place::Distributed(d)
+    }
+}
+
+impl<T> NumaVec<T> {
+    /// Maps room for `len` elements, uninitialized but zero-filled by the kernel.
+    fn map(len: usize, place: Place) -> Result<Self, AllocError> {
+        let distribution = match place {
+            Place::Distributed(d) => d,
+            Place::OnNode(_) => Distribution::Coarse,
+        };
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or(AllocError::TooLarge {
+                requested: len as u128 * size_of::<T>() as u128,
+                available: u64::MAX,
+                what: "the address space".into(),
+            })?;
+        if bytes == 0 {
+            return Ok(Self {
+                ptr: NonNull::dangling(),
+                len,
+                distribution,
+                owns_mapping: false,
+                _owns: PhantomData,
+            });
+        }
+        if align_of::<T>() > page_size() {
+            return Err(AllocError::Map {
+                size: bytes,
+                reason: format!(
+                    "alignment {} exceeds the page size {}",
+                    align_of::<T>(),
+                    page_size()
+                ),
+            });
+        }
+        let raw = match place {
+            Place::Distributed(d) => omp_malloc_specific(bytes, d)?,
+            Place::OnNode(node) => omp_malloc_on_node(bytes, node)?,
+        };
+        Ok(Self {
+            ptr: raw.cast(),
+            len,
+            distribution,
+            owns_mapping: true,
+            _owns: PhantomData,
+        })
+    }
+
+    /// `len` zeroes. Pages are not touched, so with [`Distribution::Standard`] each page still
+    /// goes to the node of the thread that first writes it.
+    pub fn zeroed(len: usize, place: impl Into<Place>) -> Result<Self, AllocError>
+    where
+        T: Zeroable,
+    {
+        Self::map(len, place.into())
+    }
+
+    /// `len` clones of `value`, written by the calling thread.
+    pub fn filled(len: usize, value: T, place: impl Into<Place>) -> Result<Self, AllocError>
+    where
+        T: Clone,
+    {
+        Self::from_fn(len, place, |_| value.clone())
+    }
+
+    /// Element `i` is `f(i)`, written by the calling thread in index order.
+    pub fn from_fn(
+        len: usize,
+        place: impl Into<Place>,
+        f: impl FnMut(usize) -> T,
+    ) -> Result<Self, AllocError> {
+        Self::from_iter_in((0..len).map(f), place)
+    }
+
+    /// The items of an exact-size iterator, written by the calling thread. Should the iterator
+    /// yield fewer items than it announced, the array holds the items it did yield.
+    pub fn from_iter_in<I>(items: I, place: impl Into<Place>) -> Result<Self, AllocError>
+    where
+        I: IntoIterator,
+        I::IntoIter: ExactSizeIterator<Item = T>,
+    {
+        let items = items.into_iter();
+        let mut v = Self::map(items.len(), place.into())?;
+        // `len` counts initialized elements, so a panicking iterator drops exactly those.
+        let capacity = std::mem::replace(&mut v.len, 0);
+        for (i, item) in items.take(capacity).enumerate() {
+            // SAFETY: i < capacity, the mapping has room for `capacity` elements, and slot i is
+            // not initialized yet (nothing is overwritten or leaked).
+            unsafe { v.ptr.as_ptr().add(i).write(item) };
+            v.len = i + 1;
+        }
+        Ok(v)
+    }
+
+    /// The policy the memory was allocated with.
+    pub fn distribution(&self) -> Distribution {
+        self.distribution
+    }
+
+    /// Bytes per node of the whole array.
+    pub fn node_bytes(&self) -> NodeBytes {
+        node_bytes(self.ptr.as_ptr().cast(), self.len * size_of::<T>())
+    }
+
+    /// Bytes per node of the elements in `range`.
+    pub fn node_bytes_of(&self, range: std::ops::Range<usize>) -> NodeBytes {
+        let slice = &self[range];
+        node_bytes(slice.as_ptr().cast(), std::mem::size_of_val(slice))
+    }
+}
+
+impl<T> FromIterator<T> for NumaVec<T> {
+    /// Collects with the process-wide distribution (`OMP_DATA_DISTRIBUTION`).
+    ///
+    /// # Panics
+    ///
+    /// If the allocation fails or the variable is invalid, with the error's message, as
+    /// `Vec` does when it cannot allocate; [`NumaVec::from_iter_in`] returns the error instead.
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        let items: Vec<T> = items.into_iter().collect();
+        let place = Distribution::from_env().unwrap_or_else(|e| panic!("{e}"));
+        Self::from_iter_in(items, place).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+impl<T> Deref for NumaVec<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` is valid for `len` initialized elements (or dangling with len 0 / ZST).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for NumaVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for NumaVec<T> {
+    fn drop(&mut self) {
+        // SAFETY: the first `len` elements are initialized and owned; dropped exactly once here.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(
+                self.ptr.as_ptr(),
+                self.len,
+            ))
+        };
+        if self.owns_mapping {
+            // SAFETY: the mapping came from omp_malloc_*; the elements are dropped and no
+            // reference outlives `self`.
+            let freed = unsafe { omp_free(self.ptr.as_ptr().cast()) };
+            debug_assert!(
+                freed.is_ok(),
+                "NumaVec mapping was not registered: {freed:?}"
+            );
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for NumaVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Clone> Clone for NumaVec<T> {
+    /// A copy with the same distribution (a coarse copy takes the next node).
+    fn clone(&self) -> Self {
+        Self::from_iter_in(self.iter().cloned(), self.distribution)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn constructors_give_the_values_asked_for() {
+        let z = NumaVec::<u32>::zeroed(5000, Distribution::Fine).unwrap();
+        assert!(z.iter().all(|&x| x == 0));
+        let f = NumaVec::filled(1000, 3.5f64, Distribution::Coarse).unwrap();
+        assert!(f.iter().all(|&x| x == 3.5));
+        let g = NumaVec::from_fn(777, Distribution::Standard, |i| i * 2).unwrap();
+        assert_eq!(g[776], 1552);
+        let h = NumaVec::from_iter_in(vec!["a".to_string(), "b".to_string()], Distribution::Fine)
+            .unwrap();
+        assert_eq!(&*h, &["a".to_string(), "b".to_string()]);
+        let c: NumaVec<i64> = (0..10).collect();
+        assert_eq!(c.iter().sum::<i64>(), 45);
+        assert_eq!(c.clone()[9], 9);
+    }
+
+    #[test]
+    fn empty_and_zero_sized_allocate_nothing() {
+        let e = NumaVec::<u64>::zeroed(0, Distribution::Fine).unwrap();
+        assert!(e.is_empty());
+        assert_eq!(crate::registry::distribution_of(e.as_ptr().cast()), None);
+        let z = NumaVec::filled(1_000_000, (), Distribution::Coarse).unwrap();
+        assert_eq!(z.len(), 1_000_000);
+        assert_eq!(crate::registry::distribution_of(z.as_ptr().cast()), None);
+    }
+
+    #[test]
+    fn drop_runs_element_destructors_and_frees_the_mapping() {
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct D;
+        impl Drop for D {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let v = NumaVec::from_fn(100, Distribution::Fine, |_| D).unwrap();
+        let p = v.as_ptr();
+        drop(v);
+        assert_eq!(DROPS.load(Ordering::Relaxed), 100);
+        assert_eq!(crate::allocator::allocation_size(p.cast()), None);
+    }
+
+    #[test]
+    fn panic_in_from_fn_drops_what_was_built_and_frees() {
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct D;
+        impl Drop for D {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let r = std::panic::catch_unwind(|| {
+            NumaVec::from_fn(10, Distribution::Fine, |i| {
+                if i == 4 { panic!("boom") } else { D }
+            })
+        });
+        assert!(r.is_err());
+        assert_eq!(DROPS.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn huge_length_is_an_error() {
+        assert!(matches!(
+            NumaVec::<u64>::zeroed(usize::MAX / 4, Distribution::Fine),
+            Err(AllocError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            NumaVec::<u8>::zeroed(4096, Place::OnNode(999)),
+            Err(AllocError::NoSuchNode { .. })
+        ));
+    }
+
+    #[test]
+    fn coarse_vector_lies_on_its_one_node_in_the_registry() {
+        let v = NumaVec::<u8>::zeroed(1 << 20, Place::OnNode(0)).unwrap();
+        let d = v.node_bytes();
+        assert_eq!(d.on(0), 1 << 20);
+        assert_eq!(d.unknown(), 0);
+    }
+}

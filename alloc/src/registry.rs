@@ -1,0 +1,410 @@
+//! The placement registry: for every allocation of this allocator, where its pages were meant to
+//! go, so that the scheduler can ask how many bytes of a range live on each node (the vector `D`
+//! of the core paper's Algorithm 1).
+//!
+//! # Cost model
+//!
+//! Lookups vastly outnumber allocations (one lookup per dependence of every task dealt), so the
+//! registry is a sorted, immutable snapshot of records behind an [`ArcSwap`]: a lookup is one
+//! lock-free snapshot load (no shared write) and a binary search, `O(log allocations)`, and for
+//! fine and coarse memory pure arithmetic with no system call. Registering or removing an
+//! allocation copies the snapshot under a writer mutex, `O(allocations)`, which is small next to
+//! the `mmap` and `mbind` calls around it.
+//!
+//! Standard (first-touch) memory is placed by the kernel when a page is first written, so the
+//! registry asks the kernel (`move_pages`) only when such a range is looked up, and caches each
+//! page's node once the kernel reports it resident.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use crate::distribution::Distribution;
+use crate::error::AllocError;
+use crate::page_size;
+use crate::topology::Topology;
+
+/// Bytes per NUMA node of a memory range, plus bytes whose node is unknown (memory not from this
+/// allocator, or first-touch pages not yet touched).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeBytes {
+    bytes: Vec<u64>,
+    unknown: u64,
+}
+
+impl NodeBytes {
+    /// All zero, for `num_nodes` nodes.
+    pub fn new(num_nodes: usize) -> Self {
+        Self {
+            bytes: vec![0; num_nodes],
+            unknown: 0,
+        }
+    }
+
+    /// From explicit per-node byte counts (no unknown bytes).
+    pub fn from_bytes(bytes: Vec<u64>) -> Self {
+        Self { bytes, unknown: 0 }
+    }
+
+    /// Resets every count to zero, keeping the number of nodes.
+    pub fn clear(&mut self) {
+        self.bytes.iter_mut().for_each(|b| *b = 0);
+        self.unknown = 0;
+    }
+
+    /// Bytes on each node, indexed by topology node index.
+    pub fn per_node(&self) -> &[u64] {
+        &self.bytes
+    }
+
+    /// Bytes on node `node` (0 for a node outside the vector).
+    pub fn on(&self, node: usize) -> u64 {
+        self.bytes.get(node).copied().unwrap_or(0)
+    }
+
+    /// Bytes whose node is not known.
+    pub fn unknown(&self) -> u64 {
+        self.unknown
+    }
+
+    /// Bytes on known nodes.
+    pub fn known(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+
+    /// The node holding the most bytes (the lowest index on ties), `None` when nothing is known.
+    pub fn dominant_node(&self) -> Option<usize> {
+        let (node, &max) = self
+            .bytes
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|&(_, b)| *b)?;
+        (max > 0).then_some(node)
+    }
+
+    /// Adds `other` to `self` (the footprint of several ranges).
+    pub fn add(&mut self, other: &NodeBytes) {
+        if self.bytes.len() < other.bytes.len() {
+            self.bytes.resize(other.bytes.len(), 0);
+        }
+        for (a, b) in self.bytes.iter_mut().zip(&other.bytes) {
+            *a += b;
+        }
+        self.unknown += other.unknown;
+    }
+
+    fn add_on(&mut self, node: usize, bytes: u64) {
+        if node >= self.bytes.len() {
+            self.bytes.resize(node + 1, 0);
+        }
+        self.bytes[node] += bytes;
+    }
+}
+
+/// Where the pages of one allocation were meant to go.
+#[derive(Debug)]
+pub(crate) enum Placement {
+    /// First touch; the cache holds each page's node once the kernel reported it (-1: unknown).
+    Standard { cache: Mutex<Vec<i32>> },
+    /// Interleaved over `num_nodes` nodes: page with virtual page number `p` is on node
+    /// `p % num_nodes` (the kernel's interleave index for anonymous memory).
+    Fine { num_nodes: usize },
+    /// Wholly on one node.
+    Node { node: usize },
+}
+
+/// One live allocation.
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) start: usize,
+    /// Mapped length (whole pages).
+    pub(crate) len: usize,
+    /// Length the caller asked for.
+    pub(crate) requested: usize,
+    pub(crate) distribution: Distribution,
+    pub(crate) placement: Placement,
+}
+
+impl Record {
+    /// The node `D` of `[lo, hi)`, which must lie inside this record.
+    fn accumulate(&self, lo: usize, hi: usize, out: &mut NodeBytes) {
+        match &self.placement {
+            Placement::Node { node } => out.add_on(*node, (hi - lo) as u64),
+            Placement::Fine { num_nodes } => fine_bytes(lo, hi, *num_nodes, out),
+            Placement::Standard { cache } => standard_bytes(self.start, lo, hi, cache, out),
+        }
+    }
+}
+
+/// Exact page arithmetic for interleaved memory, `O(nodes)` whatever the range's length.
+fn fine_bytes(lo: usize, hi: usize, n: usize, out: &mut NodeBytes) {
+    let ps = page_size();
+    let (first, last) = (lo / ps, (hi - 1) / ps);
+    if first == last {
+        out.add_on(first % n, (hi - lo) as u64);
+        return;
+    }
+    out.add_on(first % n, ((first + 1) * ps - lo) as u64);
+    out.add_on(last % n, (hi - last * ps) as u64);
+    let full = last - first - 1;
+    let (each, extra) = (full / n, full % n);
+    let start = (first + 1) % n;
+    if out.bytes.len() < n {
+        out.bytes.resize(n, 0);
+    }
+    for k in 0..n {
+        // Node `start + k` gets one of the `extra` leftover pages when k < extra.
+        let pages = each + usize::from(k < extra);
+        out.bytes[(start + k) % n] += (pages * ps) as u64;
+    }
+}
+
+/// First-touch memory: cached page nodes, asking the kernel for the pages not known yet.
+fn standard_bytes(
+    start: usize,
+    lo: usize,
+    hi: usize,
+    cache: &Mutex<Vec<i32>>,
+    out: &mut NodeBytes,
+) {
+    let ps = page_size();
+    let (first, last) = ((lo - start) / ps, (hi - 1 - start) / ps);
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let missing: Vec<usize> = (first..=last).filter(|&p| cache[p] < 0).collect();
+    if !missing.is_empty() {
+        let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
+        if let Ok(nodes) = kernel_page_nodes(&addrs) {
+            let topo = Topology::current().ok();
+            for (&p, os) in missing.iter().zip(nodes) {
+                let index = os.and_then(|os| {
+                    let topo = topo.as_ref().filter(|t| !t.is_synthetic())?;
+                    topo.nodes().iter().position(|n| n.os_index == os)
+                });
+                if let Some(index) = index {
+                    cache[p] = index as i32;
+                }
+            }
+        }
+    }
+    for p in first..=last {
+        let page_lo = (start + p * ps).max(lo);
+        let page_hi = (start + (p + 1) * ps).min(hi);
+        let bytes = (page_hi - page_lo) as u64;
+        match usize::try_from(cache[p]) {
+            Ok(node) => out.add_on(node, bytes),
+            Err(_) => out.unknown += bytes,
+        }
+    }
+}
+
+/// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no
+/// target nodes, which only reports.
+pub(crate) fn kernel_page_nodes(page_addrs: &[usize]) -> Result<Vec<Option<usize>>, AllocError> {
+    let mut out = Vec::with_capacity(page_addrs.len());
+    for chunk in page_addrs.chunks(4096) {
+        let pages: Vec<*mut libc::c_void> = chunk.iter().map(|&a| a as *mut libc::c_void).collect();
+        let mut status = vec![0i32; chunk.len()];
+        // SAFETY: `pages` and `status` are valid arrays of `chunk.len()` entries; with a null
+        // `nodes` argument move_pages moves nothing and only writes each page's node (or a
+        // negative errno) into `status`. Addresses are only looked up, never dereferenced.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0 as libc::c_long,
+                chunk.len() as libc::c_ulong,
+                pages.as_ptr(),
+                std::ptr::null::<libc::c_int>(),
+                status.as_mut_ptr(),
+                0 as libc::c_int,
+            )
+        };
+        if rc < 0 {
+            return Err(AllocError::Query(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        out.extend(status.iter().map(|&s| usize::try_from(s).ok()));
+    }
+    Ok(out)
+}
+
+/// The sorted, immutable snapshot readers see.
+type Snapshot = Vec<Arc<Record>>;
+
+pub(crate) struct Registry {
+    snapshot: ArcSwap<Snapshot>,
+    writer: Mutex<()>,
+}
+
+static REGISTRY: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(|| Registry {
+    snapshot: ArcSwap::from_pointee(Vec::new()),
+    writer: Mutex::new(()),
+});
+
+pub(crate) fn registry() -> &'static Registry {
+    &REGISTRY
+}
+
+impl Registry {
+    pub(crate) fn insert(&self, record: Record) {
+        let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.snapshot.load();
+        let at = old.partition_point(|r| r.start < record.start);
+        let mut next = Vec::with_capacity(old.len() + 1);
+        next.extend_from_slice(&old[..at]);
+        next.push(Arc::new(record));
+        next.extend_from_slice(&old[at..]);
+        self.snapshot.store(Arc::new(next));
+    }
+
+    /// Removes the record starting exactly at `start`.
+    pub(crate) fn remove(&self, start: usize) -> Option<Arc<Record>> {
+        let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.snapshot.load();
+        let at = old.binary_search_by_key(&start, |r| r.start).ok()?;
+        let mut next: Snapshot = old.as_ref().clone();
+        let record = next.remove(at);
+        self.snapshot.store(Arc::new(next));
+        Some(record)
+    }
+
+    /// The record containing address `addr`.
+    pub(crate) fn find(&self, addr: usize) -> Option<Arc<Record>> {
+        let snap = self.snapshot.load();
+        let at = snap.partition_point(|r| r.start <= addr).checked_sub(1)?;
+        let r = &snap[at];
+        (addr < r.start + r.len).then(|| Arc::clone(r))
+    }
+
+    fn accumulate(&self, lo: usize, hi: usize, out: &mut NodeBytes) {
+        let snap = self.snapshot.load();
+        let mut at = snap.partition_point(|r| r.start <= lo).saturating_sub(1);
+        let mut cursor = lo;
+        while cursor < hi {
+            let Some(r) = snap.get(at) else { break };
+            let r_end = r.start + r.len;
+            if r_end <= cursor {
+                at += 1;
+                continue;
+            }
+            if r.start >= hi {
+                break;
+            }
+            let (a, b) = (cursor.max(r.start), hi.min(r_end));
+            out.unknown += (a - cursor) as u64;
+            r.accumulate(a, b, out);
+            cursor = b;
+            at += 1;
+        }
+        out.unknown += (hi - cursor) as u64;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.snapshot.load().len()
+    }
+}
+
+/// Adds the bytes per node of `[ptr, ptr + len)` to `out`: the footprint of one dependence.
+///
+/// Fine and coarse memory is answered by arithmetic on the registry, without a system call;
+/// first-touch memory asks the kernel for pages it has not reported yet. Bytes outside memory
+/// from this allocator, and untouched first-touch pages, are counted as unknown.
+pub fn accumulate_node_bytes(ptr: *const u8, len: usize, out: &mut NodeBytes) {
+    if len == 0 {
+        return;
+    }
+    let lo = ptr as usize;
+    let hi = lo.saturating_add(len);
+    registry().accumulate(lo, hi, out);
+}
+
+/// Bytes per node of `[ptr, ptr + len)`; see [`accumulate_node_bytes`].
+pub fn node_bytes(ptr: *const u8, len: usize) -> NodeBytes {
+    let nodes = Topology::current().map_or(0, |t| t.num_nodes());
+    let mut out = NodeBytes::new(nodes);
+    accumulate_node_bytes(ptr, len, &mut out);
+    out
+}
+
+/// Where the kernel really holds each page of `[ptr, ptr + len)`: the OS node number of every
+/// page the range touches, `None` for pages not resident (never touched). A system call, for
+/// verification; the scheduler uses [`node_bytes`].
+pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, AllocError> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let ps = page_size();
+    let lo = ptr as usize;
+    let hi = lo
+        .checked_add(len)
+        .ok_or(AllocError::Query("range wraps around".into()))?;
+    let pages: Vec<usize> = (lo / ps..=(hi - 1) / ps).map(|p| p * ps).collect();
+    kernel_page_nodes(&pages)
+}
+
+/// The distribution an allocation was made with, if `ptr` lies in memory from this allocator.
+pub fn distribution_of(ptr: *const u8) -> Option<Distribution> {
+    registry().find(ptr as usize).map(|r| r.distribution)
+}
+
+/// Number of live allocations.
+pub fn live_allocations() -> usize {
+    registry().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fine_by_pages(lo: usize, hi: usize, n: usize) -> Vec<u64> {
+        let ps = page_size();
+        let mut v = vec![0u64; n];
+        for a in lo..hi {
+            v[(a / ps) % n] += 1;
+        }
+        v
+    }
+
+    #[test]
+    fn fine_arithmetic_matches_byte_by_byte_count() {
+        let ps = page_size();
+        let cases = [
+            (0, 1, 3),
+            (5, ps - 1, 4),
+            (ps - 7, ps + 9, 4),
+            (3 * ps + 11, 17 * ps + 5, 8),
+            (ps, 9 * ps, 8),
+            (123, 64 * ps + 77, 3),
+            (ps * 1000 + 1, ps * 1064, 7),
+        ];
+        for (lo, hi, n) in cases {
+            let mut out = NodeBytes::new(n);
+            fine_bytes(lo, hi, n, &mut out);
+            assert_eq!(
+                out.per_node(),
+                fine_by_pages(lo, hi, n),
+                "range {lo}..{hi} on {n} nodes"
+            );
+        }
+    }
+
+    #[test]
+    fn dominant_node_prefers_most_bytes_then_lowest_index() {
+        assert_eq!(
+            NodeBytes::from_bytes(vec![1, 5, 5, 2]).dominant_node(),
+            Some(1)
+        );
+        assert_eq!(NodeBytes::new(3).dominant_node(), None);
+    }
+
+    #[test]
+    fn memory_not_from_the_allocator_is_unknown() {
+        let v = vec![0u8; 10_000];
+        let d = node_bytes(v.as_ptr(), v.len());
+        assert_eq!(d.unknown(), 10_000);
+        assert_eq!(d.known(), 0);
+    }
+}

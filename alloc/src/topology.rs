@@ -1,0 +1,893 @@
+//! Machine topology: NUMA nodes, their cores and memory, the node distance matrix and the
+//! last-level cache, discovered through hwloc (the `hwlocality` bindings) or described
+//! synthetically for tests and simulations.
+//!
+//! # Where a topology comes from
+//!
+//! [`Topology::current`] is the process-wide topology every other part of numatask uses. It is
+//! read once, from the environment variable `NUMATASK_TOPOLOGY` when it is set, and from the real
+//! machine otherwise. The variable accepts:
+//!
+//! | value | meaning |
+//! |---|---|
+//! | `system` | the real machine (the default) |
+//! | `preset:opteron6172` (or just `opteron6172`) | the core paper's machine, see [`Preset`] |
+//! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1` |
+//! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one |
+//!
+//! [`TopologyBuilder`] does the same from code and can also set a distance matrix.
+//!
+//! # Synthetic topologies
+//!
+//! Anything that is not the real machine is *synthetic* ([`Topology::is_synthetic`]). On a
+//! synthetic topology the allocator records where every page is meant to go but does not ask the
+//! kernel to put it there, and [`Topology::pin_current_thread`] maps the topology's cores onto the
+//! real machine's cores round-robin, so no thread is ever pinned to a PU that does not exist.
+//!
+//! # Indices
+//!
+//! Nodes are numbered `0..num_nodes()` in increasing OS index ([`NumaNode::os_index`] keeps the
+//! OS number). That order is also the order in which the kernel interleaves pages over a node
+//! mask, which is what lets the allocator's registry predict fine-distributed pages exactly.
+//! Cores are numbered `0..num_cores()` node by node.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use hwlocality::cpu::binding::CpuBindingFlags;
+use hwlocality::cpu::cpuset::CpuSet;
+use hwlocality::object::TopologyObject;
+use hwlocality::object::attributes::ObjectAttributes;
+use hwlocality::object::distance::{AddDistancesFlags, DistancesKind};
+use hwlocality::object::types::ObjectType;
+use hwlocality::topology::builder::BuildFlags;
+use hwlocality::topology::export::xml::XMLExportFlags;
+
+use crate::error::AllocError;
+
+/// The environment variable that selects a synthetic topology.
+pub const TOPOLOGY_ENV: &str = "NUMATASK_TOPOLOGY";
+
+/// Distance on the diagonal of a default matrix (the ACPI SLIT convention: local = 10).
+pub const LOCAL_DISTANCE: u32 = 10;
+/// Distance between distinct nodes when the OS gives no matrix.
+pub const DEFAULT_REMOTE_DISTANCE: u32 = 20;
+
+/// One NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaNode {
+    /// Index of the node in this topology (`0..num_nodes()`, increasing OS index).
+    pub index: usize,
+    /// The node's number for the operating system (what `numactl -H` shows).
+    pub os_index: usize,
+    /// Cores attached to this node.
+    pub cores: Vec<Core>,
+    /// Memory local to the node, in bytes (0 when unknown).
+    pub memory_bytes: u64,
+}
+
+/// One core and its hardware threads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Core {
+    /// Index of the core in this topology (`0..num_cores()`, node by node).
+    pub index: usize,
+    /// Index of the node the core belongs to.
+    pub node: usize,
+    /// OS indices of the core's processing units (hardware threads).
+    pub pus: Vec<usize>,
+}
+
+/// Where a topology's distance matrix came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistanceSource {
+    /// Read from the operating system's tables (ACPI SLIT through hwloc).
+    Os,
+    /// Read from an hwloc XML file.
+    Xml,
+    /// Given explicitly (a preset or [`TopologyBuilder::distances`]).
+    Given,
+    /// Nothing described distances: 10 on the diagonal and 20 elsewhere.
+    Default,
+}
+
+impl fmt::Display for DistanceSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Os => "from the OS",
+            Self::Xml => "from the XML file",
+            Self::Given => "given explicitly",
+            Self::Default => "default (none given: 10 local, 20 remote)",
+        })
+    }
+}
+
+/// Named topologies shipped with numatask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// The core paper's machine: four AMD Opteron 6172 (Magny-Cours) processors, two dies per
+    /// package, each die one NUMA node with six cores, a 5 MiB L3 and (here) 16 GiB of memory:
+    /// 8 nodes x 6 cores.
+    ///
+    /// The distance matrix is the SLIT of a four-socket Opteron 6100 server: 10 local, 16 for the
+    /// other die of the package and for dies one HyperTransport hop away, 22 for two hops. Its
+    /// maximum, 22, is the maximum the paper reports for its machine (Figure 1).
+    ///
+    /// ```text
+    ///        0   1   2   3   4   5   6   7
+    ///   0:  10  16  16  22  16  22  16  22
+    ///   1:  16  10  22  16  16  22  22  16
+    ///   2:  16  22  10  16  16  16  16  16
+    ///   3:  22  16  16  10  16  16  22  22
+    ///   4:  16  16  16  16  10  16  16  22
+    ///   5:  22  22  16  16  16  10  22  16
+    ///   6:  16  22  16  22  16  22  10  16
+    ///   7:  22  16  16  22  22  16  16  10
+    /// ```
+    Opteron6172,
+}
+
+impl Preset {
+    /// Every preset, for error messages and documentation.
+    pub const ALL: [Preset; 1] = [Preset::Opteron6172];
+
+    /// The preset's name as accepted by `NUMATASK_TOPOLOGY=preset:<name>`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Opteron6172 => "opteron6172",
+        }
+    }
+
+    fn synthetic(self) -> &'static str {
+        match self {
+            Preset::Opteron6172 => {
+                "pack:4 numa:2(memory=17179869184) l3:1(size=5242880) core:6 pu:1"
+            }
+        }
+    }
+
+    fn distances(self) -> Vec<u32> {
+        match self {
+            Preset::Opteron6172 => vec![
+                10, 16, 16, 22, 16, 22, 16, 22, //
+                16, 10, 22, 16, 16, 22, 22, 16, //
+                16, 22, 10, 16, 16, 16, 16, 16, //
+                22, 16, 16, 10, 16, 16, 22, 22, //
+                16, 16, 16, 16, 10, 16, 16, 22, //
+                22, 22, 16, 16, 16, 10, 22, 16, //
+                16, 22, 16, 22, 16, 22, 10, 16, //
+                22, 16, 16, 22, 22, 16, 16, 10, //
+            ],
+        }
+    }
+}
+
+impl std::str::FromStr for Preset {
+    type Err = AllocError;
+
+    fn from_str(s: &str) -> Result<Self, AllocError> {
+        let wanted = s.trim().to_ascii_lowercase().replace(['-', '_'], "");
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == wanted)
+            .ok_or_else(|| AllocError::InvalidTopology {
+                spec: s.to_owned(),
+                reason: format!(
+                    "unknown preset; known presets: {}",
+                    Preset::ALL.map(Preset::name).join(", ")
+                ),
+            })
+    }
+}
+
+/// What a topology was built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopologySource {
+    /// The real machine.
+    System,
+    /// A named preset.
+    Preset(Preset),
+    /// An hwloc synthetic description.
+    Synthetic(String),
+    /// An hwloc XML file.
+    Xml(PathBuf),
+}
+
+impl fmt::Display for TopologySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::System => f.write_str("system"),
+            Self::Preset(p) => write!(f, "preset:{}", p.name()),
+            Self::Synthetic(s) => write!(f, "synthetic:{s}"),
+            Self::Xml(p) => write!(f, "xml:{}", p.display()),
+        }
+    }
+}
+
+/// Builds a [`Topology`] from the real machine, a preset, an hwloc synthetic string or an XML
+/// file, optionally with an explicit distance matrix.
+///
+/// ```
+/// use numatask_alloc::topology::TopologyBuilder;
+/// let topo = TopologyBuilder::synthetic("pack:2 numa:2 core:2 pu:1")
+///     .distances(vec![10, 12, 20, 20, 12, 10, 20, 20, 20, 20, 10, 12, 20, 20, 12, 10])
+///     .build()?;
+/// assert_eq!(topo.num_nodes(), 4);
+/// assert_eq!(topo.distance(0, 1), 12);
+/// assert!(topo.is_synthetic());
+/// # Ok::<(), numatask_alloc::AllocError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct TopologyBuilder {
+    source: TopologySource,
+    distances: Option<Vec<u32>>,
+}
+
+impl TopologyBuilder {
+    /// The real machine.
+    pub fn system() -> Self {
+        Self {
+            source: TopologySource::System,
+            distances: None,
+        }
+    }
+
+    /// A named preset (with its distance matrix).
+    pub fn preset(preset: Preset) -> Self {
+        Self {
+            source: TopologySource::Preset(preset),
+            distances: Some(preset.distances()),
+        }
+    }
+
+    /// An hwloc synthetic description such as `"pack:4 numa:2 core:6 pu:1"`.
+    pub fn synthetic(description: impl Into<String>) -> Self {
+        Self {
+            source: TopologySource::Synthetic(description.into()),
+            distances: None,
+        }
+    }
+
+    /// An hwloc XML export; its NUMA distance matrix is used when it has one.
+    pub fn xml_file(path: impl Into<PathBuf>) -> Self {
+        Self {
+            source: TopologySource::Xml(path.into()),
+            distances: None,
+        }
+    }
+
+    /// Parses the syntax of `NUMATASK_TOPOLOGY` (see the module documentation).
+    pub fn from_spec(spec: &str) -> Result<Self, AllocError> {
+        let trimmed = spec.trim();
+        let (kind, rest) = trimmed.split_once(':').unwrap_or((trimmed, ""));
+        match kind.to_ascii_lowercase().as_str() {
+            "system" | "" if rest.is_empty() => Ok(Self::system()),
+            "preset" => Ok(Self::preset(rest.parse()?)),
+            "synthetic" if !rest.trim().is_empty() => Ok(Self::synthetic(rest.trim())),
+            "xml" if !rest.trim().is_empty() => Ok(Self::xml_file(rest.trim())),
+            _ => match trimmed.parse::<Preset>() {
+                Ok(p) => Ok(Self::preset(p)),
+                Err(_) => Err(AllocError::InvalidTopology {
+                    spec: spec.to_owned(),
+                    reason: format!(
+                        "expected system, preset:<name> ({}), synthetic:<hwloc string> or \
+                         xml:<path>",
+                        Preset::ALL.map(Preset::name).join(", ")
+                    ),
+                }),
+            },
+        }
+    }
+
+    /// Sets the node distance matrix, row-major, `num_nodes * num_nodes` values.
+    pub fn distances(mut self, matrix: Vec<u32>) -> Self {
+        self.distances = Some(matrix);
+        self
+    }
+
+    /// Discovers or builds the topology.
+    pub fn build(self) -> Result<Topology, AllocError> {
+        let invalid = |reason: String| AllocError::InvalidTopology {
+            spec: self.source.to_string(),
+            reason,
+        };
+        let builder = hwlocality::Topology::builder();
+        let builder = match &self.source {
+            TopologySource::System => Ok(builder),
+            TopologySource::Preset(p) => builder
+                .from_synthetic(p.synthetic())
+                .map_err(|e| e.to_string()),
+            TopologySource::Synthetic(s) => builder.from_synthetic(s).map_err(|e| e.to_string()),
+            TopologySource::Xml(path) => builder.from_xml_file(path).map_err(|e| e.to_string()),
+        }
+        .map_err(&invalid)?;
+        let mut hw = builder
+            .with_flags(BuildFlags::empty())
+            .map_err(|e| invalid(e.to_string()))?
+            .build()
+            .map_err(|e| invalid(format!("hwloc could not build the topology: {e}")))?;
+        let synthetic = self.source != TopologySource::System || !hw.is_this_system();
+        let nodes = read_nodes(&hw);
+        if nodes.is_empty() {
+            return Err(invalid("hwloc found no NUMA node".into()));
+        }
+        let n = nodes.len();
+        let (distances, distance_source) = match self.distances {
+            Some(matrix) => {
+                let matrix = validate_matrix(matrix, n).map_err(&invalid)?;
+                // Recorded in the hwloc topology too, so that an XML export carries it.
+                add_hwloc_distances(&mut hw, &matrix).map_err(&invalid)?;
+                (matrix, DistanceSource::Given)
+            }
+            None => match read_distances(&hw, &nodes) {
+                Some(matrix) => (
+                    matrix,
+                    if matches!(self.source, TopologySource::Xml(_)) {
+                        DistanceSource::Xml
+                    } else {
+                        DistanceSource::Os
+                    },
+                ),
+                None => (default_matrix(n), DistanceSource::Default),
+            },
+        };
+        let llc_bytes = read_llc_bytes(&hw);
+        Ok(Topology {
+            hw,
+            source: self.source,
+            synthetic,
+            nodes,
+            distances,
+            distance_source,
+            llc_bytes,
+        })
+    }
+}
+
+/// A machine's NUMA structure. Cheap to query; build once and share (see [`Topology::current`]).
+pub struct Topology {
+    /// The hwloc topology (of the real machine unless `synthetic`).
+    hw: hwlocality::Topology,
+    source: TopologySource,
+    synthetic: bool,
+    nodes: Vec<NumaNode>,
+    /// Row-major `n x n`.
+    distances: Vec<u32>,
+    distance_source: DistanceSource,
+    llc_bytes: u64,
+}
+
+impl fmt::Debug for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Topology")
+            .field("source", &self.source)
+            .field("synthetic", &self.synthetic)
+            .field("nodes", &self.nodes)
+            .field("distances", &self.distances)
+            .field("distance_source", &self.distance_source)
+            .field("llc_bytes", &self.llc_bytes)
+            .finish()
+    }
+}
+
+static CURRENT: OnceLock<Result<Arc<Topology>, AllocError>> = OnceLock::new();
+static REAL: OnceLock<Option<hwlocality::Topology>> = OnceLock::new();
+
+impl Topology {
+    /// The process-wide topology: `NUMATASK_TOPOLOGY` when set, the real machine otherwise.
+    /// Read once; every later call returns the same topology (or the same error).
+    pub fn current() -> Result<Arc<Topology>, AllocError> {
+        CURRENT
+            .get_or_init(|| {
+                let builder = match std::env::var(TOPOLOGY_ENV) {
+                    Ok(spec) => TopologyBuilder::from_spec(&spec).map_err(|e| match e {
+                        AllocError::InvalidTopology { spec, reason } => AllocError::InvalidEnv {
+                            var: TOPOLOGY_ENV,
+                            value: spec,
+                            expected: reason,
+                        },
+                        other => other,
+                    })?,
+                    Err(std::env::VarError::NotPresent) => TopologyBuilder::system(),
+                    Err(std::env::VarError::NotUnicode(v)) => {
+                        return Err(AllocError::InvalidEnv {
+                            var: TOPOLOGY_ENV,
+                            value: v.to_string_lossy().into_owned(),
+                            expected: "a UTF-8 value".into(),
+                        });
+                    }
+                };
+                builder.build().map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// The real machine (shorthand for `TopologyBuilder::system().build()`).
+    pub fn system() -> Result<Topology, AllocError> {
+        TopologyBuilder::system().build()
+    }
+
+    /// A preset (shorthand for `TopologyBuilder::preset(p).build()`).
+    pub fn preset(preset: Preset) -> Result<Topology, AllocError> {
+        TopologyBuilder::preset(preset).build()
+    }
+
+    /// What the topology was built from.
+    pub fn source(&self) -> &TopologySource {
+        &self.source
+    }
+
+    /// True when this is not the machine the process runs on: placement is recorded, not
+    /// enforced, and threads are pinned onto the real cores round-robin.
+    pub fn is_synthetic(&self) -> bool {
+        self.synthetic
+    }
+
+    /// The NUMA nodes, in increasing OS index.
+    pub fn nodes(&self) -> &[NumaNode] {
+        &self.nodes
+    }
+
+    /// Number of NUMA nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The node with topology index `node`, or an error naming the nodes that exist.
+    pub fn node(&self, node: usize) -> Result<&NumaNode, AllocError> {
+        self.nodes.get(node).ok_or(AllocError::NoSuchNode {
+            node,
+            num_nodes: self.nodes.len(),
+        })
+    }
+
+    /// All cores, node by node.
+    pub fn cores(&self) -> impl Iterator<Item = &Core> {
+        self.nodes.iter().flat_map(|n| n.cores.iter())
+    }
+
+    /// Total number of cores.
+    pub fn num_cores(&self) -> usize {
+        self.nodes.iter().map(|n| n.cores.len()).sum()
+    }
+
+    /// Cores per node, the paper's `C`: the largest node's core count (nodes of one machine
+    /// normally have the same number), at least 1.
+    pub fn cores_per_node(&self) -> usize {
+        self.nodes
+            .iter()
+            .map(|n| n.cores.len())
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    /// Distance from node `from` to node `to` (10 = local). Panics if an index is out of range,
+    /// like slice indexing; use [`Topology::node`] to validate user input first.
+    pub fn distance(&self, from: usize, to: usize) -> u32 {
+        let n = self.nodes.len();
+        assert!(
+            from < n && to < n,
+            "node index out of range: ({from}, {to}) with {n} nodes"
+        );
+        self.distances[from * n + to]
+    }
+
+    /// The whole distance matrix, row-major.
+    pub fn distance_matrix(&self) -> &[u32] {
+        &self.distances
+    }
+
+    /// Where the distance matrix came from.
+    pub fn distance_source(&self) -> DistanceSource {
+        self.distance_source
+    }
+
+    /// Size of one last-level cache in bytes (0 when hwloc reports no cache).
+    pub fn llc_bytes(&self) -> u64 {
+        self.llc_bytes
+    }
+
+    /// Total memory of all nodes in bytes.
+    pub fn total_memory(&self) -> u64 {
+        self.nodes.iter().map(|n| n.memory_bytes).sum()
+    }
+
+    /// The hwloc topology of the real machine, for binding memory; `None` when synthetic.
+    pub(crate) fn hwloc(&self) -> Option<&hwlocality::Topology> {
+        (!self.synthetic).then_some(&self.hw)
+    }
+
+    /// Writes the topology, with its distance matrix, as an hwloc XML file that
+    /// `NUMATASK_TOPOLOGY=xml:<path>` (or `HWLOC_XMLFILE`) loads back.
+    pub fn export_xml(&self, path: &std::path::Path) -> Result<(), AllocError> {
+        self.hw
+            .export_xml_file(Some(path), XMLExportFlags::empty())
+            .map_err(|e| AllocError::InvalidTopology {
+                spec: format!("xml:{}", path.display()),
+                reason: format!("could not write the XML file: {e}"),
+            })
+    }
+
+    /// Pins the calling thread to core `core` of this topology.
+    ///
+    /// On the real machine the thread is bound to the core's processing units. On a synthetic
+    /// topology the core is mapped onto the real machine's cores round-robin (`core` modulo the
+    /// number of real cores) and [`Pinning::Mapped`] says which real core was used.
+    pub fn pin_current_thread(&self, core: usize) -> Result<Pinning, AllocError> {
+        let num_cores = self.num_cores();
+        let Some(c) = self.cores().nth(core) else {
+            return Err(AllocError::NoSuchCore { core, num_cores });
+        };
+        let (real_topology, cpuset, pinning) = if let Some(hw) = self.hwloc() {
+            (hw, cpuset_of(&c.pus), Pinning::Exact { core })
+        } else {
+            let real = REAL
+                .get_or_init(|| {
+                    hwlocality::Topology::new()
+                        .ok()
+                        .filter(|t| t.is_this_system())
+                })
+                .as_ref()
+                .ok_or_else(|| AllocError::Pin {
+                    core,
+                    reason: "the real machine's topology could not be read".into(),
+                })?;
+            let real_cores = real_core_pus(real);
+            if real_cores.is_empty() {
+                return Err(AllocError::Pin {
+                    core,
+                    reason: "the machine has no core".into(),
+                });
+            }
+            let real_core = core % real_cores.len();
+            (
+                real,
+                cpuset_of(&real_cores[real_core]),
+                Pinning::Mapped { core, real_core },
+            )
+        };
+        real_topology
+            .bind_cpu(&cpuset, CpuBindingFlags::THREAD)
+            .map_err(|e| AllocError::Pin {
+                core,
+                reason: e.to_string(),
+            })?;
+        Ok(pinning)
+    }
+}
+
+/// How [`Topology::pin_current_thread`] pinned a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pinning {
+    /// Bound to the topology's own core.
+    Exact {
+        /// The core.
+        core: usize,
+    },
+    /// The topology is synthetic: bound to a real core instead.
+    Mapped {
+        /// The synthetic topology's core.
+        core: usize,
+        /// The real machine's core (index among its cores) actually used.
+        real_core: usize,
+    },
+}
+
+fn cpuset_of(pus: &[usize]) -> CpuSet {
+    let mut set = CpuSet::new();
+    for &pu in pus {
+        set.set(pu);
+    }
+    set
+}
+
+fn os_indices(set: &CpuSet) -> Vec<usize> {
+    set.iter_set().map(usize::from).collect()
+}
+
+/// The PUs of every core of the real machine that this process may run on.
+fn real_core_pus(hw: &hwlocality::Topology) -> Vec<Vec<usize>> {
+    let allowed = hw.allowed_cpuset();
+    hw.objects_with_type(ObjectType::Core)
+        .filter_map(|core| core.cpuset())
+        .map(|set| os_indices(&(&*set & &*allowed)))
+        .filter(|pus| !pus.is_empty())
+        .collect()
+}
+
+fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {
+    let mut numa: Vec<&TopologyObject> = hw.objects_with_type(ObjectType::NUMANode).collect();
+    numa.sort_by_key(|n| n.os_index());
+    let allowed = hw.allowed_cpuset();
+    let mut nodes: Vec<NumaNode> = numa
+        .iter()
+        .enumerate()
+        .map(|(index, obj)| NumaNode {
+            index,
+            os_index: obj.os_index().unwrap_or(index),
+            cores: Vec::new(),
+            memory_bytes: match obj.attributes() {
+                Some(ObjectAttributes::NUMANode(a)) => a.local_memory().map_or(0, |m| m.get()),
+                _ => 0,
+            },
+        })
+        .collect();
+    for core in hw.objects_with_type(ObjectType::Core) {
+        let Some(cpuset) = core.cpuset() else {
+            continue;
+        };
+        let pus = os_indices(&(&*cpuset & &*allowed));
+        if pus.is_empty() {
+            continue;
+        }
+        // The core belongs to the first node whose cpuset contains it (memory-only nodes have
+        // empty cpusets and get no cores).
+        let node = numa.iter().position(|n| {
+            n.cpuset()
+                .is_some_and(|ns| ns.includes(&*cpuset) && !ns.is_empty())
+        });
+        if let Some(node) = node {
+            nodes[node].cores.push(Core {
+                index: 0,
+                node,
+                pus,
+            });
+        }
+    }
+    let mut next = 0;
+    for node in &mut nodes {
+        for core in &mut node.cores {
+            core.index = next;
+            next += 1;
+        }
+    }
+    nodes
+}
+
+fn read_distances(hw: &hwlocality::Topology, nodes: &[NumaNode]) -> Option<Vec<u32>> {
+    let n = nodes.len();
+    let all = hw.distances(None).ok()?;
+    let matrix = all.iter().find(|d| {
+        d.num_objects() == n
+            && d.objects()
+                .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+    })?;
+    let mut out = vec![0u32; n * n];
+    let position: Vec<usize> = matrix
+        .objects()
+        .map(|o| {
+            let os = o.and_then(TopologyObject::os_index);
+            nodes.iter().position(|node| Some(node.os_index) == os)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    for (i, row) in matrix.distances().chunks(n).enumerate() {
+        for (j, &d) in row.iter().enumerate() {
+            out[position[i] * n + position[j]] = u32::try_from(d).ok()?;
+        }
+    }
+    validate_matrix(out, n).ok()
+}
+
+fn add_hwloc_distances(hw: &mut hwlocality::Topology, matrix: &[u32]) -> Result<(), String> {
+    let values: Vec<u64> = matrix.iter().map(|&d| u64::from(d)).collect();
+    hw.edit(|editor| {
+        editor.add_distances(
+            // No name: hwlocality 1.0.0-alpha.13 frees the name before hwloc copies it.
+            None,
+            DistancesKind::FROM_USER | DistancesKind::MEANS_LATENCY,
+            AddDistancesFlags::empty(),
+            |topology| {
+                let mut numa: Vec<&TopologyObject> =
+                    topology.objects_with_type(ObjectType::NUMANode).collect();
+                numa.sort_by_key(|n| n.os_index());
+                (numa.into_iter().map(Some).collect(), values)
+            },
+        )
+    })
+    .map_err(|e| format!("hwloc rejected the distance matrix: {e}"))
+}
+
+fn validate_matrix(matrix: Vec<u32>, n: usize) -> Result<Vec<u32>, String> {
+    if matrix.len() != n * n {
+        return Err(format!(
+            "distance matrix has {} values, expected {n} x {n} = {}",
+            matrix.len(),
+            n * n
+        ));
+    }
+    for i in 0..n {
+        for j in 0..n {
+            let d = matrix[i * n + j];
+            if d == 0 {
+                return Err(format!(
+                    "distance ({i}, {j}) is 0; distances must be positive"
+                ));
+            }
+            if i != j && d < matrix[i * n + i] {
+                return Err(format!(
+                    "distance ({i}, {j}) = {d} is smaller than the local distance {}",
+                    matrix[i * n + i]
+                ));
+            }
+        }
+    }
+    Ok(matrix)
+}
+
+fn default_matrix(n: usize) -> Vec<u32> {
+    (0..n * n)
+        .map(|k| {
+            if k / n == k % n {
+                LOCAL_DISTANCE
+            } else {
+                DEFAULT_REMOTE_DISTANCE
+            }
+        })
+        .collect()
+}
+
+/// Size of the last-level cache: the largest data or unified cache of the deepest level.
+fn read_llc_bytes(hw: &hwlocality::Topology) -> u64 {
+    let mut best: (usize, u64) = (0, 0);
+    for ty in [
+        ObjectType::L1Cache,
+        ObjectType::L2Cache,
+        ObjectType::L3Cache,
+        ObjectType::L4Cache,
+        ObjectType::L5Cache,
+    ] {
+        for obj in hw.objects_with_type(ty) {
+            if let Some(ObjectAttributes::Cache(c)) = obj.attributes() {
+                let size = c.size().map_or(0, |s| s.get());
+                if size > 0 && (c.depth(), size) > best {
+                    best = (c.depth(), size);
+                }
+            }
+        }
+    }
+    best.1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preset_has_eight_nodes_of_six_cores_and_max_distance_22() {
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        assert_eq!(t.num_nodes(), 8);
+        assert!(t.nodes().iter().all(|n| n.cores.len() == 6));
+        assert_eq!(t.cores_per_node(), 6);
+        assert_eq!(t.num_cores(), 48);
+        assert_eq!(t.distance_matrix().iter().copied().max(), Some(22));
+        assert_eq!(t.llc_bytes(), 5 * 1024 * 1024);
+        assert!(t.is_synthetic());
+        assert_eq!(t.distance_source(), DistanceSource::Given);
+        for i in 0..8 {
+            assert_eq!(t.distance(i, i), 10);
+            for j in 0..8 {
+                assert_eq!(
+                    t.distance(i, j),
+                    t.distance(j, i),
+                    "matrix must be symmetric"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cores_are_numbered_node_by_node() {
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        for (i, core) in t.cores().enumerate() {
+            assert_eq!(core.index, i);
+            assert_eq!(core.node, i / 6);
+        }
+    }
+
+    #[test]
+    fn synthetic_string_without_distances_gets_the_default_matrix() {
+        let t = TopologyBuilder::synthetic("pack:2 numa:2 core:3 pu:2")
+            .build()
+            .unwrap();
+        assert_eq!(t.num_nodes(), 4);
+        assert_eq!(t.distance_source(), DistanceSource::Default);
+        assert_eq!(t.distance(1, 1), LOCAL_DISTANCE);
+        assert_eq!(t.distance(1, 2), DEFAULT_REMOTE_DISTANCE);
+        assert_eq!(t.nodes()[3].cores[2].pus.len(), 2);
+    }
+
+    #[test]
+    fn spec_parsing_accepts_every_form_and_rejects_others() {
+        assert!(matches!(
+            TopologyBuilder::from_spec("system").unwrap().source,
+            TopologySource::System
+        ));
+        assert_eq!(
+            TopologyBuilder::from_spec("preset:Opteron-6172")
+                .unwrap()
+                .source,
+            TopologySource::Preset(Preset::Opteron6172)
+        );
+        assert_eq!(
+            TopologyBuilder::from_spec("opteron6172").unwrap().source,
+            TopologySource::Preset(Preset::Opteron6172)
+        );
+        assert_eq!(
+            TopologyBuilder::from_spec("synthetic:numa:2 core:1 pu:1")
+                .unwrap()
+                .source,
+            TopologySource::Synthetic("numa:2 core:1 pu:1".into())
+        );
+        let err = TopologyBuilder::from_spec("bogus").unwrap_err().to_string();
+        assert!(err.contains("bogus") && err.contains("synthetic:"), "{err}");
+        let err = TopologyBuilder::from_spec("preset:nope")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("opteron6172"), "{err}");
+    }
+
+    #[test]
+    fn bad_synthetic_string_and_bad_matrix_are_errors() {
+        assert!(TopologyBuilder::synthetic("numa:two").build().is_err());
+        let err = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .distances(vec![10, 20, 20])
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected 2 x 2"), "{err}");
+        let err = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .distances(vec![10, 5, 20, 10])
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("smaller than the local distance"), "{err}");
+    }
+
+    #[test]
+    fn xml_file_with_distances_is_read() {
+        let dir = std::env::temp_dir().join(format!("numatask-xml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("topo.xml");
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        t.export_xml(&path).unwrap();
+        let back = TopologyBuilder::xml_file(&path).build().unwrap();
+        assert_eq!(back.num_nodes(), 8);
+        assert_eq!(back.distance_source(), DistanceSource::Xml);
+        assert_eq!(back.distance_matrix(), t.distance_matrix());
+        assert!(back.is_synthetic());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn system_topology_has_a_node_with_cores() {
+        let t = Topology::system().unwrap();
+        assert!(t.num_nodes() >= 1);
+        assert!(t.num_cores() >= 1);
+        assert!(!t.is_synthetic());
+        assert_eq!(t.distance(0, 0), LOCAL_DISTANCE);
+    }
+
+    #[test]
+    fn pinning_on_a_synthetic_topology_maps_onto_real_cores() {
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        let real = Topology::system().unwrap().num_cores();
+        let handle = std::thread::spawn(move || t.pin_current_thread(47));
+        let pinning = handle.join().unwrap().unwrap();
+        assert_eq!(
+            pinning,
+            Pinning::Mapped {
+                core: 47,
+                real_core: 47 % real
+            }
+        );
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        assert!(matches!(
+            t.pin_current_thread(48),
+            Err(AllocError::NoSuchCore {
+                core: 48,
+                num_cores: 48
+            })
+        ));
+    }
+}
