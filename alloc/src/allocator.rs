@@ -317,6 +317,26 @@ mod tests {
     }
 
     #[test]
+    fn kernel_refusing_a_missing_node_is_a_bind_error() {
+        let topo = Topology::system().unwrap();
+        let hw = topo.hwloc().expect("the system topology is real");
+        let p = omp_malloc_specific(4096, Distribution::Standard).unwrap();
+        let missing = topo.nodes().last().unwrap().os_index + 1;
+        let err = bind_area(
+            hw,
+            p.as_ptr() as usize,
+            4096,
+            &[missing],
+            MemoryBindingPolicy::Bind,
+        )
+        .unwrap_err();
+        assert!(matches!(err, AllocError::Bind { .. }), "{err}");
+        assert!(err.to_string().contains(&format!("[{missing}]")), "{err}");
+        // SAFETY: allocated above, unused.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+
+    #[test]
     fn memory_is_zeroed_writable_and_page_aligned() {
         for d in Distribution::ALL {
             let p = omp_malloc_specific(3 * page_size() + 5, d).unwrap();

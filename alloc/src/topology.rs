@@ -384,7 +384,7 @@ impl Topology {
                         AllocError::InvalidTopology { spec, reason } => AllocError::InvalidEnv {
                             var: TOPOLOGY_ENV,
                             value: spec,
-                            expected: reason,
+                            expected: reason.trim_start_matches("expected ").to_owned(),
                         },
                         other => other,
                     })?,

@@ -1,14 +1,17 @@
-//! Multi-node tests, run inside QEMU guests by `scripts/numa-vm-test.sh`.
+//! Placement on a real multi-node kernel. These tests need several NUMA nodes, so they are
+//! `#[ignore]`d on the (one-node) host and run inside QEMU guests with 4 and 8 nodes by
+//! `scripts/numa-vm-test.sh`, which passes `--ignored` and sets `NUMATASK_VM_NODES` to the number
+//! of nodes it configured.
 //!
-//! PLACEHOLDER written with the VM harness: the allocator's real multi-node tests replace
-//! this file. The contract with the harness is what matters here:
-//! - every test is `#[ignore]`d, because the host has a single NUMA node;
-//! - the guest runs this binary with `--ignored --test-threads=1`;
-//! - `NUMATASK_VM_NODES` holds the number of NUMA nodes QEMU was told to create.
+//! Every check compares what the allocator meant (the registry) with where the kernel really put
+//! the pages (`move_pages`), page by page.
 
-use std::fs;
+use numatask_alloc::{
+    AllocError, Distribution, NumaVec, Place, Topology, node_bytes, omp_free, omp_malloc_on_node,
+    omp_malloc_specific, page_size, reset_coarse_counter, resident_nodes,
+};
 
-/// Node count the harness configured, from `NUMATASK_VM_NODES`.
+/// The node count the harness configured.
 fn expected_nodes() -> usize {
     let raw = std::env::var("NUMATASK_VM_NODES")
         .expect("NUMATASK_VM_NODES is unset: run this through scripts/numa-vm-test.sh");
@@ -16,39 +19,178 @@ fn expected_nodes() -> usize {
         .unwrap_or_else(|e| panic!("NUMATASK_VM_NODES={raw:?} is not a number: {e}"))
 }
 
-/// Ids of the `nodeN` directories under /sys/devices/system/node, sorted.
-fn sysfs_nodes() -> Vec<usize> {
-    let mut ids: Vec<usize> = fs::read_dir("/sys/devices/system/node")
-        .expect("read /sys/devices/system/node")
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_prefix("node")?.parse().ok()
+/// The distance the harness gave QEMU for nodes `i` and `j`.
+fn configured_distance(n: usize, i: usize, j: usize) -> u32 {
+    match (n, i == j, i / 2 == j / 2) {
+        (_, true, _) => 10,
+        (4, false, true) => 20,
+        (4, false, false) => 30,
+        (_, false, true) => 16,
+        (_, false, false) => 22,
+    }
+}
+
+/// Touches every page of `[ptr, ptr + len)` with a write.
+fn touch(ptr: *mut u8, len: usize) {
+    for offset in (0..len).step_by(page_size()) {
+        // SAFETY: the callers pass ranges inside live allocations they own.
+        unsafe { ptr.add(offset).write_volatile(1) };
+    }
+}
+
+/// The registry's node of each page of `[ptr, ptr + len)` (page-aligned ranges only).
+fn registry_page_nodes(ptr: *const u8, len: usize) -> Vec<Option<usize>> {
+    (0..len.div_ceil(page_size()))
+        .map(|p| {
+            // SAFETY: address arithmetic inside the allocation, never dereferenced.
+            let page = unsafe { ptr.add(p * page_size()) };
+            let d = node_bytes(page, page_size().min(len - p * page_size()));
+            assert_eq!(
+                d.per_node().iter().filter(|&&b| b > 0).count() + usize::from(d.unknown() > 0),
+                1
+            );
+            d.dominant_node()
         })
-        .collect();
-    ids.sort_unstable();
-    ids
+        .collect()
 }
 
 #[test]
-#[ignore = "needs several NUMA nodes: run via scripts/numa-vm-test.sh"]
-fn kernel_sees_configured_nodes() {
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn topology_reports_the_guest_nodes_cores_and_os_distances() {
     let n = expected_nodes();
-    assert_eq!(sysfs_nodes(), (0..n).collect::<Vec<_>>());
-    // Each node's distance row has one entry per node and 10 on the diagonal.
+    let topo = Topology::current().unwrap();
+    assert!(!topo.is_synthetic());
+    assert_eq!(topo.num_nodes(), n);
+    assert_eq!(
+        topo.distance_source(),
+        numatask_alloc::topology::DistanceSource::Os
+    );
     for i in 0..n {
-        let row = fs::read_to_string(format!("/sys/devices/system/node/node{i}/distance"))
-            .expect("read node distance");
-        let d: Vec<u32> = row.split_whitespace().map(|v| v.parse().unwrap()).collect();
-        assert_eq!(d.len(), n, "node{i} distance row: {row:?}");
-        assert_eq!(d[i], 10, "node{i} local distance: {row:?}");
+        assert_eq!(topo.nodes()[i].os_index, i);
+        assert_eq!(topo.nodes()[i].cores.len(), 1, "one CPU per guest node");
+        assert!(topo.nodes()[i].memory_bytes > 0);
+        for j in 0..n {
+            assert_eq!(
+                topo.distance(i, j),
+                configured_distance(n, i, j),
+                "distance({i}, {j})"
+            );
+        }
     }
 }
 
 #[test]
-#[ignore = "needs several NUMA nodes: run via scripts/numa-vm-test.sh"]
-fn hwloc_sees_configured_nodes() {
-    use hwlocality::{Topology, object::types::ObjectType};
-    let topology = Topology::new().expect("hwloc topology");
-    let numa = topology.objects_with_type(ObjectType::NUMANode).count();
-    assert_eq!(numa, expected_nodes());
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn coarse_allocations_lie_wholly_on_their_node_and_rotate_over_the_nodes() {
+    let n = expected_nodes();
+    reset_coarse_counter();
+    let len = 64 * page_size() + 100;
+    let ptrs: Vec<_> = (0..2 * n)
+        .map(|_| omp_malloc_specific(len, Distribution::Coarse).unwrap())
+        .collect();
+    for (k, p) in ptrs.iter().enumerate() {
+        touch(p.as_ptr(), len);
+        let kernel = resident_nodes(p.as_ptr(), len).unwrap();
+        assert!(
+            kernel.iter().all(|&node| node == Some(k % n)),
+            "allocation {k}: kernel says {kernel:?}"
+        );
+        let d = node_bytes(p.as_ptr(), len);
+        assert_eq!(
+            d.on(k % n),
+            len as u64,
+            "allocation {k}: registry says {d:?}"
+        );
+        assert_eq!(registry_page_nodes(p.as_ptr(), len), kernel);
+    }
+    for p in ptrs {
+        // SAFETY: allocated above, no reference into it remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn fine_allocations_spread_evenly_over_every_node_and_match_the_registry_page_by_page() {
+    let n = expected_nodes();
+    let pages = 50 * n;
+    let len = pages * page_size();
+    let v = NumaVec::<u8>::zeroed(len, Distribution::Fine).unwrap();
+    touch(v.as_ptr().cast_mut(), len);
+    let kernel = resident_nodes(v.as_ptr(), len).unwrap();
+    let mut per_node = vec![0usize; n];
+    for node in &kernel {
+        per_node[node.expect("every touched page is resident")] += 1;
+    }
+    assert_eq!(per_node, vec![50; n], "pages per node");
+    assert_eq!(registry_page_nodes(v.as_ptr(), len), kernel);
+    // A range starting and ending inside pages: the registry's byte arithmetic per node.
+    let (lo, hi) = (page_size() / 2 + 3, len - 5);
+    let d = v.node_bytes_of(lo..hi);
+    let mut expect = vec![0u64; n];
+    for (p, node) in kernel.iter().enumerate() {
+        let (a, b) = ((p * page_size()).max(lo), ((p + 1) * page_size()).min(hi));
+        expect[node.unwrap()] += (b - a) as u64;
+    }
+    assert_eq!(d.per_node(), expect);
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn standard_pages_follow_the_node_of_the_touching_thread() {
+    let n = expected_nodes();
+    let topo = Topology::current().unwrap();
+    let len = 16 * page_size();
+    let v = NumaVec::<u8>::zeroed(len * n, Distribution::Standard).unwrap();
+    assert_eq!(
+        node_bytes(v.as_ptr(), len * n).unknown(),
+        (len * n) as u64,
+        "untouched pages are unknown"
+    );
+    let base = v.as_ptr() as usize;
+    std::thread::scope(|s| {
+        for node in 0..n {
+            let core = topo.nodes()[node].cores[0].index;
+            let topo = &topo;
+            s.spawn(move || {
+                topo.pin_current_thread(core).unwrap();
+                touch((base + node * len) as *mut u8, len);
+            });
+        }
+    });
+    for node in 0..n {
+        // SAFETY: inside the allocation.
+        let part = unsafe { v.as_ptr().add(node * len) };
+        let kernel = resident_nodes(part, len).unwrap();
+        assert!(
+            kernel.iter().all(|&k| k == Some(node)),
+            "slice touched on node {node}: {kernel:?}"
+        );
+        assert_eq!(registry_page_nodes(part, len), kernel);
+        assert_eq!(node_bytes(part, len).on(node), len as u64);
+    }
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn every_node_can_be_chosen_explicitly_and_a_missing_node_is_an_error() {
+    let n = expected_nodes();
+    for node in 0..n {
+        let v = NumaVec::<u64>::filled(5000, 7, Place::OnNode(node)).unwrap();
+        let kernel = resident_nodes(v.as_ptr().cast(), 5000 * 8).unwrap();
+        assert!(
+            kernel.iter().all(|&k| k == Some(node)),
+            "node {node}: {kernel:?}"
+        );
+    }
+    assert_eq!(
+        omp_malloc_on_node(4096, n),
+        Err(AllocError::NoSuchNode {
+            node: n,
+            num_nodes: n
+        })
+    );
+    let node_memory = Topology::current().unwrap().nodes()[0].memory_bytes;
+    let err = omp_malloc_on_node(node_memory as usize + 1, 0).unwrap_err();
+    assert!(err.to_string().contains("node 0 has"), "{err}");
 }

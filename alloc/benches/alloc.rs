@@ -1,0 +1,98 @@
+//! Allocator benchmarks: allocate-and-touch per policy against `std::alloc`, and the registry's
+//! footprint lookup (run once for every task the locality-aware scheduler deals).
+//!
+//! ```text
+//! cargo bench -p numatask-alloc --bench alloc
+//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench -p numatask-alloc --bench alloc -- lookup
+//! ```
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use numatask_alloc::{
+    Distribution, NodeBytes, Topology, accumulate_node_bytes, omp_free, omp_malloc_specific,
+    page_size,
+};
+
+const SIZES: [usize; 4] = [64 << 10, 1 << 20, 16 << 20, 256 << 20];
+
+fn touch(ptr: *mut u8, len: usize) {
+    for offset in (0..len).step_by(page_size()) {
+        // SAFETY: callers pass live allocations of `len` bytes.
+        unsafe { ptr.add(offset).write_volatile(1) };
+    }
+}
+
+fn alloc_and_touch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("alloc_touch_free");
+    for size in SIZES {
+        group.throughput(Throughput::Bytes(size as u64));
+        if size >= 16 << 20 {
+            group.sample_size(10);
+        }
+        group.bench_with_input(
+            BenchmarkId::new("std_alloc_zeroed", size),
+            &size,
+            |b, &size| {
+                let layout = Layout::from_size_align(size, page_size()).unwrap();
+                b.iter(|| {
+                    // SAFETY: layout has a non-zero size.
+                    let p = unsafe { alloc_zeroed(layout) };
+                    assert!(!p.is_null());
+                    touch(p, size);
+                    // SAFETY: allocated above with the same layout.
+                    unsafe { dealloc(black_box(p), layout) };
+                });
+            },
+        );
+        for d in Distribution::ALL {
+            group.bench_with_input(BenchmarkId::new(d.name(), size), &size, |b, &size| {
+                b.iter(|| {
+                    let p = omp_malloc_specific(size, d).unwrap();
+                    touch(p.as_ptr(), size);
+                    // SAFETY: allocated above, no reference remains.
+                    unsafe { omp_free(black_box(p.as_ptr())) }.unwrap();
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+fn registry_lookup(c: &mut Criterion) {
+    let nodes = Topology::current().unwrap().num_nodes();
+    let mut group = c.benchmark_group("footprint_lookup");
+    // A registry holding many allocations, as a real program has: the lookup is a binary search.
+    let others: Vec<_> = (0..1000)
+        .map(|_| omp_malloc_specific(4 * page_size(), Distribution::Coarse).unwrap())
+        .collect();
+    for d in [Distribution::Fine, Distribution::Coarse] {
+        let len = 1024 * page_size();
+        let p = omp_malloc_specific(len, d).unwrap();
+        for pages in [1usize, 8, 64] {
+            let range = pages * page_size();
+            let mut out = NodeBytes::new(nodes);
+            group.bench_function(BenchmarkId::new(d.name(), format!("{pages}_pages")), |b| {
+                // An unaligned range in the middle of the allocation.
+                // SAFETY: address arithmetic inside the allocation, not dereferenced.
+                let start = unsafe { p.as_ptr().add(100 * page_size() + 123) };
+                b.iter(|| {
+                    out.clear();
+                    accumulate_node_bytes(black_box(start), black_box(range), &mut out);
+                    black_box(&out);
+                });
+            });
+        }
+        // SAFETY: allocated above, no reference remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+    for p in others {
+        // SAFETY: allocated above, no reference remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+    group.finish();
+}
+
+criterion_group!(benches, alloc_and_touch, registry_lookup);
+criterion_main!(benches);

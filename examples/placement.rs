@@ -1,0 +1,130 @@
+//! Where do the pages go? Allocates with each distribution policy and prints pages per NUMA node,
+//! on this machine and on the core paper's 8-node machine (a synthetic preset).
+//!
+//! ```text
+//! cargo run --release --example placement
+//! OMP_DATA_DISTRIBUTION=coarse cargo run --release --example placement
+//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo run --release --example placement
+//! ```
+
+use std::process::ExitCode;
+
+use numatask::alloc::{
+    DISTRIBUTION_ENV, Distribution, NodeBytes, Topology, node_bytes, omp_free, omp_malloc,
+    omp_malloc_specific, page_size, reset_coarse_counter, resident_nodes,
+};
+
+/// Set in the child process that shows the preset.
+const CHILD_FLAG: &str = "--preset-child";
+const ALLOCATIONS: usize = 4;
+const PAGES: usize = 256;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    // Fail early and clearly on a bad OMP_DATA_DISTRIBUTION, before printing anything.
+    let global = Distribution::from_env()?;
+    show(global)?;
+    let is_child = std::env::args().any(|a| a == CHILD_FLAG);
+    if !is_child && std::env::var_os("NUMATASK_TOPOLOGY").is_none() {
+        // The allocator follows one process-wide topology, so the preset runs in a child process.
+        println!();
+        let status = std::process::Command::new(std::env::current_exe()?)
+            .arg(CHILD_FLAG)
+            .env("NUMATASK_TOPOLOGY", "preset:opteron6172")
+            .status()?;
+        if !status.success() {
+            return Err(format!("the preset run failed: {status}").into());
+        }
+    }
+    Ok(())
+}
+
+fn show(global: Distribution) -> Result<(), Box<dyn std::error::Error>> {
+    let topo = Topology::current()?;
+    let n = topo.num_nodes();
+    println!(
+        "== {} ({}): {} NUMA node(s), {} cores, LLC {} KiB, distances {}",
+        topo.source(),
+        if topo.is_synthetic() {
+            "synthetic: placement recorded, not enforced"
+        } else {
+            "real machine"
+        },
+        n,
+        topo.num_cores(),
+        topo.llc_bytes() / 1024,
+        topo.distance_source()
+    );
+    print!("{:<46}", "allocation (256 pages each), pages on");
+    for node in 0..n {
+        print!("{:>6}", format!("n{node}"));
+    }
+    println!("{:>9}{:>14}", "unknown", "kernel agrees");
+    let ps = page_size();
+    let len = PAGES * ps;
+    let mut rows: Vec<(String, Distribution)> = Distribution::ALL
+        .iter()
+        .flat_map(|&d| (0..ALLOCATIONS).map(move |k| (format!("omp_malloc_specific({d}) #{k}"), d)))
+        .collect();
+    rows.push((format!("omp_malloc ({DISTRIBUTION_ENV}={global})"), global));
+    reset_coarse_counter();
+    for (label, d) in rows {
+        let p = if label.starts_with("omp_malloc ") {
+            omp_malloc(len)?
+        } else {
+            omp_malloc_specific(len, d)?
+        };
+        // First touch from this thread: standard pages land on this thread's node.
+        // SAFETY: `p` holds `len` bytes and nothing else refers to them.
+        unsafe { std::ptr::write_bytes(p.as_ptr(), 1, len) };
+        let d = node_bytes(p.as_ptr(), len);
+        print!("{label:<46}");
+        for node in 0..n {
+            print!("{:>6}", d.on(node) as usize / ps);
+        }
+        print!("{:>9}", d.unknown() as usize / ps);
+        println!("{:>14}", kernel_agreement(&topo, &d, p.as_ptr(), len)?);
+        // SAFETY: allocated above; no reference into it remains.
+        unsafe { omp_free(p.as_ptr()) }?;
+    }
+    Ok(())
+}
+
+/// On the real machine, compares the registry with the kernel's page locations.
+fn kernel_agreement(
+    topo: &Topology,
+    d: &NodeBytes,
+    p: *const u8,
+    len: usize,
+) -> Result<&'static str, Box<dyn std::error::Error>> {
+    if topo.is_synthetic() {
+        return Ok("-");
+    }
+    let mut kernel = NodeBytes::new(topo.num_nodes());
+    for (page, node) in resident_nodes(p, len)?.into_iter().enumerate() {
+        let bytes = page_size().min(len - page * page_size()) as u64;
+        let index = node.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
+        kernel.add(&match index {
+            Some(i) => {
+                let mut v = vec![0; topo.num_nodes()];
+                v[i] = bytes;
+                NodeBytes::from_bytes(v)
+            }
+            None => return Ok("no (not resident)"),
+        });
+    }
+    Ok(if kernel.per_node() == d.per_node() {
+        "yes"
+    } else {
+        "NO"
+    })
+}
