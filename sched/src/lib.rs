@@ -1,1 +1,3 @@
 //! The scheduler: tasks, dependences, work-stealing and locality-aware scheduling.
+pub mod deque;
+pub mod sync;

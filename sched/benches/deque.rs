@@ -1,0 +1,148 @@
+//! The runtime's bounded Chase-Lev deque against crossbeam-deque's growable one.
+//!
+//! - `push_pop`: the owner pushes a batch of 64 items and pops them back (the common case in a
+//!   task runtime: a worker spawns tasks and runs them itself). Reported per item.
+//! - `steal`: a thief empties a deque of 64 items pushed by the owner, single-threaded (the
+//!   cost of the steal path itself, without contention). Reported per item.
+//! - `steal_contended`: one owner pushes and pops while two thief threads steal continuously;
+//!   the measured thread is the owner, so this shows what thieves cost the owner.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use numatask_sched::deque::{Steal, deque};
+
+const BATCH: usize = 64;
+
+fn push_pop(c: &mut Criterion) {
+    let mut group = c.benchmark_group("push_pop");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("numatask", |b| {
+        let (w, _s) = deque::<usize>(256);
+        b.iter(|| {
+            for i in 0..BATCH {
+                let _ = w.push(black_box(i));
+            }
+            for _ in 0..BATCH {
+                black_box(w.pop());
+            }
+        });
+    });
+    group.bench_function("crossbeam", |b| {
+        let w = crossbeam_deque::Worker::<usize>::new_lifo();
+        let _s = w.stealer();
+        b.iter(|| {
+            for i in 0..BATCH {
+                w.push(black_box(i));
+            }
+            for _ in 0..BATCH {
+                black_box(w.pop());
+            }
+        });
+    });
+    group.finish();
+}
+
+fn steal(c: &mut Criterion) {
+    let mut group = c.benchmark_group("steal");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.bench_function("numatask", |b| {
+        let (w, s) = deque::<usize>(256);
+        b.iter(|| {
+            for i in 0..BATCH {
+                let _ = w.push(black_box(i));
+            }
+            while let Steal::Success(i) = s.steal() {
+                black_box(i);
+            }
+        });
+    });
+    group.bench_function("crossbeam", |b| {
+        let w = crossbeam_deque::Worker::<usize>::new_lifo();
+        let s = w.stealer();
+        b.iter(|| {
+            for i in 0..BATCH {
+                w.push(black_box(i));
+            }
+            while let crossbeam_deque::Steal::Success(i) = s.steal() {
+                black_box(i);
+            }
+        });
+    });
+    group.finish();
+}
+
+/// Runs `owner_cycle` under criterion while two threads call `steal` until told to stop.
+fn with_thieves(steal: impl Fn() + Send + Sync + 'static, measure: impl FnOnce()) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let steal = Arc::new(steal);
+    let thieves: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            let steal = Arc::clone(&steal);
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    steal();
+                }
+            })
+        })
+        .collect();
+    measure();
+    stop.store(true, Ordering::Relaxed);
+    for t in thieves {
+        let _ = t.join();
+    }
+}
+
+fn steal_contended(c: &mut Criterion) {
+    let mut group = c.benchmark_group("steal_contended");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    {
+        let (w, s) = deque::<usize>(256);
+        with_thieves(
+            move || {
+                black_box(s.steal().success());
+            },
+            || {
+                group.bench_function("numatask", |b| {
+                    b.iter(|| {
+                        for i in 0..BATCH {
+                            let _ = w.push(black_box(i));
+                        }
+                        while let Some(i) = w.pop() {
+                            black_box(i);
+                        }
+                    });
+                });
+            },
+        );
+    }
+    {
+        let w = crossbeam_deque::Worker::<usize>::new_lifo();
+        let s = w.stealer();
+        with_thieves(
+            move || {
+                black_box(s.steal().success());
+            },
+            || {
+                group.bench_function("crossbeam", |b| {
+                    b.iter(|| {
+                        for i in 0..BATCH {
+                            w.push(black_box(i));
+                        }
+                        while let Some(i) = w.pop() {
+                            black_box(i);
+                        }
+                    });
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, push_pop, steal, steal_contended);
+criterion_main!(benches);

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Model-checks the scheduler's lock-free data structures (sched/src/{deque,node_queue,sleep}.rs)
+# with loom. A separate target directory keeps the normal build's artefacts valid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export RUSTFLAGS="--cfg loom"
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
+exec cargo test --release -p numatask-loom-tests "$@"
