@@ -3,7 +3,9 @@
 //!
 //! Every allocation is its own anonymous page mapping, so that a policy can be applied to exactly
 //! its pages:
-//! - **standard**: nothing is bound; each page lands where it is first touched;
+//! - **standard**: nothing is bound; each page lands where it is first touched (with transparent
+//!   huge pages enabled, the kernel may place a whole 2 MiB huge page at the first touch of one of
+//!   its base pages; the registry asks the kernel, so it reports what really happened);
 //! - **fine**: the pages are interleaved over all nodes (`MPOL_INTERLEAVE` through hwloc), with
 //!   transparent huge pages disabled so that the unit of interleaving is one base page;
 //! - **coarse**: the whole mapping is bound (`MPOL_BIND` through hwloc) to the next node of a
