@@ -72,25 +72,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 # ---------------------------------------------------------------------------------------------
-# 1. Host packages. dpkg-query is used rather than `dpkg -s` because `dpkg -s` also succeeds for
-#    removed packages whose configuration files remain.
+# 1. Host packages.
 # ---------------------------------------------------------------------------------------------
-missing=()
-for p in "${PACKAGES[@]}"; do
-    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-    [[ $status == installed ]] || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    install_cmd="apt-get install -y --no-install-recommends ${missing[*]}"
-    if ((EUID == 0)); then
-        log "installing: ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    else
-        die "missing packages; run as root:  apt-get update && $install_cmd"
-    fi
-fi
+# shellcheck source=scripts/lib/packages.sh
+source "$ROOT/scripts/lib/packages.sh"
+ensure_packages "${PACKAGES[@]}"
 command -v cargo >/dev/null || die "cargo not found (install Rust, e.g. with rustup)"
 
 if [[ -n ${NUMA_VM_KERNEL:-} ]]; then

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Every test of numatask, as CI runs them: formatting and lints, the unit, integration and doc
+# tests of every crate, the loom model checks, and the multi-node placement tests inside QEMU
+# guests with 4 and 8 NUMA nodes. Installs the Debian/Ubuntu packages it needs when run as root
+# (otherwise it stops with the apt-get command to run).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib/packages.sh
+source scripts/lib/packages.sh
+ensure_packages "${BUILD_PACKAGES[@]}"
+
+step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
+start=$SECONDS
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "unit, integration and doc tests"
+cargo test --workspace --quiet
+
+step "benchmarks compile and run once (criterion --test mode)"
+cargo test --workspace --benches --quiet
+
+if [[ -x scripts/loom.sh ]]; then
+    step "loom model checks"
+    scripts/loom.sh
+fi
+
+step "multi-node placement tests in QEMU guests"
+scripts/numa-vm-test.sh
+
+printf '\nall tests passed in %ss\n' $((SECONDS - start))
