@@ -1,3 +1,5 @@
 //! The scheduler: tasks, dependences, work-stealing and locality-aware scheduling.
 pub mod deque;
+pub mod node_queue;
+pub mod sleep;
 pub mod sync;

@@ -1,0 +1,427 @@
+//! Idle workers: spin, then sleep; producers wake one sleeper when they publish work.
+//!
+//! A worker that finds no work calls [`Sleep::no_work_found`] in its loop. The first calls back
+//! off (spin, then yield); after that the worker *announces* itself as sleepy, checks for work
+//! one last time, and blocks on its own condition variable. A thread that publishes work calls
+//! [`Sleep::new_work`] (or [`Sleep::new_work_for`] to wake a worker of one NUMA node); when no
+//! worker is sleepy that costs one `fence(SeqCst)` and one load of a counter nobody writes, and
+//! takes no lock.
+//!
+//! # State
+//!
+//! - `sleepy`: how many workers are between their announcement and the end of their sleep. It
+//!   only gates the producers' fast path.
+//! - per worker, `state`: `AWAKE`, `SLEEPY` (announced, maybe blocked) or `NOTIFIED` (a producer
+//!   chose it; it is waking up). Only the worker sets `AWAKE` and `SLEEPY`; a producer moves
+//!   `SLEEPY -> NOTIFIED` by CAS, so each sleeper is chosen by at most one producer.
+//! - per worker, a mutex and a condvar; the worker blocks while its state is `SLEEPY`.
+//! - `terminated`: set by [`Sleep::notify_all`]; nobody sleeps after it.
+//!
+//! # Why no wake-up is lost
+//!
+//! The worker does `sleepy += 1; state = SLEEPY; fence(SeqCst); has_work()?`. The producer does
+//! `publish work; fence(SeqCst); sleepy > 0? then scan the states`. The two `SeqCst` fences are
+//! totally ordered (a Dekker pattern; `SeqCst` accesses alone would not be enough under loom,
+//! and the fence is what the C++ model makes work):
+//!
+//! - if the producer's fence comes first, the worker's `has_work()` (after its fence) sees the
+//!   published work (or a later state where someone took it), so it does not block;
+//! - if the worker's fence comes first, the producer sees `sleepy > 0` and `state == SLEEPY` (or
+//!   a later state). It CASes some `SLEEPY` worker to `NOTIFIED`, locks that worker's mutex and
+//!   signals. The worker tests `state == SLEEPY` under the same mutex before each wait, so the
+//!   signal cannot fall between its test and its wait. If the producer finds no `SLEEPY`
+//!   worker, each worker it saw as sleepy is `NOTIFIED` by another producer, or awake again:
+//!   either way it is awake, and before it can block again it announces itself anew and its
+//!   next `has_work()` comes after the producer's fence in the order, so it sees the work.
+//!
+//! So every piece of published work is seen by a worker that is awake or will wake, provided
+//! that the woken worker's `has_work` covers it: [`Sleep::new_work_for`] exists so that work
+//! dealt to one NUMA node's queue wakes a worker of that node.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use numatask_sched::node_queue::NodeQueue;
+//! use numatask_sched::sleep::{IdleState, Sleep};
+//!
+//! let sleep = Arc::new(Sleep::new(1));
+//! let queue = Arc::new(NodeQueue::new());
+//! let worker = {
+//!     let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+//!     std::thread::spawn(move || {
+//!         let mut idle = IdleState::new();
+//!         let mut sum = 0;
+//!         while !sleep.is_terminated() {
+//!             match queue.pop() {
+//!                 Some(x) => {
+//!                     sleep.work_found(&mut idle);
+//!                     sum += x;
+//!                 }
+//!                 None => sleep.no_work_found(&mut idle, 0, || !queue.is_empty()),
+//!             }
+//!         }
+//!         sum + std::iter::from_fn(|| queue.pop()).sum::<u32>()
+//!     })
+//! };
+//! for x in 1..=10 {
+//!     queue.push(x);
+//!     sleep.new_work();
+//! }
+//! sleep.notify_all(); // shut down
+//! assert_eq!(worker.join().unwrap(), 55);
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::PoisonError;
+
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use crate::sync::{CachePadded, Condvar, Mutex, spin_loop, thread};
+
+/// Idle rounds that spin (round `r` spins `2^r` times) before yielding.
+const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 6 };
+/// Idle rounds (spinning ones included) before a worker goes to sleep.
+const ROUNDS_UNTIL_SLEEP: u32 = if cfg!(loom) { 1 } else { 16 };
+
+const AWAKE: usize = 0;
+const SLEEPY: usize = 1;
+const NOTIFIED: usize = 2;
+
+/// One worker's sleeping place.
+struct WorkerSleep {
+    state: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+/// The idle and wake-up protocol shared by a pool's workers and the threads that give them
+/// work. See the module docs for the protocol and why no wake-up is lost.
+pub struct Sleep {
+    /// Workers between announcing themselves and waking up.
+    sleepy: CachePadded<AtomicUsize>,
+    terminated: AtomicBool,
+    /// Where the next scan for a sleeper starts, so that wake-ups rotate over the workers.
+    next_scan: AtomicUsize,
+    workers: Box<[CachePadded<WorkerSleep>]>,
+}
+
+/// A worker's count of consecutive idle rounds; one per worker, kept across its loop.
+#[derive(Debug, Default, Clone)]
+pub struct IdleState {
+    rounds: u32,
+}
+
+impl IdleState {
+    /// A worker that has just found work (or just started).
+    pub fn new() -> Self {
+        IdleState { rounds: 0 }
+    }
+}
+
+impl Sleep {
+    /// Sleep state for workers `0..n_workers`.
+    pub fn new(n_workers: usize) -> Self {
+        Sleep {
+            sleepy: CachePadded::new(AtomicUsize::new(0)),
+            terminated: AtomicBool::new(false),
+            next_scan: AtomicUsize::new(0),
+            workers: (0..n_workers)
+                .map(|_| {
+                    CachePadded::new(WorkerSleep {
+                        state: AtomicUsize::new(AWAKE),
+                        lock: Mutex::new(()),
+                        wake: Condvar::new(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Number of workers this was created for.
+    pub fn n_workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Resets the worker's idle count; call when it found work.
+    #[inline]
+    pub fn work_found(&self, idle: &mut IdleState) {
+        idle.rounds = 0;
+    }
+
+    /// Called by worker `worker` each time it looked for work and found none: backs off for
+    /// the first rounds, then announces itself, checks `has_work` once more and, if that is
+    /// still false, blocks until a producer wakes it or [`notify_all`](Self::notify_all) is
+    /// called. Returns when the worker should look for work again.
+    ///
+    /// `has_work` must return true when any work this worker would take is published
+    /// (typically: its own deque or node queue is not empty). It is called after the
+    /// announcement, which is what makes the protocol free of lost wake-ups.
+    ///
+    /// After termination this returns at once. A `worker` index out of range never sleeps (it
+    /// yields instead).
+    pub fn no_work_found(&self, idle: &mut IdleState, worker: usize, has_work: impl Fn() -> bool) {
+        if self.is_terminated() {
+            return;
+        }
+        if idle.rounds < SPIN_ROUNDS {
+            for _ in 0..1u32 << idle.rounds {
+                spin_loop();
+            }
+            idle.rounds += 1;
+            return;
+        }
+        if idle.rounds < ROUNDS_UNTIL_SLEEP {
+            thread::yield_now();
+            idle.rounds += 1;
+            return;
+        }
+        match self.workers.get(worker) {
+            Some(place) => self.sleep(place, has_work),
+            None => thread::yield_now(),
+        }
+        idle.rounds = 0;
+    }
+
+    fn sleep(&self, place: &WorkerSleep, has_work: impl Fn() -> bool) {
+        self.sleepy.fetch_add(1, Ordering::SeqCst);
+        place.state.store(SLEEPY, Ordering::SeqCst);
+        // Pairs with the fence in `wake_one_in` (see the module docs).
+        fence(Ordering::SeqCst);
+        if !has_work() {
+            let mut guard = place.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            while place.state.load(Ordering::Acquire) == SLEEPY
+                && !self.terminated.load(Ordering::Acquire)
+            {
+                guard = place
+                    .wake
+                    .wait(guard)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        // Either we found work, a producer chose us (`NOTIFIED`), or we are shutting down.
+        // `swap` rather than `store`: a producer may be CASing `SLEEPY -> NOTIFIED` right now,
+        // which only costs it a signal nobody waits for.
+        place.state.swap(AWAKE, Ordering::AcqRel);
+        self.sleepy.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Call after publishing work that any worker may take: wakes one sleeping worker, if any.
+    /// Returns whether it woke one. Lock-free and cheap when no worker sleeps.
+    #[inline]
+    pub fn new_work(&self) -> bool {
+        self.wake_one_in(0..self.workers.len())
+    }
+
+    /// The same as [`new_work`](Self::new_work).
+    #[inline]
+    pub fn notify_one(&self) -> bool {
+        self.new_work()
+    }
+
+    /// Call after publishing work that only workers in `workers` take (e.g. the workers of the
+    /// NUMA node whose queue received a task): wakes one of them if any sleeps. If it returns
+    /// false, none of them sleeps for good (each is awake or will see the work), but workers
+    /// outside the range were not woken; call [`new_work`](Self::new_work) as well if they
+    /// should help (e.g. when the queue is long enough to be stolen from).
+    #[inline]
+    pub fn new_work_for(&self, workers: Range<usize>) -> bool {
+        let end = workers.end.min(self.workers.len());
+        self.wake_one_in(workers.start.min(end)..end)
+    }
+
+    fn wake_one_in(&self, workers: Range<usize>) -> bool {
+        // Pairs with the fence in `sleep` (see the module docs).
+        fence(Ordering::SeqCst);
+        if self.sleepy.load(Ordering::Relaxed) == 0 || workers.is_empty() {
+            return false;
+        }
+        let len = workers.len();
+        let start = self.next_scan.fetch_add(1, Ordering::Relaxed) % len;
+        (0..len)
+            .map(|i| workers.start + (start + i) % len)
+            .any(|worker| self.wake(worker))
+    }
+
+    /// Wakes `worker` if it is `SLEEPY`.
+    fn wake(&self, worker: usize) -> bool {
+        let Some(place) = self.workers.get(worker) else {
+            return false;
+        };
+        if place
+            .state
+            .compare_exchange(SLEEPY, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // Taking the lock orders the signal after the worker's test of its state.
+        let _guard = place.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        place.wake.notify_one();
+        true
+    }
+
+    /// Wakes every sleeping worker (without terminating). Returns how many it woke.
+    pub fn wake_all(&self) -> usize {
+        fence(Ordering::SeqCst);
+        if self.sleepy.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        (0..self.workers.len()).filter(|&w| self.wake(w)).count()
+    }
+
+    /// Shutdown: marks the pool terminated and wakes every worker. From then on
+    /// [`no_work_found`](Self::no_work_found) returns at once and
+    /// [`is_terminated`](Self::is_terminated) is true.
+    pub fn notify_all(&self) {
+        self.terminated.store(true, Ordering::SeqCst);
+        for place in self.workers.iter() {
+            // A worker tests `terminated` under its lock before each wait: after we have
+            // taken and released the lock it either saw the flag or is waiting and gets
+            // the signal.
+            let _guard = place.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            place.wake.notify_all();
+        }
+    }
+
+    /// Whether [`notify_all`](Self::notify_all) was called.
+    #[inline]
+    pub fn is_terminated(&self) -> bool {
+        self.terminated.load(Ordering::Acquire)
+    }
+
+    /// Approximate number of workers announced as sleepy or asleep.
+    pub fn sleepy_workers(&self) -> usize {
+        self.sleepy.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("n_workers", &self.workers.len())
+            .field("sleepy", &self.sleepy_workers())
+            .field("terminated", &self.is_terminated())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::node_queue::NodeQueue;
+    use std::sync::Arc;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Fails (instead of hanging) if `f` does not finish within `limit`.
+    fn with_watchdog<R: Send + 'static>(
+        limit: Duration,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> R {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(limit)
+            .expect("watchdog: sleep/wake test hung (lost wake-up?)")
+    }
+
+    #[test]
+    fn out_of_range_worker_index_never_blocks() {
+        let sleep = Sleep::new(1);
+        let mut idle = IdleState::new();
+        for _ in 0..100 {
+            sleep.no_work_found(&mut idle, 7, || false);
+        }
+        assert_eq!(sleep.sleepy_workers(), 0);
+    }
+
+    #[test]
+    fn new_work_without_sleepers_wakes_nobody() {
+        let sleep = Sleep::new(4);
+        assert!(!sleep.new_work());
+        assert!(!sleep.new_work_for(1..3));
+        assert!(!sleep.new_work_for(9..12));
+        assert_eq!(sleep.wake_all(), 0);
+    }
+
+    #[test]
+    fn notify_all_releases_sleeping_workers() {
+        with_watchdog(Duration::from_secs(60), || {
+            let sleep = Arc::new(Sleep::new(3));
+            let workers: Vec<_> = (0..3)
+                .map(|w| {
+                    let sleep = Arc::clone(&sleep);
+                    std::thread::spawn(move || {
+                        let mut idle = IdleState::new();
+                        while !sleep.is_terminated() {
+                            sleep.no_work_found(&mut idle, w, || false);
+                        }
+                    })
+                })
+                .collect();
+            while sleep.sleepy_workers() < 3 {
+                std::thread::yield_now();
+            }
+            sleep.notify_all();
+            for w in workers {
+                w.join().unwrap();
+            }
+        });
+    }
+
+    #[test]
+    fn many_sleep_wake_cycles_run_every_item() {
+        const WORKERS: usize = 4;
+        const ITEMS: u64 = 20_000;
+        let total = with_watchdog(Duration::from_secs(120), || {
+            let sleep = Arc::new(Sleep::new(WORKERS));
+            let queue = Arc::new(NodeQueue::new());
+            let workers: Vec<_> = (0..WORKERS)
+                .map(|w| {
+                    let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+                    std::thread::spawn(move || {
+                        let mut idle = IdleState::new();
+                        let mut sum = 0u64;
+                        let mut count = 0u64;
+                        loop {
+                            if let Some(x) = queue.pop() {
+                                sleep.work_found(&mut idle);
+                                sum += x;
+                                count += 1;
+                            } else if sleep.is_terminated() {
+                                return (sum, count);
+                            } else {
+                                sleep.no_work_found(&mut idle, w, || !queue.is_empty());
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for x in 1..=ITEMS {
+                queue.push(x);
+                sleep.new_work();
+                if x % 500 == 0 {
+                    // Let every worker fall asleep so the next pushes must wake them.
+                    while sleep.sleepy_workers() < WORKERS && !queue.is_empty() {
+                        std::thread::yield_now();
+                    }
+                    while sleep.sleepy_workers() < WORKERS {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+            // Every item must be run by the (possibly sleeping) workers before shutdown.
+            while !queue.is_empty() {
+                std::thread::yield_now();
+            }
+            sleep.notify_all();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap())
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        });
+        assert_eq!(total, (ITEMS * (ITEMS + 1) / 2, ITEMS));
+    }
+}
