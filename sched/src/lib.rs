@@ -3,3 +3,4 @@ pub mod deque;
 pub mod node_queue;
 pub mod sleep;
 pub mod sync;
+pub mod locality_policy;
