@@ -1,0 +1,124 @@
+/* SparseLU with OpenMP 4 tasks and depend clauses, one task per block operation: the peer of
+ * numatask's SparseLU in BENCHMARKS.md. Built with gcc -fopenmp (libgomp) and clang -fopenmp
+ * (LLVM libomp) by scripts/bench-sparselu.sh.
+ *
+ * usage: sparselu_omp NB BS [REPS]
+ * prints: sparselu_omp runtime=<r> threads=T nb=NB bs=BS tasks=K median_s=S checksum=C */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "sparselu.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static float **genmat(int nb, int bs) {
+    float **m = calloc((size_t)nb * nb, sizeof *m);
+    int seed = sparselu_seed();
+    for (int ii = 0; ii < nb; ii++)
+        for (int jj = 0; jj < nb; jj++)
+            if (sparselu_block_present(nb, ii, jj)) {
+                m[ii * nb + jj] = malloc((size_t)bs * bs * sizeof(float));
+                sparselu_fill_block(m[ii * nb + jj], bs, &seed);
+            }
+    return m;
+}
+
+static void freemat(float **m, int nb) {
+    for (int i = 0; i < nb * nb; i++) free(m[i]);
+    free(m);
+}
+
+static long sparselu(float **m, int nb, int bs) {
+    long tasks = 0;
+    const size_t n = (size_t)bs * bs;
+#pragma omp parallel
+#pragma omp single
+    {
+        for (int kk = 0; kk < nb; kk++) {
+            float *diag = m[kk * nb + kk];
+#pragma omp task firstprivate(diag) depend(inout: diag[0:n])
+            sparselu_lu0(diag, bs);
+            tasks++;
+            for (int jj = kk + 1; jj < nb; jj++) {
+                float *col = m[kk * nb + jj];
+                if (col) {
+#pragma omp task firstprivate(diag, col) depend(in: diag[0:n]) depend(inout: col[0:n])
+                    sparselu_fwd(diag, col, bs);
+                    tasks++;
+                }
+            }
+            for (int ii = kk + 1; ii < nb; ii++) {
+                float *row = m[ii * nb + kk];
+                if (row) {
+#pragma omp task firstprivate(diag, row) depend(in: diag[0:n]) depend(inout: row[0:n])
+                    sparselu_bdiv(diag, row, bs);
+                    tasks++;
+                }
+            }
+            for (int ii = kk + 1; ii < nb; ii++) {
+                float *row = m[ii * nb + kk];
+                if (!row) continue;
+                for (int jj = kk + 1; jj < nb; jj++) {
+                    float *col = m[kk * nb + jj];
+                    if (!col) continue;
+                    if (!m[ii * nb + jj]) m[ii * nb + jj] = calloc(n, sizeof(float));
+                    float *inner = m[ii * nb + jj];
+#pragma omp task firstprivate(row, col, inner) depend(in: row[0:n], col[0:n]) depend(inout: inner[0:n])
+                    sparselu_bmod(row, col, inner, bs);
+                    tasks++;
+                }
+            }
+        }
+#pragma omp taskwait
+    }
+    return tasks;
+}
+
+static double checksum(float **m, int nb, int bs) {
+    double s = 0;
+    for (int i = 0; i < nb * nb; i++)
+        if (m[i])
+            for (int k = 0; k < bs * bs; k++) s += (double)m[i][k] * ((i + k) % 7 + 1);
+    return s;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: %s NB BS [REPS]\n", argv[0]); return 2; }
+    int nb = atoi(argv[1]), bs = atoi(argv[2]), reps = argc > 3 ? atoi(argv[3]) : 3;
+    if (nb < 1 || nb > 1000 || bs < 1 || bs > 1000 || reps < 1 || reps > 100) {
+        fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+#ifdef RUNTIME_NAME
+    const char *name = RUNTIME_NAME;
+#else
+    const char *name = "openmp";
+#endif
+    double times[100], sum = 0;
+    long tasks = 0;
+    int threads = omp_get_max_threads();
+    for (int r = 0; r <= reps; r++) { /* rep 0 warms the team up */
+        float **m = genmat(nb, bs);
+        double t0 = now();
+        tasks = sparselu(m, nb, bs);
+        double t = now() - t0;
+        if (r > 0) times[r - 1] = t;
+        sum = checksum(m, nb, bs);
+        freemat(m, nb);
+    }
+    qsort(times, reps, sizeof times[0], cmp);
+    printf("sparselu_omp runtime=%s threads=%d nb=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
+           name, threads, nb, bs, tasks, times[reps / 2], sum);
+    return 0;
+}
