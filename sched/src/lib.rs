@@ -4,3 +4,4 @@ pub mod node_queue;
 pub mod sleep;
 pub mod sync;
 pub mod locality_policy;
+pub mod trace;
