@@ -1,4 +1,21 @@
 //! numatask: locality-aware tasks and NUMA data distribution.
+//!
+//! The task runtime lives in [`sched`] and its main types are re-exported here:
+//!
+//! ```
+//! let rt = numatask::Runtime::builder().num_threads(2).build()?;
+//! let total: u64 = rt.scope(|s| {
+//!     let a = s.spawn_with_result(|_| (1..=50u64).sum::<u64>());
+//!     let b = s.spawn_with_result(|_| (51..=100u64).sum::<u64>());
+//!     s.taskwait();
+//!     a.join() + b.join()
+//! });
+//! assert_eq!(total, 5050);
+//! # Ok::<(), numatask::SchedError>(())
+//! ```
 pub use numatask_alloc as alloc;
 pub use numatask_kernels as kernels;
 pub use numatask_sched as sched;
+pub use numatask_sched::{
+    Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
+};

@@ -1,0 +1,82 @@
+//! fib(n) with one task per call and no cutoff: the spawn-overhead benchmark (BENCHMARKS.md).
+//! Prints wall time per task for two spellings of the same program:
+//!
+//! - `spawn`: both recursive calls are tasks (`spawn_with_result`), then `taskwait`, the
+//!   OpenMP/BOTS form (`#pragma omp task` twice, `#pragma omp taskwait`);
+//! - `join`: the first call is a task, the second runs inline (`Scope::join`).
+//!
+//! ```text
+//! cargo run --release --example fib -- [n=27] [reps=5]
+//! OMP_NUM_THREADS=1 cargo run --release --example fib -- 25
+//! ```
+//! Workers come from the environment (`OMP_NUM_THREADS`, default one per core).
+
+use std::time::{Duration, Instant};
+
+use numatask::{Runtime, Scope};
+
+fn fib_spawn(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let x = s.spawn_with_result(move |s| fib_spawn(s, n - 1));
+    let y = s.spawn_with_result(move |s| fib_spawn(s, n - 2));
+    s.taskwait();
+    x.join() + y.join()
+}
+
+fn fib_join(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (x, y) = s.join(move |s| fib_join(s, n - 1), move |s| fib_join(s, n - 2));
+    x + y
+}
+
+/// Calls of fib(n), each one a task: calls(n) = 1 + calls(n-1) + calls(n-2).
+fn calls(n: u64) -> u64 {
+    let (mut a, mut b) = (1u64, 1u64);
+    for _ in 2..=n {
+        (a, b) = (b, 1 + a + b);
+    }
+    b
+}
+
+fn fib_seq(n: u64) -> u64 {
+    (0..n).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let n: u64 = args.next().map_or(Ok(27), |a| a.parse())?;
+    let reps: usize = args.next().map_or(Ok(5), |a| a.parse())?;
+    if n > 45 || reps == 0 {
+        return Err("need n <= 45 and reps >= 1".into());
+    }
+    let rt = Runtime::new()?;
+    let expect = fib_seq(n);
+    let tasks = calls(n);
+    type Fib = fn(&Scope<'_>, u64) -> u64;
+    for (name, f) in [("spawn", fib_spawn as Fib), ("join", fib_join as Fib)] {
+        // Warm-up: workers awake, allocator caches primed.
+        assert_eq!(rt.scope(|s| f(s, n)), expect);
+        let mut times: Vec<Duration> = (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                let r = rt.scope(|s| f(s, n));
+                let d = t.elapsed();
+                assert_eq!(r, expect, "wrong fib result");
+                d
+            })
+            .collect();
+        times.sort();
+        let median = times[times.len() / 2];
+        println!(
+            "numatask {name:<5} workers={} n={n} tasks={tasks} median_s={:.6} ns_per_task={:.2}",
+            rt.num_workers(),
+            median.as_secs_f64(),
+            median.as_secs_f64() * 1e9 / tasks as f64
+        );
+    }
+    Ok(())
+}

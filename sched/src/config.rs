@@ -1,0 +1,328 @@
+//! Runtime settings from the environment, the way OpenMP runtimes read them.
+//!
+//! | variable | accepted values | default |
+//! |---|---|---|
+//! | `OMP_NUM_THREADS` | a positive integer, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core of the topology |
+//! | `OMP_PROC_BIND` | `true`, `close` (the same here), `false`; case-insensitive; of a list, the first | `true` |
+//! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; at least 64K | 2M |
+//! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`) | `ws` |
+//! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
+//!
+//! A variable that is unset, empty or only blanks counts as unset. Any other value that is not
+//! accepted is an error ([`SchedError::InvalidEnv`]) naming the variable, the value and what is
+//! accepted; nothing here panics on what the environment holds.
+//!
+//! The topology itself comes from `NUMATASK_TOPOLOGY`, read by
+//! [`Topology::current`](numatask_alloc::Topology::current).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::SchedError;
+use crate::scheduler::SchedulerKind;
+
+/// `OMP_NUM_THREADS`: number of workers.
+pub const NUM_THREADS_ENV: &str = "OMP_NUM_THREADS";
+/// `OMP_PROC_BIND`: whether workers are pinned to cores.
+pub const PROC_BIND_ENV: &str = "OMP_PROC_BIND";
+/// `OMP_STACKSIZE`: stack size of each worker thread.
+pub const STACKSIZE_ENV: &str = "OMP_STACKSIZE";
+/// `NUMATASK_SCHEDULER`: the scheduling policy.
+pub const SCHEDULER_ENV: &str = "NUMATASK_SCHEDULER";
+/// `OMP_DISPLAY_ENV`: print the effective settings when a runtime starts.
+pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
+
+/// Every variable [`EnvSettings::from_env`] reads.
+pub const ENV_VARS: [&str; 5] = [
+    NUM_THREADS_ENV,
+    PROC_BIND_ENV,
+    STACKSIZE_ENV,
+    SCHEDULER_ENV,
+    DISPLAY_ENV_ENV,
+];
+
+/// Worker stack size when `OMP_STACKSIZE` is unset (the same as Rust's default).
+pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
+/// The smallest worker stack accepted: the worker loop, a task's frame and the unwinding
+/// machinery need a few pages, and a smaller value would crash rather than fail.
+pub const MIN_STACK_SIZE: usize = 64 << 10;
+
+const NUM_THREADS_EXPECTED: &str =
+    "a positive integer (or a comma-separated list of them, of which the first is used)";
+const PROC_BIND_EXPECTED: &str = "true, false or close (spread and primary are not supported)";
+const STACKSIZE_EXPECTED: &str =
+    "a size of at least 64K: a number with an optional unit B, K, M or G (no unit means K)";
+const SCHEDULER_EXPECTED: &str = "ws (work stealing)";
+const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
+
+/// What `OMP_DISPLAY_ENV` asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DisplayEnv {
+    /// Print nothing.
+    #[default]
+    False,
+    /// Print the settings when the runtime starts.
+    True,
+    /// Print the settings and where every worker runs.
+    Verbose,
+}
+
+impl FromStr for DisplayEnv {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "false" => Ok(Self::False),
+            "true" => Ok(Self::True),
+            "verbose" => Ok(Self::Verbose),
+            _ => Err(()),
+        }
+    }
+}
+
+impl fmt::Display for DisplayEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::False => "FALSE",
+            Self::True => "TRUE",
+            Self::Verbose => "VERBOSE",
+        })
+    }
+}
+
+/// The settings the environment gives; `None` where a variable is unset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvSettings {
+    /// `OMP_NUM_THREADS`.
+    pub num_threads: Option<usize>,
+    /// `OMP_PROC_BIND`.
+    pub proc_bind: Option<bool>,
+    /// `OMP_STACKSIZE`, in bytes.
+    pub stack_size: Option<usize>,
+    /// `NUMATASK_SCHEDULER`.
+    pub scheduler: Option<SchedulerKind>,
+    /// `OMP_DISPLAY_ENV`.
+    pub display_env: Option<DisplayEnv>,
+}
+
+impl EnvSettings {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, SchedError> {
+        for var in ENV_VARS {
+            if let Some(value) = std::env::var_os(var)
+                && value.to_str().is_none()
+            {
+                return Err(SchedError::InvalidEnv {
+                    var,
+                    value: value.to_string_lossy().into_owned(),
+                    expected: "a UTF-8 value",
+                });
+            }
+        }
+        Self::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Reads the variables through `lookup` (which returns a variable's value, or `None` when
+    /// it is unset): the environment without touching the process's, for tests and embedding.
+    ///
+    /// ```
+    /// use numatask_sched::config::EnvSettings;
+    /// let env = EnvSettings::from_lookup(|var| match var {
+    ///     "OMP_NUM_THREADS" => Some("4,2".into()),
+    ///     "OMP_STACKSIZE" => Some("16M".into()),
+    ///     _ => None,
+    /// })?;
+    /// assert_eq!(env.num_threads, Some(4));
+    /// assert_eq!(env.stack_size, Some(16 << 20));
+    /// assert_eq!(env.proc_bind, None);
+    ///
+    /// let err = EnvSettings::from_lookup(|var| (var == "OMP_NUM_THREADS").then(|| "zero".into()))
+    ///     .unwrap_err();
+    /// assert!(err.to_string().starts_with("OMP_NUM_THREADS='zero': expected a positive integer"));
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
+        let get = |var: &str| lookup(var).filter(|v| !v.trim().is_empty());
+        Ok(EnvSettings {
+            num_threads: get(NUM_THREADS_ENV)
+                .map(|v| parse_num_threads(&v))
+                .transpose()?,
+            proc_bind: get(PROC_BIND_ENV)
+                .map(|v| parse_proc_bind(&v))
+                .transpose()?,
+            stack_size: get(STACKSIZE_ENV)
+                .map(|v| parse_stack_size(&v))
+                .transpose()?,
+            scheduler: get(SCHEDULER_ENV)
+                .map(|v| {
+                    v.parse::<SchedulerKind>()
+                        .map_err(|_| invalid(SCHEDULER_ENV, &v, SCHEDULER_EXPECTED))
+                })
+                .transpose()?,
+            display_env: get(DISPLAY_ENV_ENV)
+                .map(|v| {
+                    v.parse::<DisplayEnv>()
+                        .map_err(|()| invalid(DISPLAY_ENV_ENV, &v, DISPLAY_ENV_EXPECTED))
+                })
+                .transpose()?,
+        })
+    }
+}
+
+fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError {
+    SchedError::InvalidEnv {
+        var,
+        value: value.to_owned(),
+        expected,
+    }
+}
+
+/// Parses an `OMP_NUM_THREADS` value: a positive integer, or a comma-separated list of them
+/// (OpenMP's per-nesting-level list) of which the first is returned.
+pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
+    let err = || invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED);
+    let mut first = None;
+    for item in value.split(',') {
+        let n: usize = item.trim().parse().map_err(|_| err())?;
+        if n == 0 {
+            return Err(err());
+        }
+        first.get_or_insert(n);
+    }
+    first.ok_or_else(err)
+}
+
+/// Parses an `OMP_PROC_BIND` value: `true`/`close` pin the workers, `false` does not. Of a
+/// comma-separated list, the first item counts.
+pub fn parse_proc_bind(value: &str) -> Result<bool, SchedError> {
+    let first = value.split(',').next().unwrap_or_default();
+    match first.trim().to_ascii_lowercase().as_str() {
+        "true" | "close" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED)),
+    }
+}
+
+/// Parses an `OMP_STACKSIZE` value into bytes: `<number>[B|K|M|G]`, blanks allowed between the
+/// number and the unit, case-insensitive, no unit meaning KiB (the OpenMP rule).
+pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
+    let err = || invalid(STACKSIZE_ENV, value, STACKSIZE_EXPECTED);
+    let s = value.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(digits);
+    let number: usize = number.parse().map_err(|_| err())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "b" => 0,
+        "" | "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        _ => return Err(err()),
+    };
+    let bytes = number.checked_mul(1 << shift).ok_or_else(err)?;
+    if bytes < MIN_STACK_SIZE {
+        return Err(err());
+    }
+    Ok(bytes)
+}
+
+/// Formats a byte count the way `OMP_STACKSIZE` is written (`2048K`, `16M`, `100B`).
+pub fn format_size(bytes: usize) -> String {
+    if bytes != 0 && bytes % (1 << 20) == 0 {
+        format!("{}M", bytes >> 20)
+    } else if bytes % (1 << 10) == 0 {
+        format!("{}K", bytes >> 10)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn num_threads_takes_the_first_of_a_list() {
+        assert_eq!(parse_num_threads("8"), Ok(8));
+        assert_eq!(parse_num_threads(" 4 , 2"), Ok(4));
+        for bad in ["0", "-1", "four", "4,", "4,0", "", "1.5"] {
+            let err = parse_num_threads(bad).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("OMP_NUM_THREADS='{bad}': expected a positive")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn stack_size_follows_the_openmp_units() {
+        assert_eq!(parse_stack_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_stack_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_stack_size("16 m"), Ok(16 << 20));
+        assert_eq!(parse_stack_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_stack_size("65536B"), Ok(65536));
+        assert_eq!(parse_stack_size("100"), Ok(100 << 10));
+        for bad in ["", "K", "12Q", "4K", "-5M", "99999999999999999999G", "1.5M"] {
+            let err = parse_stack_size(bad).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("OMP_STACKSIZE='{bad}': expected a size")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn proc_bind_accepts_true_false_and_close() {
+        assert_eq!(parse_proc_bind("TRUE"), Ok(true));
+        assert_eq!(parse_proc_bind("close,close"), Ok(true));
+        assert_eq!(parse_proc_bind("false"), Ok(false));
+        let err = parse_proc_bind("spread").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "OMP_PROC_BIND='spread': expected true, false or close (spread and primary are not supported)"
+        );
+    }
+
+    #[test]
+    fn blank_variables_count_as_unset() {
+        let env = EnvSettings::from_lookup(|_| Some("  ".into())).unwrap();
+        assert_eq!(env, EnvSettings::default());
+    }
+
+    #[test]
+    fn every_variable_is_named_in_its_error() {
+        for var in ENV_VARS {
+            let err =
+                EnvSettings::from_lookup(|v| (v == var).then(|| "bogus".into())).expect_err(var);
+            match err {
+                SchedError::InvalidEnv {
+                    var: named, value, ..
+                } => {
+                    assert_eq!(named, var);
+                    assert_eq!(value, "bogus");
+                }
+                other => panic!("{var}: unexpected error {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn display_env_and_scheduler_parse_case_insensitively() {
+        let env = EnvSettings::from_lookup(|v| match v {
+            DISPLAY_ENV_ENV => Some("Verbose".into()),
+            SCHEDULER_ENV => Some("WS".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(env.display_env, Some(DisplayEnv::Verbose));
+        assert_eq!(env.scheduler, Some(SchedulerKind::WorkStealing));
+    }
+
+    #[test]
+    fn sizes_format_in_the_largest_exact_unit() {
+        assert_eq!(format_size(2 << 20), "2M");
+        assert_eq!(format_size(512 << 10), "512K");
+        assert_eq!(format_size(1000), "1000B");
+    }
+}

@@ -1,0 +1,488 @@
+//! Type-erased tasks: the frame every task, scope root and taskgroup has, and [`Task`], the
+//! pointer to a frame that schedulers queue.
+//!
+//! # Frames
+//!
+//! A frame starts with a [`Header`]: a table of two functions (run the task; release its
+//! memory), the links to its parent frame, its depth, its child counter (see
+//! [`crate::latch`]), the slot where a panic waits for whoever waits for the frame, and an
+//! optional [`TaskMeta`] (the task's data footprint, for locality-aware schedulers and, later,
+//! dependences).
+//!
+//! A spawned task's frame is one heap allocation, `HeapTask<F, T>`: the header, the slot for
+//! the task's result `T` and the closure `F`, with `#[repr(C)]` so that the header and the
+//! result slot sit at offsets that do not depend on `F` (a result handle knows `T` but not
+//! `F`). Scope roots and taskgroups have a header on their owner's stack.
+//!
+//! # Lifetime
+//!
+//! A heap frame lives until its subtree is finished (its body returned and every child's
+//! subtree finished), not just until its body returned: its children decrement its counter.
+//! So every ancestor of a queued or running task is alive, which is what lets a waiting
+//! worker walk a stolen task's parent links to decide whether it may run it (see
+//! [`Header::is_descendant_of`]). The thread that finishes the subtree releases the frame; a
+//! frame with a result handle is freed by the second of the task and the handle to let go.
+//!
+//! Header fields are written before the frame is published (pushed to a deque, whose
+//! `Release`/`Acquire` pair orders them for the thread that takes it) and not written again,
+//! except for the atomics and the owner's cells of the counter.
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+use crate::latch::{ChildCounter, ChildDone, DROPPED, JOINING, PanicSlot, ResultState};
+use crate::scope::Scope;
+use crate::worker::WorkerThread;
+
+/// How a task uses a byte range of its footprint (OpenMP `depend` types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessMode {
+    /// Read only (`depend(in: ...)`).
+    In,
+    /// Written only (`depend(out: ...)`).
+    Out,
+    /// Read and written (`depend(inout: ...)`).
+    InOut,
+}
+
+impl AccessMode {
+    /// Whether the task reads the range.
+    pub fn reads(self) -> bool {
+        matches!(self, Self::In | Self::InOut)
+    }
+
+    /// Whether the task writes the range.
+    pub fn writes(self) -> bool {
+        matches!(self, Self::Out | Self::InOut)
+    }
+}
+
+/// One byte range a task touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// Address of the first byte.
+    pub start: usize,
+    /// Number of bytes.
+    pub len: usize,
+    /// How the task uses it.
+    pub mode: AccessMode,
+}
+
+impl Access {
+    /// The bytes of `data`, used as `mode`.
+    pub fn of<T>(data: &[T], mode: AccessMode) -> Self {
+        Access {
+            start: data.as_ptr() as usize,
+            len: std::mem::size_of_val(data),
+            mode,
+        }
+    }
+}
+
+/// What a task carries besides its closure, when it carries anything: its data footprint (a
+/// locality-aware scheduler deals the task to the node holding most of these bytes; the
+/// dependence tracker orders tasks whose footprints conflict).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskMeta {
+    /// The byte ranges the task touches.
+    pub footprint: Box<[Access]>,
+}
+
+/// The two operations every frame kind provides.
+pub(crate) struct VTable {
+    /// Runs the task on `worker`, then finishes its frame. Called once.
+    execute: unsafe fn(NonNull<Header>, &WorkerThread),
+    /// The subtree is finished; let go of the frame (free it, or hand it to a result handle).
+    /// `same_thread`: the caller runs on the thread of the parent's owner.
+    release: unsafe fn(NonNull<Header>, &WorkerThread, bool),
+    /// Frees a heap frame (used by a result handle that lets go last).
+    free: unsafe fn(NonNull<Header>),
+}
+
+impl VTable {
+    /// The table of a job that is run once and owned by someone else (a scope body injected
+    /// from outside the pool, on the injecting thread's stack): it is never released.
+    pub(crate) const fn injected(execute: unsafe fn(NonNull<Header>, &WorkerThread)) -> Self {
+        VTable {
+            execute,
+            release: never_released,
+            free: never_freed,
+        }
+    }
+}
+
+/// The start of every frame.
+#[repr(C)]
+pub(crate) struct Header {
+    vtable: &'static VTable,
+    /// The frame this one reports to (and, for the policy check, descends from); null for a
+    /// scope root.
+    parent: *const Header,
+    /// The scope root this frame descends from; null for a root.
+    root: *const Header,
+    /// Number of links from the root (0 for a root).
+    depth: u32,
+    pub(crate) children: ChildCounter,
+    pub(crate) panic: PanicSlot,
+    meta: Option<Box<TaskMeta>>,
+}
+
+impl Header {
+    fn new(vtable: &'static VTable, parent: Option<&Header>, owner: usize) -> Self {
+        let (parent_ptr, root, depth) = match parent {
+            None => (ptr::null(), ptr::null(), 0),
+            Some(p) => (
+                p as *const Header,
+                if p.root.is_null() { p } else { p.root },
+                p.depth + 1,
+            ),
+        };
+        Header {
+            vtable,
+            parent: parent_ptr,
+            root,
+            depth,
+            children: ChildCounter::new(owner),
+            panic: PanicSlot::new(),
+            meta: None,
+        }
+    }
+
+    /// The header of a scope root owned by worker `owner`.
+    pub(crate) fn root(owner: usize) -> Self {
+        Header::new(&ROOT_VTABLE, None, owner)
+    }
+
+    /// The header of a job injected from outside the pool (it has no parent and no owner).
+    pub(crate) fn injected(vtable: &'static VTable) -> Self {
+        Header::new(vtable, None, usize::MAX)
+    }
+
+    /// The header of a taskgroup inside the frame `enclosing`, owned by worker `owner`. The
+    /// group descends from `enclosing` (for the taskwait policy) but does not report to it:
+    /// its owner waits for it before the enclosing body goes on.
+    pub(crate) fn group(enclosing: &Header, owner: usize) -> Self {
+        Header::new(&ROOT_VTABLE, Some(enclosing), owner)
+    }
+
+    /// Whether `self` is `ancestor` or descends from it.
+    ///
+    /// # Safety
+    ///
+    /// `self` must be an unfinished task (queued, running or waiting), so that every frame on
+    /// its parent chain is alive; `ancestor` must be alive.
+    pub(crate) unsafe fn is_descendant_of(&self, ancestor: &Header) -> bool {
+        if ptr::eq(self.parent, ancestor) || ptr::eq(self, ancestor) {
+            return true;
+        }
+        if self.depth <= ancestor.depth {
+            return false;
+        }
+        if ancestor.parent.is_null() {
+            return ptr::eq(self.root, ancestor);
+        }
+        let mut frame: *const Header = self;
+        // SAFETY: the parent chain of an unfinished task is alive (module docs), and it is
+        // at least `self.depth - ancestor.depth` links long.
+        unsafe {
+            while (*frame).depth > ancestor.depth {
+                frame = (*frame).parent;
+            }
+        }
+        ptr::eq(frame, ancestor)
+    }
+}
+
+/// Roots and groups are never queued and never released through the table.
+static ROOT_VTABLE: VTable = VTable {
+    execute: never_executed,
+    release: never_released,
+    free: never_freed,
+};
+
+unsafe fn never_executed(_: NonNull<Header>, _: &WorkerThread) {
+    // A root or group header is never pushed to a queue.
+    std::process::abort();
+}
+
+unsafe fn never_released(_: NonNull<Header>, _: &WorkerThread, _: bool) {
+    // A root or group counter never reaches zero: nothing removes its bias.
+    std::process::abort();
+}
+
+unsafe fn never_freed(_: NonNull<Header>) {
+    // Roots and groups live on their owner's stack.
+    std::process::abort();
+}
+
+/// A task ready to run, as schedulers queue it: a pointer to its frame.
+///
+/// A `Task` must be run exactly once (the runtime does that with what a scheduler returns);
+/// a scheduler only moves it between queues and may look at its [`footprint`](Task::footprint).
+pub struct Task(NonNull<Header>);
+
+// SAFETY: a task's frame is built for running on any worker: its closure is `Send`, and the
+// frame's shared state is atomics (module docs).
+unsafe impl Send for Task {}
+
+impl Task {
+    #[inline]
+    fn header(&self) -> &Header {
+        // SAFETY: a queued task's frame is alive until it has run.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The byte ranges the task declared it touches (empty for most tasks).
+    pub fn footprint(&self) -> &[Access] {
+        self.header().meta.as_deref().map_or(&[], |m| &m.footprint)
+    }
+
+    /// Number of ancestors up to the scope root (a task spawned by a scope body has depth 1).
+    pub fn depth(&self) -> u32 {
+        self.header().depth
+    }
+
+    /// Whether this task is `frame` or descends from it.
+    #[inline]
+    pub(crate) fn is_descendant_of(&self, frame: &Header) -> bool {
+        // SAFETY: a queued task is unfinished; `frame` is alive because its owner is waiting
+        // for it.
+        unsafe { self.header().is_descendant_of(frame) }
+    }
+
+    #[inline]
+    pub(crate) fn from_header(header: NonNull<Header>) -> Self {
+        Task(header)
+    }
+
+    /// Runs the task on `worker`.
+    #[inline]
+    pub(crate) fn execute(self, worker: &WorkerThread) {
+        let execute = self.header().vtable.execute;
+        // SAFETY: a `Task` is run exactly once, on a worker (type docs).
+        unsafe { execute(self.0, worker) }
+    }
+}
+
+impl fmt::Debug for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("frame", &self.0)
+            .field("depth", &self.depth())
+            .field("footprint", &self.footprint())
+            .finish()
+    }
+}
+
+/// The part of a heap frame a result handle sees.
+#[repr(C)]
+pub(crate) struct ResultHead<T> {
+    pub(crate) header: Header,
+    pub(crate) state: ResultState,
+    result: UnsafeCell<Option<T>>,
+}
+
+impl<T> ResultHead<T> {
+    /// Takes the result.
+    ///
+    /// # Safety
+    ///
+    /// The state must have been read as `DONE` (with `Acquire`) by the caller, who owns the
+    /// handle.
+    pub(crate) unsafe fn take_result(&self) -> Option<T> {
+        // SAFETY: after `DONE` nobody but the handle's owner touches the slot.
+        unsafe { (*self.result.get()).take() }
+    }
+}
+
+/// A spawned task's heap frame.
+#[repr(C)]
+struct HeapTask<F, T> {
+    head: ResultHead<T>,
+    func: UnsafeCell<ManuallyDrop<F>>,
+}
+
+/// Allocates the frame of a task running `func` as a child of `parent`. With `HANDLE` the
+/// result is kept for a [`TaskHandle`](crate::scope::TaskHandle) and the frame is freed by the
+/// later of the task and the handle; without, the result is dropped.
+///
+/// The returned task must be run (then its frame is released by the runtime); `F` may borrow
+/// data for `'scope`, which the scope keeps alive until the task finished.
+pub(crate) fn heap_task<'scope, F, T, const HANDLE: bool>(
+    parent: &Header,
+    meta: Option<Box<TaskMeta>>,
+    func: F,
+) -> NonNull<Header>
+where
+    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    let mut header = Header::new(
+        vtable_of::<F, T, HANDLE>(),
+        Some(parent),
+        parent.children.owner(),
+    );
+    header.meta = meta;
+    let task = Box::new(HeapTask {
+        head: ResultHead {
+            header,
+            state: ResultState::new(),
+            result: UnsafeCell::new(None::<T>),
+        },
+        func: UnsafeCell::new(ManuallyDrop::new(func)),
+    });
+    // `head.header` is the first field of a `repr(C)` struct: the frame's address is the
+    // header's.
+    NonNull::from(Box::leak(task)).cast()
+}
+
+/// The table of one `HeapTask<F, T>` instantiation, as an associated constant so that
+/// `&Self::VTABLE` is a `'static` promoted constant.
+struct HeapVTable<'scope, F, T, const HANDLE: bool>(PhantomData<(&'scope (), F, T)>);
+
+impl<'scope, F, T, const HANDLE: bool> HeapVTable<'scope, F, T, HANDLE>
+where
+    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    const VTABLE: VTable = VTable {
+        execute: execute_heap::<F, T, HANDLE>,
+        release: if HANDLE {
+            release_to_handle::<F, T>
+        } else {
+            release_heap::<F, T>
+        },
+        free: free_heap::<F, T>,
+    };
+}
+
+fn vtable_of<'scope, F, T, const HANDLE: bool>() -> &'static VTable
+where
+    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    &HeapVTable::<'scope, F, T, HANDLE>::VTABLE
+}
+
+/// Frees a heap frame whose closure was taken.
+///
+/// # Safety
+///
+/// `frame` came from [`heap_task::<F, T, _>`], its closure was run (taken), and nobody uses
+/// the frame any more.
+unsafe fn free_heap<F, T>(frame: NonNull<Header>) {
+    // SAFETY: by the caller's promise the box is ours; `func` is `ManuallyDrop` and already
+    // taken, so dropping the box drops the header and the result slot only.
+    drop(unsafe { Box::from_raw(frame.cast::<HeapTask<F, T>>().as_ptr()) });
+}
+
+/// Frees the frame of a result task whose handle lets go after the task finished.
+///
+/// # Safety
+///
+/// `frame` is a result task's frame whose state was read as `DONE` by the handle's owner,
+/// which gives it up now.
+pub(crate) unsafe fn free_finished(frame: NonNull<Header>) {
+    // SAFETY: the frame is alive (the handle holds it).
+    let free = unsafe { frame.as_ref() }.vtable.free;
+    // SAFETY: the task finished and released its side; the handle was the last user.
+    unsafe { free(frame) }
+}
+
+unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
+    frame: NonNull<Header>,
+    worker: &WorkerThread,
+) where
+    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    let task = frame.cast::<HeapTask<F, T>>();
+    // SAFETY: the frame is alive until its subtree is finished, which is after this call
+    // finishes the body.
+    let this = unsafe { task.as_ref() };
+    let header = &this.head.header;
+    header.children.set_owner(worker.index());
+    // SAFETY: `execute` is called once, so the closure is still there, and nobody else
+    // touches `func`.
+    let func = unsafe { ManuallyDrop::take(&mut *this.func.get()) };
+    let scope = Scope::for_frame(header, worker);
+    match panic::catch_unwind(AssertUnwindSafe(|| func(&scope))) {
+        Ok(value) => {
+            if HANDLE {
+                // SAFETY: the result slot is written only here, before the state says
+                // `DONE`; the handle reads it only after.
+                unsafe { *this.head.result.get() = Some(value) };
+            }
+        }
+        Err(payload) => header.panic.store(payload),
+    }
+    if header.children.finish() {
+        // SAFETY: `finish` returned true: the subtree is finished and the frame is ours.
+        unsafe { finish_frame(frame, worker) };
+    }
+}
+
+unsafe fn release_heap<F, T>(frame: NonNull<Header>, _: &WorkerThread, _: bool) {
+    // SAFETY: the subtree is finished and the caller owns the frame.
+    unsafe { free_heap::<F, T>(frame) }
+}
+
+unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread, same: bool) {
+    // SAFETY: the frame is alive: the caller owns the finishing side of it.
+    let head = unsafe { frame.cast::<ResultHead<T>>().as_ref() };
+    // The handle's thread is the parent's owner (handles are not `Send`).
+    let owner = if head.header.parent.is_null() {
+        usize::MAX
+    } else {
+        // SAFETY: the parent is alive until this child's decrement, which comes later.
+        unsafe { (*head.header.parent).children.owner() }
+    };
+    match head.state.finish(same) {
+        // SAFETY: the handle is gone: we are the last user.
+        DROPPED => unsafe { free_heap::<F, T>(frame) },
+        JOINING if !same => {
+            worker.wake(owner);
+        }
+        _ => {}
+    }
+}
+
+/// Finishes the frames whose subtrees are complete, climbing the tree: releases `frame`,
+/// passes its panic to the parent, and counts it finished in the parent (which may complete
+/// the parent in turn).
+///
+/// # Safety
+///
+/// The subtree of `frame` is finished and the caller owns it (its `finish` returned true or
+/// its counter reached zero in the caller's decrement).
+pub(crate) unsafe fn finish_frame(mut frame: NonNull<Header>, worker: &WorkerThread) {
+    let me = worker.index();
+    loop {
+        // SAFETY: we own the frame until we release it below.
+        let header = unsafe { frame.as_ref() };
+        let parent_ptr = header.parent;
+        debug_assert!(!parent_ptr.is_null(), "a heap frame always has a parent");
+        // SAFETY: the parent is alive until our decrement (we are one of its children).
+        let parent = unsafe { &*parent_ptr };
+        let owner = parent.children.owner();
+        if let Some(payload) = header.panic.take() {
+            parent.panic.store(payload);
+        }
+        let release = header.vtable.release;
+        // SAFETY: we own the frame; after this we do not touch it again.
+        unsafe { release(frame, worker, owner == me) };
+        // SAFETY: the parent is alive (we are still counted); this is our last access.
+        match unsafe { parent.children.child_done(me, owner) } {
+            ChildDone::Pending => return,
+            ChildDone::WakeOwner(owner) => {
+                worker.wake(owner);
+                return;
+            }
+            ChildDone::Complete => frame = NonNull::from(parent),
+        }
+    }
+}

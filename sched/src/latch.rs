@@ -1,0 +1,413 @@
+//! Completion signals: the per-task child counter behind `taskwait`, the panic slot, the state
+//! of a result handle, and the blocking latch of threads outside the pool.
+//!
+//! # The child counter
+//!
+//! Every task frame (and every scope root and taskgroup) counts its unfinished children in a
+//! [`ChildCounter`]. A child is *finished* when its body returned **and** all of its own
+//! children are finished, so a frame whose count reaches zero has a finished subtree; this is
+//! what lets a scope or a taskgroup wait for all descendants without a shared counter: the
+//! completion of a subtree climbs the tree one counter at a time, and spawning touches only
+//! the spawning task's own frame. There is no counter that all tasks of a scope write.
+//!
+//! The counter is split so that the common case costs no atomic read-modify-write:
+//!
+//! - `spawned` and `local_done` are plain cells of the *owner*, the worker running the
+//!   frame's body (or waiting at its scope or group end). The owner counts each spawn in
+//!   `spawned`; a child that finishes on the owner's thread while `local_ok` is set counts in
+//!   `local_done`.
+//! - `pending` is the shared atomic. It starts at [`BIAS`] (`2^62` on 64-bit) and every other
+//!   thread finishing a child subtracts 1. The owner *transfers* its untransferred count
+//!   (`spawned - local_done`) into `pending` with one `fetch_add` before it might block, and
+//!   at the end of the body adds that count minus `BIAS`.
+//!
+//! Invariant: `outstanding children = pending - BIAS + spawned - local_done` (wrapping).
+//! Hence the owner's check "all children finished" is `pending == BIAS - (spawned -
+//! local_done)`, one load. While the body runs, `pending <= BIAS + transferred`; it reaches
+//! `0` only after the body-end transfer removed the bias, so the thread whose decrement moves
+//! it from 1 to 0 finished the last piece of the subtree and owns the frame (it frees it and
+//! reports to the parent). The decrement that moves it from `BIAS + 1` to `BIAS` is the last
+//! child of a transfer made by a waiting owner: that thread wakes the owner if it sleeps.
+//! After a transfer `local_ok` is off until the wait is over, so that every completion of
+//! the transferred children goes through `pending` and the `BIAS + 1` rule sees the last one.
+//!
+//! # Memory-ordering contract
+//!
+//! - A child finishing on another thread: `pending.fetch_sub(1, AcqRel)`. *Release* publishes
+//!   everything the child's subtree did (writes through borrowed data, its result, a panic
+//!   stored in the parent) to the owner's `Acquire` load of `pending`, and to the thread that
+//!   eventually takes the frame (all these decrements are read-modify-writes of one atomic, so
+//!   they form one release sequence). *Acquire* matters when it reads 1: that thread takes the
+//!   frame and must see the body's and the other children's effects.
+//! - The owner's transfer and body-end `fetch_add(.., AcqRel)`: *Release* publishes the body's
+//!   effects to whoever takes the frame; *Acquire* gives the owner the children's effects when
+//!   the transfer finds them all finished.
+//! - The owner's check: `pending.load(Acquire)`, pairing with the children's `Release`.
+//! - Local completions (`local_done`) happen on the owner's thread: program order suffices.
+//! - Waking a sleeping owner: the last child does `fetch_sub` and then [`Sleep`]'s
+//!   `fence(SeqCst)` before it looks for sleepers; the owner announces itself and does its own
+//!   `fence(SeqCst)` before checking the counter again (see [`crate::sleep`]). One of the two
+//!   sees the other, so the wake-up is not lost.
+//!
+//! A frame is never read by a child after its decrement: the decrement is the child's last
+//! access (what it needs afterwards, the owner's index, is read before), because the owner may
+//! return from its wait and free the frame at once.
+//!
+//! [`Sleep`]: crate::sleep::Sleep
+
+use std::any::Any;
+use std::cell::Cell;
+use std::sync::{Condvar, Mutex, PoisonError};
+
+use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// The bias that keeps a running frame's `pending` away from zero (see the module docs).
+pub(crate) const BIAS: usize = 1 << (usize::BITS - 2);
+
+/// What a finished child's decrement means for its parent frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ChildDone {
+    /// Nothing more to do.
+    Pending,
+    /// The parent's whole subtree is finished: the caller owns the parent frame now.
+    Complete,
+    /// The last child of a waiting owner's transfer finished: wake worker `owner`.
+    WakeOwner(usize),
+}
+
+/// A frame's count of unfinished children (see the module docs).
+pub(crate) struct ChildCounter {
+    pending: AtomicUsize,
+    /// Index of the worker that runs the body; set before any child exists.
+    owner: AtomicUsize,
+    // The owner's cells: only the owner's thread touches them.
+    spawned: Cell<usize>,
+    local_done: Cell<usize>,
+    local_ok: Cell<bool>,
+}
+
+impl ChildCounter {
+    /// A counter with no children, owned by worker `owner`.
+    pub(crate) fn new(owner: usize) -> Self {
+        ChildCounter {
+            pending: AtomicUsize::new(BIAS),
+            owner: AtomicUsize::new(owner),
+            spawned: Cell::new(0),
+            local_done: Cell::new(0),
+            local_ok: Cell::new(true),
+        }
+    }
+
+    /// The owner's index.
+    #[inline]
+    pub(crate) fn owner(&self) -> usize {
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// Sets the owner: the body is about to run on worker `owner` (before any child exists,
+    /// so the children's reads of it are ordered after this by their own publication).
+    #[inline]
+    pub(crate) fn set_owner(&self, owner: usize) {
+        self.owner.store(owner, Ordering::Relaxed);
+    }
+
+    /// Owner only: one more child.
+    #[inline]
+    pub(crate) fn on_spawn(&self) {
+        self.spawned.set(self.spawned.get().wrapping_add(1));
+    }
+
+    #[inline]
+    fn untransferred(&self) -> usize {
+        self.spawned.get().wrapping_sub(self.local_done.get())
+    }
+
+    /// Owner only: whether every child spawned so far is finished.
+    #[inline]
+    pub(crate) fn all_done(&self) -> bool {
+        self.pending.load(Ordering::Acquire) == BIAS.wrapping_sub(self.untransferred())
+    }
+
+    /// Owner only, before it may block waiting: moves the local counts into `pending` so that
+    /// the last child wakes the owner. Idempotent until [`end_wait`](Self::end_wait).
+    #[inline]
+    pub(crate) fn transfer(&self) {
+        if !self.local_ok.get() {
+            return;
+        }
+        let n = self.untransferred();
+        self.spawned.set(0);
+        self.local_done.set(0);
+        self.local_ok.set(false);
+        self.pending.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Owner only, once [`all_done`](Self::all_done) returned true after a wait: children
+    /// finishing on the owner's thread may count locally again.
+    #[inline]
+    pub(crate) fn end_wait(&self) {
+        debug_assert!(self.all_done());
+        if !self.local_ok.get() {
+            self.local_ok.set(true);
+        }
+    }
+
+    /// Owner only, at the end of the body: returns true when the subtree is finished, in which
+    /// case the caller owns the frame; otherwise the last child will take it.
+    #[inline]
+    pub(crate) fn finish(&self) -> bool {
+        self.local_ok.set(false);
+        let n = self.untransferred();
+        if self.pending.load(Ordering::Acquire) == BIAS.wrapping_sub(n) {
+            // Every child is finished, so nothing else will touch `pending`.
+            return true;
+        }
+        let delta = n.wrapping_sub(BIAS);
+        self.pending
+            .fetch_add(delta, Ordering::AcqRel)
+            .wrapping_add(delta)
+            == 0
+    }
+
+    /// A child of this frame finished, on worker `me`. `owner` is [`owner`](Self::owner),
+    /// read by the caller before anything that might let the frame be freed.
+    ///
+    /// # Safety
+    ///
+    /// The frame must be alive (it is until this call returns: the finishing child is
+    /// counted), and this must be the child's last access to it.
+    #[inline]
+    pub(crate) unsafe fn child_done(&self, me: usize, owner: usize) -> ChildDone {
+        if owner == me && self.local_ok.get() {
+            // The owner's own thread: the cells are ours.
+            self.local_done.set(self.local_done.get().wrapping_add(1));
+            return ChildDone::Pending;
+        }
+        match self.pending.fetch_sub(1, Ordering::AcqRel) {
+            1 => ChildDone::Complete,
+            p if p == BIAS + 1 && owner != me => ChildDone::WakeOwner(owner),
+            _ => ChildDone::Pending,
+        }
+    }
+}
+
+/// A panic payload, as `catch_unwind` returns it.
+pub(crate) type Payload = Box<dyn Any + Send + 'static>;
+
+/// Holds the first panic of a frame's body or children until someone waits for the frame.
+pub(crate) struct PanicSlot(AtomicPtr<Payload>);
+
+impl PanicSlot {
+    pub(crate) fn new() -> Self {
+        PanicSlot(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    /// Stores `payload` unless a panic is already stored (the first one wins; later ones are
+    /// dropped). Any thread; the store is published by the caller's later release (a counter
+    /// decrement).
+    pub(crate) fn store(&self, payload: Payload) {
+        let boxed = Box::into_raw(Box::new(payload));
+        if self
+            .0
+            .compare_exchange(
+                std::ptr::null_mut(),
+                boxed,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            // SAFETY: `boxed` came from `Box::into_raw` above and was not shared.
+            drop(unsafe { Box::from_raw(boxed) });
+        }
+    }
+
+    /// Takes the stored panic, if any.
+    #[inline]
+    pub(crate) fn take(&self) -> Option<Payload> {
+        if self.0.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let p = self.0.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: a non-null pointer in the slot came from `Box::into_raw` in `store`, and the
+        // swap gave it to us alone.
+        (!p.is_null()).then(|| *unsafe { Box::from_raw(p) })
+    }
+}
+
+impl Drop for PanicSlot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
+/// The state of a task whose result a [`TaskHandle`](crate::scope::TaskHandle) will take.
+///
+/// The task's frame outlives the task until both the task finished and the handle is gone;
+/// whichever comes second frees it. `RUNNING -> DONE` by the finishing thread,
+/// `RUNNING -> JOINING` by a joiner about to sleep (the finisher then wakes it),
+/// `RUNNING/JOINING -> DROPPED` when the handle is dropped first.
+///
+/// Ordering: the finisher writes the result, then moves to `DONE` with `Release` (a `swap`, or
+/// a plain store when it runs on the handle's own thread, which is then the only thread that
+/// touches the state); the handle reads the state with `Acquire` before it reads the result.
+pub(crate) struct ResultState(AtomicUsize);
+
+/// The task has not finished.
+pub(crate) const RUNNING: usize = 0;
+/// The task has not finished and its handle's owner may sleep waiting for it.
+pub(crate) const JOINING: usize = 1;
+/// The task finished; its result (if it did not panic) is in the frame.
+pub(crate) const DONE: usize = 2;
+/// The handle was dropped before the task finished: the finisher frees the frame.
+pub(crate) const DROPPED: usize = 3;
+
+impl ResultState {
+    pub(crate) fn new() -> Self {
+        ResultState(AtomicUsize::new(RUNNING))
+    }
+
+    /// The current state, with `Acquire`.
+    #[inline]
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// The task finished. `same_thread`: the caller runs on the handle's thread, so nobody
+    /// else can be touching the state. Returns the previous state.
+    #[inline]
+    pub(crate) fn finish(&self, same_thread: bool) -> usize {
+        if same_thread {
+            let prev = self.0.load(Ordering::Relaxed);
+            self.0.store(DONE, Ordering::Release);
+            prev
+        } else {
+            self.0.swap(DONE, Ordering::AcqRel)
+        }
+    }
+
+    /// The handle's owner is about to wait: `RUNNING -> JOINING`. Returns false if the task
+    /// is already done.
+    pub(crate) fn announce_join(&self) -> bool {
+        match self
+            .0
+            .compare_exchange(RUNNING, JOINING, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(state) => state != DONE,
+        }
+    }
+
+    /// The handle is dropped. Returns the previous state (`DONE`: the caller frees).
+    pub(crate) fn drop_handle(&self) -> usize {
+        if self.0.load(Ordering::Acquire) == DONE {
+            return DONE;
+        }
+        self.0.swap(DROPPED, Ordering::AcqRel)
+    }
+}
+
+/// A one-shot latch a thread outside the pool blocks on (mutex and condition variable).
+///
+/// `set` is the setter's last access to the latch: it notifies while holding the lock, so the
+/// waiter cannot return (and free the latch) before the setter released it.
+pub(crate) struct LockLatch {
+    done: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl LockLatch {
+    pub(crate) fn new() -> Self {
+        LockLatch {
+            done: Mutex::new(false),
+            cond: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn set(&self) {
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        *done = true;
+        self.cond.notify_all();
+    }
+
+    pub(crate) fn wait(&self) {
+        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*done {
+            done = self.cond.wait(done).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_finishes_a_leaf_without_children() {
+        let c = ChildCounter::new(0);
+        assert!(c.all_done());
+        assert!(c.finish());
+    }
+
+    #[test]
+    fn local_completions_need_no_transfer() {
+        let c = ChildCounter::new(3);
+        c.on_spawn();
+        c.on_spawn();
+        assert!(!c.all_done());
+        // SAFETY: the counter lives on this stack and outlives the calls.
+        unsafe {
+            assert_eq!(c.child_done(3, 3), ChildDone::Pending);
+            assert!(!c.all_done());
+            assert_eq!(c.child_done(3, 3), ChildDone::Pending);
+        }
+        assert!(c.all_done());
+        assert!(c.finish());
+    }
+
+    #[test]
+    fn remote_last_child_after_transfer_wakes_the_owner() {
+        let c = ChildCounter::new(0);
+        c.on_spawn();
+        c.on_spawn();
+        c.transfer();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(c.child_done(1, 0), ChildDone::Pending);
+            assert!(!c.all_done());
+            // After a transfer, even the owner's own completions go through `pending`.
+            assert_eq!(c.child_done(0, 0), ChildDone::Pending);
+        }
+        assert!(c.all_done());
+        c.end_wait();
+        c.on_spawn();
+        c.transfer();
+        // SAFETY: as above.
+        unsafe { assert_eq!(c.child_done(1, 0), ChildDone::WakeOwner(0)) };
+        c.end_wait();
+        assert!(c.finish());
+    }
+
+    #[test]
+    fn last_child_after_the_body_takes_the_frame() {
+        let c = ChildCounter::new(0);
+        c.on_spawn();
+        c.on_spawn();
+        // SAFETY: as above.
+        unsafe { assert_eq!(c.child_done(1, 0), ChildDone::Pending) };
+        assert!(!c.finish());
+        // SAFETY: as above.
+        unsafe { assert_eq!(c.child_done(0, 0), ChildDone::Complete) };
+    }
+
+    #[test]
+    fn first_panic_wins() {
+        let slot = PanicSlot::new();
+        assert!(slot.take().is_none());
+        slot.store(Box::new(1u32));
+        slot.store(Box::new(2u32));
+        let p = slot.take().expect("stored");
+        assert_eq!(p.downcast_ref::<u32>(), Some(&1));
+        assert!(slot.take().is_none());
+    }
+}

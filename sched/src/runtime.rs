@@ -1,0 +1,464 @@
+//! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
+//!
+//! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
+//! from the defaults and ignores it. Worker `i` runs on core `i % num_cores` of the topology
+//! (cores are numbered node by node, so workers fill one NUMA node before the next) and knows
+//! that core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
+//! core; a pinning the OS refuses does not stop the runtime (the worker runs unpinned), and
+//! [`Runtime::pinning`] reports it.
+//!
+//! Dropping a [`Runtime`] stops its workers and joins their threads. A scope cannot be running
+//! then: [`Runtime::scope`] borrows the runtime.
+
+use std::fmt::{self, Write as _};
+use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle};
+
+use numatask_alloc::topology::Pinning;
+use numatask_alloc::{AllocError, Topology};
+
+use crate::config::{
+    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MIN_STACK_SIZE, NUM_THREADS_ENV,
+    PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, format_size,
+};
+use crate::error::SchedError;
+use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
+use crate::scope::{self, Scope};
+use crate::sleep::Sleep;
+use crate::worker::WorkerThread;
+
+/// Default capacity of a worker's deque.
+pub const DEFAULT_DEQUE_CAPACITY: usize = 4096;
+
+/// The effective settings of a runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Number of workers.
+    pub num_threads: usize,
+    /// Whether workers are pinned to their cores.
+    pub proc_bind: bool,
+    /// Stack size of each worker thread, in bytes.
+    pub stack_size: usize,
+    /// The scheduling policy.
+    pub scheduler: SchedulerKind,
+    /// Whether the settings were printed at start-up.
+    pub display_env: DisplayEnv,
+    /// Capacity of each worker's deque.
+    pub deque_capacity: usize,
+}
+
+/// What all workers of a pool share.
+pub(crate) struct Registry {
+    pub(crate) scheduler: AnyScheduler,
+    pub(crate) sleep: Sleep,
+    pub(crate) places: Box<[WorkerPlace]>,
+    pub(crate) topology: Arc<Topology>,
+    pub(crate) settings: Settings,
+}
+
+/// Configures a [`Runtime`]. [`RuntimeBuilder::new`] starts from the defaults,
+/// [`RuntimeBuilder::from_env`] from the environment; the setters override either.
+///
+/// ```
+/// use numatask_sched::{RuntimeBuilder, SchedulerKind};
+/// let rt = RuntimeBuilder::new()
+///     .num_threads(2)
+///     .proc_bind(false)
+///     .stack_size(8 << 20)
+///     .scheduler(SchedulerKind::WorkStealing)
+///     .build()?;
+/// assert_eq!(rt.num_workers(), 2);
+/// assert_eq!(rt.settings().stack_size, 8 << 20);
+/// # Ok::<(), numatask_sched::SchedError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct RuntimeBuilder {
+    num_threads: Option<usize>,
+    proc_bind: bool,
+    stack_size: usize,
+    scheduler: SchedulerKind,
+    display_env: DisplayEnv,
+    deque_capacity: usize,
+    topology: Option<Arc<Topology>>,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RuntimeBuilder {
+    /// The defaults: one worker per core, pinned, 2 MiB stacks, work stealing, silent. The
+    /// environment is not read.
+    pub fn new() -> Self {
+        RuntimeBuilder {
+            num_threads: None,
+            proc_bind: true,
+            stack_size: DEFAULT_STACK_SIZE,
+            scheduler: SchedulerKind::default(),
+            display_env: DisplayEnv::False,
+            deque_capacity: DEFAULT_DEQUE_CAPACITY,
+            topology: None,
+        }
+    }
+
+    /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`,
+    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `OMP_DISPLAY_ENV`).
+    pub fn from_env() -> Result<Self, SchedError> {
+        Ok(Self::new().env(&EnvSettings::from_env()?))
+    }
+
+    /// Applies the settings `env` gives (those that are set).
+    pub fn env(mut self, env: &EnvSettings) -> Self {
+        if let Some(n) = env.num_threads {
+            self.num_threads = Some(n);
+        }
+        if let Some(b) = env.proc_bind {
+            self.proc_bind = b;
+        }
+        if let Some(s) = env.stack_size {
+            self.stack_size = s;
+        }
+        if let Some(k) = env.scheduler {
+            self.scheduler = k;
+        }
+        if let Some(d) = env.display_env {
+            self.display_env = d;
+        }
+        self
+    }
+
+    /// Number of workers (default: one per core of the topology).
+    pub fn num_threads(mut self, n: usize) -> Self {
+        self.num_threads = Some(n);
+        self
+    }
+
+    /// Whether each worker pins itself to its core (default true).
+    pub fn proc_bind(mut self, pin: bool) -> Self {
+        self.proc_bind = pin;
+        self
+    }
+
+    /// Stack size of each worker thread in bytes (default 2 MiB, at least 64 KiB). Deep task
+    /// recursion needs more: every nested `taskwait` keeps a few frames on the stack.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// The scheduling policy (default work stealing).
+    pub fn scheduler(mut self, kind: SchedulerKind) -> Self {
+        self.scheduler = kind;
+        self
+    }
+
+    /// Print the effective settings to standard error when the runtime starts.
+    pub fn display_env(mut self, display: DisplayEnv) -> Self {
+        self.display_env = display;
+        self
+    }
+
+    /// Capacity of each worker's deque (default 4096; rounded up to a power of two). A
+    /// worker whose deque is full runs the tasks it spawns inline.
+    pub fn deque_capacity(mut self, capacity: usize) -> Self {
+        self.deque_capacity = capacity;
+        self
+    }
+
+    /// The topology to place workers on (default [`Topology::current`]).
+    pub fn topology(mut self, topology: Arc<Topology>) -> Self {
+        self.topology = Some(topology);
+        self
+    }
+
+    /// Starts the workers.
+    pub fn build(self) -> Result<Runtime, SchedError> {
+        let topology = match self.topology {
+            Some(t) => t,
+            None => Topology::current()?,
+        };
+        let num_cores = topology.num_cores();
+        let num_threads = self.num_threads.unwrap_or(num_cores).max(1);
+        if self.num_threads == Some(0) {
+            return Err(SchedError::InvalidSetting {
+                setting: "num_threads",
+                value: "0".into(),
+                expected: "at least 1 worker",
+            });
+        }
+        if self.stack_size < MIN_STACK_SIZE {
+            return Err(SchedError::InvalidSetting {
+                setting: "stack_size",
+                value: self.stack_size.to_string(),
+                expected: "at least 65536 bytes",
+            });
+        }
+        if self.deque_capacity == 0 {
+            return Err(SchedError::InvalidSetting {
+                setting: "deque_capacity",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
+        let places: Box<[WorkerPlace]> = (0..num_threads)
+            .map(|index| {
+                let core = if core_nodes.is_empty() {
+                    0
+                } else {
+                    index % core_nodes.len()
+                };
+                WorkerPlace {
+                    index,
+                    core,
+                    node: core_nodes.get(core).copied().unwrap_or(0),
+                }
+            })
+            .collect();
+        let settings = Settings {
+            num_threads,
+            proc_bind: self.proc_bind,
+            stack_size: self.stack_size,
+            scheduler: self.scheduler,
+            display_env: self.display_env,
+            deque_capacity: self.deque_capacity,
+        };
+        let (scheduler, queues) = self.scheduler.create(
+            &topology,
+            &places,
+            &SchedulerConfig {
+                deque_capacity: self.deque_capacity,
+            },
+        );
+        let registry = Arc::new(Registry {
+            scheduler,
+            sleep: Sleep::new(num_threads),
+            places,
+            topology,
+            settings,
+        });
+
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let mut runtime = Runtime {
+            registry: Arc::clone(&registry),
+            threads: Vec::with_capacity(num_threads),
+            pinning: vec![None; num_threads],
+        };
+        for (index, queues) in queues.into_iter().enumerate() {
+            let registry = Arc::clone(&registry);
+            let ready = ready_tx.clone();
+            let pin = self.proc_bind;
+            let spawned = thread::Builder::new()
+                .name(format!("numatask-{index}"))
+                .stack_size(self.stack_size)
+                .spawn(move || {
+                    let place = registry.places[index];
+                    let pinning = pin.then(|| registry.topology.pin_current_thread(place.core));
+                    // The builder waits for every worker's report; if it is gone (it failed
+                    // to start a later worker), there is nobody to tell.
+                    let _ = ready.send((index, pinning));
+                    drop(ready);
+                    WorkerThread::run(place, queues, registry);
+                });
+            match spawned {
+                Ok(handle) => runtime.threads.push(handle),
+                // Dropping `runtime` stops and joins the workers started so far.
+                Err(e) => {
+                    return Err(SchedError::SpawnWorker {
+                        worker: index,
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        }
+        drop(ready_tx);
+        for (index, pinning) in ready_rx.iter() {
+            runtime.pinning[index] = pinning;
+        }
+        if runtime.settings().display_env != DisplayEnv::False {
+            eprint!("{}", runtime.display_env());
+        }
+        Ok(runtime)
+    }
+}
+
+/// A pool of workers running scoped tasks (see the crate docs for an example).
+pub struct Runtime {
+    registry: Arc<Registry>,
+    threads: Vec<JoinHandle<()>>,
+    pinning: Vec<Option<Result<Pinning, AllocError>>>,
+}
+
+static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
+
+impl Runtime {
+    /// A runtime configured by the environment (see [`crate::config`]).
+    pub fn new() -> Result<Runtime, SchedError> {
+        RuntimeBuilder::from_env()?.build()
+    }
+
+    /// A builder with the defaults (the environment is not read).
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::new()
+    }
+
+    /// The process-wide runtime, created from the environment on first use (used by
+    /// [`crate::scope()`]). Every call returns the same runtime, or the same error.
+    pub fn global() -> Result<&'static Runtime, SchedError> {
+        GLOBAL
+            .get_or_init(Runtime::new)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Runs `f` with a [`Scope`] in which it can spawn tasks that borrow anything outliving
+    /// `'scope`, and returns its result once every task spawned in the scope (at any depth)
+    /// has finished.
+    ///
+    /// From a thread outside the pool, the body runs on a worker while the calling thread
+    /// blocks. From a worker of this runtime (inside a task), the body runs right there and
+    /// the worker runs the scope's tasks while it waits, so nesting scopes does not deadlock.
+    /// From a worker of another runtime, that worker blocks like an outside thread.
+    ///
+    /// A panic of `f` or of a task that no `taskwait` resumed is resumed here, after all
+    /// tasks finished.
+    pub fn scope<'scope, F, R>(&self, f: F) -> R
+    where
+        F: FnOnce(&Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        match WorkerThread::current() {
+            Some(worker) if Arc::ptr_eq(worker.registry(), &self.registry) => {
+                scope::run_scope(worker, f)
+            }
+            _ => scope::inject_scope(&self.registry, f),
+        }
+    }
+
+    /// Number of workers.
+    pub fn num_workers(&self) -> usize {
+        self.registry.places.len()
+    }
+
+    /// Where each worker runs.
+    pub fn places(&self) -> &[WorkerPlace] {
+        &self.registry.places
+    }
+
+    /// How each worker was pinned: `None` without `OMP_PROC_BIND`, otherwise what
+    /// [`Topology::pin_current_thread`] answered (an `Err` means the worker runs unpinned).
+    pub fn pinning(&self) -> &[Option<Result<Pinning, AllocError>>] {
+        &self.pinning
+    }
+
+    /// The effective settings.
+    pub fn settings(&self) -> &Settings {
+        &self.registry.settings
+    }
+
+    /// The topology the workers are placed on.
+    pub fn topology(&self) -> &Arc<Topology> {
+        &self.registry.topology
+    }
+
+    /// The settings as OpenMP runtimes print them for `OMP_DISPLAY_ENV`, between
+    /// `OPENMP DISPLAY ENVIRONMENT BEGIN` and `END` lines (with `verbose`, one more line per
+    /// worker).
+    pub fn display_env(&self) -> String {
+        let s = self.settings();
+        let topo = self.topology();
+        let mut out = String::from("OPENMP DISPLAY ENVIRONMENT BEGIN\n");
+        let mut line = |name: &str, value: &dyn fmt::Display| {
+            let _ = writeln!(out, "  {name} = '{value}'");
+        };
+        line(NUM_THREADS_ENV, &s.num_threads);
+        line(PROC_BIND_ENV, &if s.proc_bind { "TRUE" } else { "FALSE" });
+        line(STACKSIZE_ENV, &format_size(s.stack_size));
+        line(DISPLAY_ENV_ENV, &s.display_env);
+        line(SCHEDULER_ENV, &s.scheduler);
+        line("NUMATASK_TOPOLOGY", topo.source());
+        line(
+            "NUMATASK_TOPOLOGY_NODES",
+            &format_args!(
+                "{} node(s), {} core(s), {} per node{}",
+                topo.num_nodes(),
+                topo.num_cores(),
+                topo.cores_per_node(),
+                if topo.is_synthetic() {
+                    " (synthetic: workers pinned round-robin onto the real cores)"
+                } else {
+                    ""
+                }
+            ),
+        );
+        line(
+            "NUMATASK_TOPOLOGY_DISTANCES",
+            &format_args!("{} {:?}", topo.distance_source(), topo.distance_matrix()),
+        );
+        if s.display_env == DisplayEnv::Verbose {
+            for (place, pinning) in self.places().iter().zip(&self.pinning) {
+                let pinned = match pinning {
+                    None => "not pinned".to_owned(),
+                    Some(Ok(Pinning::Exact { .. })) => "pinned".to_owned(),
+                    Some(Ok(Pinning::Mapped { real_core, .. })) => {
+                        format!("pinned to real core {real_core}")
+                    }
+                    Some(Err(e)) => format!("not pinned: {e}"),
+                };
+                line(
+                    &format!("NUMATASK_WORKER_{}", place.index),
+                    &format_args!("core {}, node {}, {pinned}", place.core, place.node),
+                );
+            }
+        }
+        out.push_str("OPENMP DISPLAY ENVIRONMENT END\n");
+        out
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("settings", self.settings())
+            .field("places", &self.places())
+            .finish()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.registry.sleep.notify_all();
+        let me = thread::current().id();
+        for handle in self.threads.drain(..) {
+            // A worker cannot join itself (the runtime dropped from one of its own tasks);
+            // it exits on its own once the task returns.
+            if handle.thread().id() != me {
+                // A worker thread never panics (task panics are caught), so there is no
+                // payload to report.
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+/// Runs `f` in a scope of the current runtime: the runtime of the calling worker when called
+/// from a task, otherwise the process-wide [`Runtime::global`]. The error is that of creating
+/// the global runtime from the environment.
+pub fn scope<'scope, F, R>(f: F) -> Result<R, SchedError>
+where
+    F: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    match WorkerThread::current() {
+        Some(worker) => Ok(scope::run_scope(worker, f)),
+        None => Ok(Runtime::global()?.scope(f)),
+    }
+}
+
+/// Where the calling thread runs, if it is a worker of some runtime.
+pub fn current_worker() -> Option<WorkerPlace> {
+    WorkerThread::current().map(|w| *w.place())
+}

@@ -1,0 +1,277 @@
+//! Scheduling policies: where a spawned task goes and where an idle worker looks for one.
+//!
+//! As in MIR (the runtime of Muddukrishna, Jonsson and Brorsson's paper), a policy is a small
+//! table of operations, here the [`Scheduler`] trait, and the runtime core (workers, scopes,
+//! counters, sleep) is the same for every policy. A runtime picks its policy at start-up from
+//! [`SchedulerKind`] (the `NUMATASK_SCHEDULER` variable or
+//! [`RuntimeBuilder::scheduler`](crate::RuntimeBuilder::scheduler)), so that policies are
+//! compared inside one runtime on the same programs.
+//!
+//! The operations and who calls them:
+//!
+//! | operation | called by | when |
+//! |---|---|---|
+//! | [`push`](Scheduler::push) | the worker running the spawning task | a task was spawned |
+//! | [`requeue`](Scheduler::requeue) | a waiting worker | it took a task it may not run now |
+//! | [`inject`](Scheduler::inject) | a thread outside the pool | it enters the runtime |
+//! | [`pop`](Scheduler::pop) | a worker | first place to look: its own work |
+//! | [`steal`](Scheduler::steal) | a worker | its own work is gone: other workers' work |
+//! | [`take_injected`](Scheduler::take_injected) | an idle (not waiting) worker | last place to look |
+//! | [`has_work`](Scheduler::has_work) | a worker about to sleep | after announcing itself |
+//!
+//! A worker waiting in `taskwait` uses only `pop` and `steal` and runs only descendants of
+//! the task it waits in (see [`crate::worker`]); what it takes and may not run goes back
+//! through `requeue`.
+//!
+//! Work-stealing ([`WorkStealing`]) is the first policy. The locality-aware policy of the
+//! paper (one queue per NUMA node, Algorithm 1 deals each task to a node by its
+//! [`footprint`](Task::footprint), Algorithm 2 steals within a distance bound) is another
+//! implementation of the same trait and one more [`SchedulerKind`] variant.
+
+pub mod work_stealing;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use numatask_alloc::Topology;
+
+use crate::error::SchedError;
+use crate::job::Task;
+use crate::sleep::Sleep;
+
+pub use work_stealing::WorkStealing;
+
+/// Where a worker runs: its index in the pool, its core and that core's NUMA node.
+///
+/// Worker `i` runs on core `i % num_cores` of the topology, and cores are numbered node by
+/// node, so consecutive workers fill one node before the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WorkerPlace {
+    /// Index of the worker (`0..num_workers`).
+    pub index: usize,
+    /// Index of its core in the topology.
+    pub core: usize,
+    /// Index of the core's NUMA node.
+    pub node: usize,
+}
+
+/// What a scheduler operation knows about the worker calling it.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerCtx<'a> {
+    /// The calling worker.
+    pub place: &'a WorkerPlace,
+    /// The pool's idle/wake protocol: a policy that makes work visible to others wakes
+    /// sleepers through it.
+    pub sleep: &'a Sleep,
+}
+
+/// Settings a policy is created with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerConfig {
+    /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
+    pub deque_capacity: usize,
+}
+
+/// A scheduling policy (see the module docs for when each operation is called).
+///
+/// Contract: every task given to `push`, `requeue` or `inject` is returned exactly once by
+/// `pop`, `steal` or `take_injected` of some worker (or handed back as `Err` by `push` or
+/// `requeue`, and then run by the caller). A task made visible to workers other than the
+/// caller must be seen by a worker that is awake or will wake: `inject` and `requeue` must
+/// wake a sleeper reliably through [`Sleep`]; `push` may skip the wake-up when no worker is
+/// announced as sleepy without a fence, because the pushing worker itself runs its own
+/// children at the latest when it waits for them.
+pub trait Scheduler: Send + Sync + Sized + 'static {
+    /// The state one worker owns (its deque, its steal cursor): created with the policy,
+    /// moved to the worker's thread, used only there.
+    type Local: Send;
+
+    /// The policy and one `Local` per worker of `places`.
+    fn create(
+        topology: &Arc<Topology>,
+        places: &[WorkerPlace],
+        config: &SchedulerConfig,
+    ) -> (Self, Vec<Self::Local>);
+
+    /// Which policy this is.
+    fn kind(&self) -> SchedulerKind;
+
+    /// A task spawned on the calling worker. `Err(task)`: no room; the caller runs it inline.
+    fn push(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task>;
+
+    /// A task the calling worker took but may not run now (it is waiting for a task the
+    /// taken one does not descend from). It must become visible to other workers, and a
+    /// sleeper must be woken reliably. `Err(task)`: no room; the caller runs it.
+    fn requeue(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        let pushed = self.push(local, ctx, task);
+        if pushed.is_ok() {
+            ctx.sleep.new_work();
+        }
+        pushed
+    }
+
+    /// A task from a thread outside the pool (a scope entered from outside).
+    fn inject(&self, task: Task, sleep: &Sleep);
+
+    /// The calling worker's own work (cheapest first).
+    fn pop(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> Option<Task>;
+
+    /// Work of other workers.
+    fn steal(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> Option<Task>;
+
+    /// Work injected from outside the pool.
+    fn take_injected(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> Option<Task>;
+
+    /// Whether [`pop`](Self::pop), [`steal`](Self::steal) or
+    /// [`take_injected`](Self::take_injected) may find work (a cheap, possibly stale check
+    /// made by a worker after it announced itself sleepy).
+    fn has_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
+
+    /// Whether [`steal`](Self::steal) may find work (the check of a waiting worker, which
+    /// does not take injected work and knows what its own queue holds).
+    fn has_stealable_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
+}
+
+/// The scheduling policies a runtime can use (`NUMATASK_SCHEDULER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SchedulerKind {
+    /// One Chase-Lev deque per worker; the owner pops LIFO, thieves steal FIFO from victims
+    /// in round-robin order (`ws`).
+    #[default]
+    WorkStealing,
+}
+
+impl SchedulerKind {
+    /// Every policy, for comparisons.
+    pub const ALL: [SchedulerKind; 1] = [SchedulerKind::WorkStealing];
+
+    /// The name `NUMATASK_SCHEDULER` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::WorkStealing => "ws",
+        }
+    }
+
+    /// Creates the policy and the workers' parts of it.
+    pub(crate) fn create(
+        self,
+        topology: &Arc<Topology>,
+        places: &[WorkerPlace],
+        config: &SchedulerConfig,
+    ) -> (AnyScheduler, Vec<WorkerQueues>) {
+        match self {
+            Self::WorkStealing => {
+                let (shared, locals) = WorkStealing::create(topology, places, config);
+                let shared = Arc::new(shared);
+                let queues = locals
+                    .into_iter()
+                    .map(|local| WorkerQueues::WorkStealing(Arc::clone(&shared), local))
+                    .collect();
+                (AnyScheduler::WorkStealing(shared), queues)
+            }
+        }
+    }
+}
+
+impl FromStr for SchedulerKind {
+    type Err = SchedError;
+
+    /// `ws`, `work-stealing` or `work_stealing`, in any case.
+    fn from_str(s: &str) -> Result<Self, SchedError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ws" | "work-stealing" | "work_stealing" => Ok(Self::WorkStealing),
+            _ => Err(SchedError::UnknownScheduler(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The runtime's policy, whichever it is (static dispatch by `match`, so that the spawn path
+/// pays no indirect call).
+pub(crate) enum AnyScheduler {
+    WorkStealing(Arc<WorkStealing>),
+}
+
+impl AnyScheduler {
+    pub(crate) fn inject(&self, task: Task, sleep: &Sleep) {
+        match self {
+            Self::WorkStealing(s) => s.inject(task, sleep),
+        }
+    }
+}
+
+/// One worker's view of the policy: the shared part and the worker's own part.
+pub(crate) enum WorkerQueues {
+    WorkStealing(Arc<WorkStealing>, <WorkStealing as Scheduler>::Local),
+}
+
+/// Forwards a trait operation to the active policy.
+macro_rules! dispatch {
+    ($self:ident, $op:ident($($arg:expr),*)) => {
+        match $self {
+            WorkerQueues::WorkStealing(shared, local) => shared.$op(local, $($arg),*),
+        }
+    };
+}
+
+impl WorkerQueues {
+    #[inline]
+    pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        dispatch!(self, push(ctx, task))
+    }
+
+    #[inline]
+    pub(crate) fn requeue(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        dispatch!(self, requeue(ctx, task))
+    }
+
+    #[inline]
+    pub(crate) fn pop(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        dispatch!(self, pop(ctx))
+    }
+
+    #[inline]
+    pub(crate) fn steal(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        dispatch!(self, steal(ctx))
+    }
+
+    #[inline]
+    pub(crate) fn take_injected(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        dispatch!(self, take_injected(ctx))
+    }
+
+    pub(crate) fn has_work(&self, ctx: &WorkerCtx<'_>) -> bool {
+        dispatch!(self, has_work(ctx))
+    }
+
+    pub(crate) fn has_stealable_work(&self, ctx: &WorkerCtx<'_>) -> bool {
+        dispatch!(self, has_stealable_work(ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_names_round_trip() {
+        for kind in SchedulerKind::ALL {
+            assert_eq!(kind.to_string().parse::<SchedulerKind>(), Ok(kind));
+        }
+        assert_eq!(
+            "Work-Stealing".parse::<SchedulerKind>(),
+            Ok(SchedulerKind::WorkStealing)
+        );
+        assert_eq!(
+            "locality".parse::<SchedulerKind>(),
+            Err(SchedError::UnknownScheduler("locality".into()))
+        );
+    }
+}

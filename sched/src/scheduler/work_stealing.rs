@@ -1,0 +1,145 @@
+//! The work-stealing policy: one bounded Chase-Lev deque per worker ([`crate::deque`]).
+//!
+//! - **push**: the spawning worker pushes onto its own deque (one `Release` store, no shared
+//!   write); when the deque is full the task is handed back and the spawner runs it inline,
+//!   as libomp and MIR do. Sleepers are woken only if one is announced (a relaxed load of the
+//!   sleepers count, no fence: see the contract of [`Scheduler`]).
+//! - **pop**: the owner takes its newest task (LIFO: depth-first, cache-warm).
+//! - **steal**: the oldest task (FIFO: the biggest piece of a recursive computation) of the
+//!   first victim that has one, trying victims in round-robin order starting with the last
+//!   one that gave work; a lost race (`Retry`) makes the thief go round again.
+//! - **inject**: a lock-free MPMC queue ([`NodeQueue`]) for tasks from outside the pool, taken
+//!   by idle workers after their own deque and stealing failed.
+//!
+//! Backoff and sleep between failed attempts are the runtime core's ([`crate::sleep`]):
+//! exponential spinning, then yielding, then sleeping on a condition variable.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use numatask_alloc::Topology;
+
+use crate::deque::{self, Steal, Stealer, Worker};
+use crate::job::Task;
+use crate::node_queue::NodeQueue;
+use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerKind, WorkerCtx, WorkerPlace};
+use crate::sleep::Sleep;
+
+/// Work-stealing over per-worker Chase-Lev deques (see the module docs).
+pub struct WorkStealing {
+    stealers: Box<[Stealer<Task>]>,
+    injector: NodeQueue<Task>,
+}
+
+/// A worker's part of [`WorkStealing`]: the owner's end of its deque and its steal cursor.
+pub struct WorkStealingLocal {
+    deque: Worker<Task>,
+    next_victim: Cell<usize>,
+}
+
+impl std::fmt::Debug for WorkStealing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkStealing")
+            .field("workers", &self.stealers.len())
+            .field("injected", &self.injector.len())
+            .finish()
+    }
+}
+
+impl Scheduler for WorkStealing {
+    type Local = WorkStealingLocal;
+
+    fn create(
+        _topology: &Arc<Topology>,
+        places: &[WorkerPlace],
+        config: &SchedulerConfig,
+    ) -> (Self, Vec<WorkStealingLocal>) {
+        let n = places.len();
+        let (locals, stealers): (Vec<_>, Vec<_>) = places
+            .iter()
+            .map(|place| {
+                let (worker, stealer) = deque::deque(config.deque_capacity);
+                let local = WorkStealingLocal {
+                    deque: worker,
+                    next_victim: Cell::new((place.index + 1) % n.max(1)),
+                };
+                (local, stealer)
+            })
+            .unzip();
+        let shared = WorkStealing {
+            stealers: stealers.into_boxed_slice(),
+            injector: NodeQueue::new(),
+        };
+        (shared, locals)
+    }
+
+    fn kind(&self) -> SchedulerKind {
+        SchedulerKind::WorkStealing
+    }
+
+    #[inline]
+    fn push(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        local.deque.push(task)?;
+        if ctx.sleep.sleepy_workers() != 0 {
+            ctx.sleep.new_work();
+        }
+        Ok(())
+    }
+
+    fn inject(&self, task: Task, sleep: &Sleep) {
+        self.injector.push(task);
+        sleep.new_work();
+    }
+
+    #[inline]
+    fn pop(&self, local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
+        local.deque.pop()
+    }
+
+    fn steal(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        let n = self.stealers.len();
+        let me = ctx.place.index;
+        if n < 2 {
+            return None;
+        }
+        loop {
+            let start = local.next_victim.get();
+            let mut retry = false;
+            for k in 0..n {
+                let victim = (start + k) % n;
+                if victim == me {
+                    continue;
+                }
+                match self.stealers[victim].steal() {
+                    Steal::Success(task) => {
+                        local.next_victim.set(victim);
+                        return Some(task);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                // Everyone was empty: begin with the next victim next time.
+                local.next_victim.set((start + 1) % n);
+                return None;
+            }
+            crate::sync::spin_loop();
+        }
+    }
+
+    fn take_injected(&self, _local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
+        self.injector.pop()
+    }
+
+    fn has_work(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> bool {
+        !local.deque.is_empty() || !self.injector.is_empty() || self.has_stealable_work(local, ctx)
+    }
+
+    fn has_stealable_work(&self, _local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> bool {
+        self.stealers
+            .iter()
+            .enumerate()
+            .any(|(i, s)| i != ctx.place.index && !s.is_empty())
+    }
+}

@@ -1,0 +1,453 @@
+//! Scoped tasks: [`Scope`], the handle a task body gets to spawn, wait and group tasks, and
+//! [`TaskHandle`], a spawned task's result.
+//!
+//! # Guarantees
+//!
+//! - **Borrowing**: a task may borrow anything that outlives `'scope`. The scope (the call to
+//!   [`Runtime::scope`](crate::Runtime::scope)) does not return, not even by unwinding, before
+//!   every task spawned in it, at any depth, has finished.
+//! - **`taskwait`** waits for the children the current task spawned so far, and for their
+//!   descendants (a task counts as finished when its subtree is: this is what keeps counters
+//!   local to frames). **`taskgroup`** waits for every task spawned inside it, at any depth.
+//! - **Panics**: a panic in a task is caught; the other tasks of the scope still run to
+//!   completion (nothing is cancelled); the first panic is resumed in the code that waits for
+//!   the task: the parent's next `taskwait`, the end of the enclosing `taskgroup`, or the end
+//!   of the scope (if the parent itself finished meanwhile, the panic climbs to the nearest
+//!   waiter). A panic of the scope body itself takes precedence over its tasks' panics. The
+//!   runtime stays usable afterwards.
+//! - **Waiting** never blocks a worker on something only another task could do without
+//!   running that task itself if it can: see the taskwait policy in [`crate::worker`].
+//!
+//! A `Scope` is neither `Send` nor `Sync`: a task gets its own `&Scope` and cannot capture
+//! its parent's, so every spawn happens on the worker that runs the spawning task.
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::thread;
+
+use crate::job::{self, Access, Header, ResultHead, Task, TaskMeta};
+use crate::latch::{DONE, LockLatch, Payload};
+use crate::runtime::Registry;
+use crate::worker::WorkerThread;
+
+/// The context of the task (or scope body) that is running: spawn children, wait for them,
+/// group them.
+///
+/// Created by [`Runtime::scope`](crate::Runtime::scope) for the scope body and by the runtime
+/// for every task body, which receives `&Scope<'scope>`.
+///
+/// ```
+/// use numatask_sched::Runtime;
+///
+/// let rt = Runtime::builder().num_threads(2).build()?;
+/// let mut halves = [0u64; 2];
+/// let data: Vec<u64> = (1..=100).collect();
+/// rt.scope(|s| {
+///     let (left, right) = halves.split_at_mut(1);
+///     let (a, b) = data.split_at(50);
+///     s.spawn(move |_| left[0] = a.iter().sum());
+///     s.spawn(move |_| right[0] = b.iter().sum());
+///     s.taskwait();
+/// });
+/// assert_eq!(halves[0] + halves[1], 5050);
+/// # Ok::<(), numatask_sched::SchedError>(())
+/// ```
+pub struct Scope<'scope> {
+    frame: NonNull<Header>,
+    worker: NonNull<WorkerThread>,
+    /// The task's own scope when this is a taskgroup's: `taskwait` waits for both.
+    enclosing: Option<NonNull<Scope<'scope>>>,
+    /// Invariant in `'scope` (as `std::thread::Scope`), and neither `Send` nor `Sync`.
+    _marker: PhantomData<(&'scope mut &'scope (), *const ())>,
+}
+
+impl<'scope> Scope<'scope> {
+    /// The scope of a frame whose body runs now on `worker`.
+    pub(crate) fn for_frame(frame: &Header, worker: &WorkerThread) -> Self {
+        Scope {
+            frame: NonNull::from(frame),
+            worker: NonNull::from(worker),
+            enclosing: None,
+            _marker: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn frame(&self) -> &Header {
+        // SAFETY: the frame outlives its body, and a `Scope` lives only during the body (it
+        // is created on the body's stack and cannot escape: the closures get `&Scope`).
+        unsafe { self.frame.as_ref() }
+    }
+
+    #[inline]
+    fn worker(&self) -> &WorkerThread {
+        // SAFETY: the worker runs the body on this thread; `Scope` is not `Send`.
+        unsafe { self.worker.as_ref() }
+    }
+
+    /// Spawns a task running `f`. It may start at once on another worker, or later on this
+    /// one; it finishes before the next `taskwait` of this task returns, and before the scope
+    /// ends.
+    #[inline]
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        self.spawn_frame(job::heap_task::<F, (), false>(self.frame(), None, f));
+    }
+
+    /// Spawns a task running `f` and returns a handle to its result. The result is available
+    /// (without waiting) after a `taskwait` of this task, or through
+    /// [`TaskHandle::join`], which waits for this task only.
+    ///
+    /// ```
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// fn fib(s: &numatask_sched::Scope<'_>, n: u64) -> u64 {
+    ///     if n < 2 {
+    ///         return n;
+    ///     }
+    ///     let a = s.spawn_with_result(move |s| fib(s, n - 1));
+    ///     let b = fib(s, n - 2);
+    ///     s.taskwait();
+    ///     a.join() + b
+    /// }
+    /// assert_eq!(rt.scope(|s| fib(s, 20)), 6765);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    #[inline]
+    pub fn spawn_with_result<F, T>(&self, f: F) -> TaskHandle<'scope, T>
+    where
+        F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        let frame = job::heap_task::<F, T, true>(self.frame(), None, f);
+        let handle = TaskHandle {
+            head: frame.cast(),
+            _marker: PhantomData,
+        };
+        self.spawn_frame(frame);
+        handle
+    }
+
+    /// Spawns `f` as a task if `defer` is true; otherwise runs it right away, inline, as a
+    /// plain call on this task's context (OpenMP's `if(false)` / `final`: no frame, no queue,
+    /// its children become this task's children). The cheap way to stop spawning below a
+    /// cutoff.
+    #[inline]
+    pub fn spawn_if<F>(&self, defer: bool, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        if defer {
+            self.spawn(f);
+        } else {
+            f(self);
+        }
+    }
+
+    /// Spawns a task that declares the byte ranges it touches (OpenMP 5's `affinity`): a
+    /// locality-aware scheduler places it near that data; the work-stealing scheduler ignores
+    /// it. The ranges are a hint: nothing checks them, and they order nothing.
+    pub fn spawn_with_footprint<F>(&self, footprint: impl Into<Box<[Access]>>, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let meta = Box::new(TaskMeta {
+            footprint: footprint.into(),
+        });
+        self.spawn_frame(job::heap_task::<F, (), false>(self.frame(), Some(meta), f));
+    }
+
+    #[inline]
+    fn spawn_frame(&self, frame: NonNull<Header>) {
+        self.frame().children.on_spawn();
+        self.worker().push(Task::from_header(frame));
+    }
+
+    /// Waits until every child this task spawned so far (and their descendants) finished,
+    /// running them, or stealing their descendants, meanwhile. Resumes the first panic of
+    /// those children, if any.
+    pub fn taskwait(&self) {
+        self.wait_children();
+        if let Some(enclosing) = self.enclosing {
+            // SAFETY: a taskgroup's scope lives inside the call of its enclosing scope.
+            unsafe { enclosing.as_ref() }.wait_children();
+        }
+        if let Some(payload) = self.take_panic() {
+            panic::resume_unwind(payload);
+        }
+    }
+
+    fn take_panic(&self) -> Option<Payload> {
+        self.frame().panic.take().or_else(|| {
+            // SAFETY: as in `taskwait`.
+            self.enclosing
+                .and_then(|e| unsafe { e.as_ref() }.frame().panic.take())
+        })
+    }
+
+    /// Waits for the frame's children, never unwinding.
+    pub(crate) fn wait_children(&self) {
+        let frame = self.frame();
+        let children = &frame.children;
+        if children.all_done() {
+            return;
+        }
+        self.worker()
+            .wait_until(frame, || children.all_done(), || children.transfer());
+        children.end_wait();
+    }
+
+    /// Runs `f` and then waits for every task spawned inside it, at any depth (OpenMP's
+    /// `taskgroup`). Tasks spawned before the group are not waited for. Resumes the first
+    /// panic of `f` or of those tasks.
+    pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
+        let worker = self.worker();
+        let group = Header::group(self.frame(), worker.index());
+        let scope = Scope {
+            frame: NonNull::from(&group),
+            worker: self.worker,
+            enclosing: Some(NonNull::from(self)),
+            _marker: PhantomData,
+        };
+        let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+        scope.wait_children();
+        let child_panic = group.panic.take();
+        match result {
+            Err(payload) => panic::resume_unwind(payload),
+            Ok(value) => {
+                if let Some(payload) = child_panic {
+                    panic::resume_unwind(payload);
+                }
+                value
+            }
+        }
+    }
+
+    /// Runs `a` as a task and `b` inline, and returns both results once `a` finished. If `a`
+    /// panicked, its panic is resumed here.
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(&Scope<'scope>) -> RA + Send + 'scope,
+        RA: Send + 'scope,
+        B: FnOnce(&Scope<'scope>) -> RB,
+    {
+        let handle = self.spawn_with_result(a);
+        let rb = b(self);
+        match handle.join_inner() {
+            Some(ra) => (ra, rb),
+            None => match self.frame().panic.take() {
+                Some(payload) => panic::resume_unwind(payload),
+                None => panic!("numatask: a task of join() panicked"),
+            },
+        }
+    }
+
+    /// Index of the worker running this task.
+    pub fn worker_index(&self) -> usize {
+        self.worker().index()
+    }
+
+    /// NUMA node of the worker running this task.
+    pub fn node(&self) -> usize {
+        self.worker().place().node
+    }
+
+    /// Number of workers of the runtime.
+    pub fn num_workers(&self) -> usize {
+        self.worker().registry().places.len()
+    }
+}
+
+impl fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope")
+            .field("worker", &self.worker_index())
+            .field("in_taskgroup", &self.enclosing.is_some())
+            .finish()
+    }
+}
+
+/// The result of a task spawned with [`Scope::spawn_with_result`].
+///
+/// The value can be taken with [`join`](Self::join): immediately after a `taskwait` of the
+/// spawning task, otherwise after waiting for this task. Dropping the handle drops the value.
+/// The handle stays with the task that spawned it (it is neither `Send` nor `Sync`).
+pub struct TaskHandle<'scope, T> {
+    head: NonNull<ResultHead<T>>,
+    _marker: PhantomData<(&'scope (), *const T)>,
+}
+
+impl<T> TaskHandle<'_, T> {
+    #[inline]
+    fn head(&self) -> &ResultHead<T> {
+        // SAFETY: the frame lives until both the task finished and the handle let go.
+        unsafe { self.head.as_ref() }
+    }
+
+    /// Whether the task (and its descendants) finished.
+    pub fn is_finished(&self) -> bool {
+        self.head().state.get() == DONE
+    }
+
+    /// The task's result, waiting for the task if it has not finished (the waiting worker
+    /// runs the task itself or its descendants meanwhile).
+    ///
+    /// # Panics
+    ///
+    /// If the task panicked. Its own panic is resumed at the spawning task's next
+    /// `taskwait` (or further up); [`Scope::join`] resumes it directly.
+    pub fn join(self) -> T {
+        match self.join_inner() {
+            Some(value) => value,
+            None => panic!(
+                "numatask: the task behind this handle panicked \
+                 (its panic resumes at the next taskwait or at the scope end)"
+            ),
+        }
+    }
+
+    /// The result, or `None` if the task panicked.
+    fn join_inner(self) -> Option<T> {
+        let head = self.head();
+        if head.state.get() != DONE {
+            match WorkerThread::current() {
+                Some(worker) => {
+                    let mut announced = false;
+                    worker.wait_until(
+                        &head.header,
+                        || head.state.get() == DONE,
+                        || {
+                            if !announced {
+                                announced = true;
+                                head.state.announce_join();
+                            }
+                        },
+                    );
+                }
+                // Not on a worker: only possible after the scope ended, when the task is
+                // long finished; spin politely all the same.
+                None => {
+                    while head.state.get() != DONE {
+                        thread::yield_now();
+                    }
+                }
+            }
+        }
+        // SAFETY: the state is `DONE` and we own the handle.
+        let value = unsafe { head.take_result() };
+        let frame = self.head.cast::<Header>();
+        mem::forget(self);
+        // SAFETY: the task finished and the handle lets go now.
+        unsafe { job::free_finished(frame) };
+        value
+    }
+}
+
+impl<T> Drop for TaskHandle<'_, T> {
+    fn drop(&mut self) {
+        if self.head().state.drop_handle() == DONE {
+            // SAFETY: the task finished; we are the last user.
+            unsafe { job::free_finished(self.head.cast()) };
+        }
+    }
+}
+
+impl<T> fmt::Debug for TaskHandle<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// Runs a scope body on `worker` (the calling thread's worker): a root frame on this stack,
+/// the body, then the wait for every task of the scope.
+pub(crate) fn run_scope<'scope, F, R>(worker: &WorkerThread, f: F) -> R
+where
+    F: FnOnce(&Scope<'scope>) -> R,
+{
+    let root = Header::root(worker.index());
+    let scope = Scope::for_frame(&root, worker);
+    let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+    scope.wait_children();
+    let child_panic = root.panic.take();
+    match result {
+        Err(payload) => panic::resume_unwind(payload),
+        Ok(value) => {
+            if let Some(payload) = child_panic {
+                panic::resume_unwind(payload);
+            }
+            value
+        }
+    }
+}
+
+/// A scope body sent into the pool by a thread outside it, which blocks until it ran.
+#[repr(C)]
+struct InjectedScope<F, R> {
+    header: Header,
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<Option<thread::Result<R>>>,
+    latch: LockLatch,
+}
+
+/// The table of one `InjectedScope<F, R>` instantiation (a `'static` promoted constant).
+struct InjectedVTable<'scope, F, R>(PhantomData<(&'scope (), F, R)>);
+
+impl<'scope, F, R> InjectedVTable<'scope, F, R>
+where
+    F: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    const VTABLE: job::VTable = job::VTable::injected(execute_injected::<F, R>);
+}
+
+/// Runs a scope body on a worker of `registry` from a thread that is not one of its workers,
+/// blocking this thread until the scope ended.
+pub(crate) fn inject_scope<'scope, F, R>(registry: &Registry, f: F) -> R
+where
+    F: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    let job = InjectedScope {
+        header: Header::injected(&InjectedVTable::<'scope, F, R>::VTABLE),
+        func: UnsafeCell::new(Some(f)),
+        result: UnsafeCell::new(None),
+        latch: LockLatch::new(),
+    };
+    registry.scheduler.inject(
+        Task::from_header(NonNull::from(&job.header)),
+        &registry.sleep,
+    );
+    job.latch.wait();
+    // SAFETY: the worker wrote the result before setting the latch and does not touch the
+    // job afterwards.
+    match unsafe { (*job.result.get()).take() } {
+        Some(Ok(value)) => value,
+        Some(Err(payload)) => panic::resume_unwind(payload),
+        None => unreachable!("an injected scope sets its latch only after storing its result"),
+    }
+}
+
+unsafe fn execute_injected<'scope, F, R>(frame: NonNull<Header>, worker: &WorkerThread)
+where
+    F: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    // SAFETY: the header is the first field of the `repr(C)` job, which lives on the
+    // injecting thread's stack until we set the latch.
+    let job = unsafe { frame.cast::<InjectedScope<F, R>>().as_ref() };
+    // SAFETY: the job runs once; nobody else touches `func` meanwhile.
+    let result = match unsafe { (*job.func.get()).take() } {
+        Some(f) => panic::catch_unwind(AssertUnwindSafe(|| run_scope(worker, f))),
+        None => return,
+    };
+    // SAFETY: the injecting thread reads `result` only after the latch is set.
+    unsafe { *job.result.get() = Some(result) };
+    job.latch.set();
+}
