@@ -31,3 +31,4 @@ pub use runtime::{Runtime, RuntimeBuilder, Settings, current_worker, scope};
 pub use scheduler::{Scheduler, SchedulerKind, WorkerPlace};
 #[cfg(not(loom))]
 pub use scope::{Scope, TaskHandle};
+pub mod depend;

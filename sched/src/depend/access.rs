@@ -1,0 +1,333 @@
+//! What a task declares: byte ranges and how it accesses them (OpenMP's `depend` clauses).
+//!
+//! An [`Access`] is one dependence: a byte range `[addr, addr + len)`, its [`AccessKind`], and
+//! whether it is the task's most access-intensive dependence (the paper's index `a` in
+//! Algorithm 3). The list of a task's accesses is also its data footprint, which the
+//! locality-aware scheduler turns into bytes per NUMA node ([`Access::accumulate_footprint`]).
+//!
+//! For the tracker, a task's accesses are first *normalized* ([`normalize`]): sorted, zero-length
+//! ranges dropped, and overlapping declarations merged byte by byte, so that each byte the task
+//! touches has exactly one kind. Equal kinds stay as they are; two different kinds on one byte
+//! become [`AccessKind::InOut`], the kind that orders the task after every earlier access and
+//! every later access after it (the strongest, so a merge never loses an ordering).
+
+use numatask_alloc::{NodeBytes, accumulate_node_bytes};
+
+/// How a task accesses a byte range (the `depend` clause's dependence type).
+///
+/// Among sibling tasks, for two accesses that share at least one byte, the later task waits for
+/// the earlier one unless both are [`In`](AccessKind::In), or both belong to the same set of
+/// consecutive [`MutexInOutSet`](AccessKind::MutexInOutSet) or of consecutive
+/// [`InOutSet`](AccessKind::InOutSet) accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// `depend(in: ...)`: reads. Waits for earlier writers of any kind; readers run concurrently.
+    In,
+    /// `depend(out: ...)`: writes. Waits for every earlier access. Ordered exactly like
+    /// [`InOut`](AccessKind::InOut); the two differ only for the footprint (bytes written, not
+    /// read).
+    Out,
+    /// `depend(inout: ...)`: reads and writes. Waits for every earlier access.
+    InOut,
+    /// `depend(mutexinoutset: ...)` (OpenMP 5.0): consecutive members of a set are not ordered
+    /// among themselves but never run at the same time; the set as a whole is ordered like
+    /// [`InOut`](AccessKind::InOut) with respect to every other kind.
+    MutexInOutSet,
+    /// `depend(inoutset: ...)` (OpenMP 5.1): consecutive members of a set run concurrently; the
+    /// set as a whole is ordered like [`InOut`](AccessKind::InOut) with respect to every other
+    /// kind.
+    InOutSet,
+}
+
+impl AccessKind {
+    /// Whether the task may write the range (every kind but [`In`](AccessKind::In)).
+    pub fn writes(self) -> bool {
+        self != AccessKind::In
+    }
+
+    /// Whether the task may read the range (every kind but [`Out`](AccessKind::Out)).
+    pub fn reads(self) -> bool {
+        self != AccessKind::Out
+    }
+
+    /// The kind of a byte that one task declares with both `self` and `other`: the same kind if
+    /// they are equal, [`InOut`](AccessKind::InOut) otherwise.
+    pub fn merge(self, other: AccessKind) -> AccessKind {
+        if self == other {
+            self
+        } else {
+            AccessKind::InOut
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            AccessKind::In => 0,
+            AccessKind::Out => 1,
+            AccessKind::InOut => 2,
+            AccessKind::MutexInOutSet => 3,
+            AccessKind::InOutSet => 4,
+        }
+    }
+
+    const ALL: [AccessKind; 5] = [
+        AccessKind::In,
+        AccessKind::Out,
+        AccessKind::InOut,
+        AccessKind::MutexInOutSet,
+        AccessKind::InOutSet,
+    ];
+}
+
+/// One dependence of a task: the byte range `[addr, addr + len)` and how the task accesses it.
+///
+/// Addresses are plain numbers: the tracker never dereferences them. A range whose end would
+/// pass `usize::MAX` is clamped there. A zero-length range covers no byte, so it orders nothing;
+/// it is still part of the task's access list.
+///
+/// # Example
+///
+/// ```
+/// use numatask_sched::depend::{Access, AccessKind};
+///
+/// let block = [0.0f32; 625];
+/// let a = Access::of_slice(&block, AccessKind::InOut).intensive();
+/// assert_eq!(a.len, 625 * 4);
+/// assert!(a.intensive);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Access {
+    /// First byte of the range.
+    pub addr: usize,
+    /// Length of the range in bytes.
+    pub len: usize,
+    /// How the task accesses the range.
+    pub kind: AccessKind,
+    /// Whether this is the task's most access-intensive dependence (a scheduling hint; the
+    /// tracker ignores it).
+    pub intensive: bool,
+}
+
+impl Access {
+    /// The range `[addr, addr + len)` accessed as `kind`, not marked intensive.
+    pub const fn new(addr: usize, len: usize, kind: AccessKind) -> Self {
+        Access {
+            addr,
+            len,
+            kind,
+            intensive: false,
+        }
+    }
+
+    /// The bytes of `slice`, accessed as `kind`.
+    pub fn of_slice<E>(slice: &[E], kind: AccessKind) -> Self {
+        Access::new(slice.as_ptr() as usize, std::mem::size_of_val(slice), kind)
+    }
+
+    /// The bytes of `value`, accessed as `kind`.
+    pub fn of_val<V: ?Sized>(value: &V, kind: AccessKind) -> Self {
+        Access::new(
+            (value as *const V).cast::<u8>() as usize,
+            std::mem::size_of_val(value),
+            kind,
+        )
+    }
+
+    /// The same access, marked as the task's most access-intensive dependence.
+    pub const fn intensive(mut self) -> Self {
+        self.intensive = true;
+        self
+    }
+
+    /// One past the last byte (clamped to `usize::MAX`).
+    pub const fn end(&self) -> usize {
+        self.addr.saturating_add(self.len)
+    }
+
+    /// Adds the bytes per NUMA node of this range to `out` (see
+    /// [`numatask_alloc::accumulate_node_bytes`]).
+    pub fn accumulate_footprint(&self, out: &mut NodeBytes) {
+        accumulate_node_bytes(std::ptr::without_provenance(self.addr), self.len, out);
+    }
+}
+
+/// How many accesses a task node stores without a heap allocation (SparseLU's `bmod`, the most
+/// common task of the target benchmark, has three).
+const INLINE_ACCESSES: usize = 3;
+
+/// A task's accesses as declared, kept with the task for the scheduler.
+#[derive(Debug)]
+pub(crate) enum AccessList {
+    Inline {
+        len: u8,
+        items: [Access; INLINE_ACCESSES],
+    },
+    Heap(Box<[Access]>),
+}
+
+impl AccessList {
+    pub(crate) fn new(accesses: &[Access]) -> Self {
+        if accesses.len() <= INLINE_ACCESSES {
+            let mut items = [Access::new(0, 0, AccessKind::In); INLINE_ACCESSES];
+            items[..accesses.len()].copy_from_slice(accesses);
+            AccessList::Inline {
+                len: accesses.len() as u8,
+                items,
+            }
+        } else {
+            AccessList::Heap(accesses.into())
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[Access] {
+        match self {
+            AccessList::Inline { len, items } => &items[..usize::from(*len)],
+            AccessList::Heap(items) => items,
+        }
+    }
+}
+
+/// A byte range with the one kind a task accesses it with, after [`normalize`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Piece {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) kind: AccessKind,
+}
+
+/// Reusable buffers for [`normalize`], so that registering a task allocates nothing once they
+/// have grown.
+#[derive(Debug, Default)]
+pub(crate) struct NormalizeScratch {
+    events: Vec<(usize, bool, AccessKind)>,
+}
+
+/// Writes into `out` the non-empty, disjoint pieces, sorted by address, that `accesses` cover;
+/// bytes declared more than once get the merged kind ([`AccessKind::merge`] over all their
+/// declarations).
+pub(crate) fn normalize(accesses: &[Access], out: &mut Vec<Piece>, scratch: &mut NormalizeScratch) {
+    out.clear();
+    out.extend(accesses.iter().filter(|a| a.end() > a.addr).map(|a| Piece {
+        start: a.addr,
+        end: a.end(),
+        kind: a.kind,
+    }));
+    if out.len() <= 1 {
+        return;
+    }
+    // Typically one to three accesses, usually disjoint: sort and check.
+    out.sort_unstable_by_key(|p| p.start);
+    if out.windows(2).all(|w| w[0].end <= w[1].start) {
+        return;
+    }
+    // Overlaps: sweep over the boundaries, counting the active declarations of each kind.
+    let events = &mut scratch.events;
+    events.clear();
+    for p in out.iter() {
+        // `false` (an end) sorts before `true` (a start) at the same address, so adjacent
+        // declarations do not count as overlapping.
+        events.push((p.start, true, p.kind));
+        events.push((p.end, false, p.kind));
+    }
+    events.sort_unstable_by_key(|&(at, is_start, kind)| (at, is_start, kind.index()));
+    out.clear();
+    let mut active = [0usize; 5];
+    let mut from = 0;
+    for &(at, is_start, kind) in events.iter() {
+        if at > from
+            && let Some(kind) = merged(&active)
+        {
+            match out.last_mut() {
+                Some(last) if last.end == from && last.kind == kind => last.end = at,
+                _ => out.push(Piece {
+                    start: from,
+                    end: at,
+                    kind,
+                }),
+            }
+        }
+        from = at;
+        if is_start {
+            active[kind.index()] += 1;
+        } else {
+            active[kind.index()] -= 1;
+        }
+    }
+}
+
+/// The merged kind of the declarations counted in `active`, or `None` if there are none.
+fn merged(active: &[usize; 5]) -> Option<AccessKind> {
+    AccessKind::ALL
+        .iter()
+        .filter(|k| active[k.index()] > 0)
+        .copied()
+        .reduce(AccessKind::merge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AccessKind::*;
+
+    fn pieces(accesses: &[Access]) -> Vec<(usize, usize, AccessKind)> {
+        let mut out = Vec::new();
+        normalize(accesses, &mut out, &mut NormalizeScratch::default());
+        out.iter().map(|p| (p.start, p.end, p.kind)).collect()
+    }
+
+    #[test]
+    fn disjoint_declarations_are_sorted_and_kept() {
+        let got = pieces(&[Access::new(20, 5, Out), Access::new(0, 10, In)]);
+        assert_eq!(got, vec![(0, 10, In), (20, 25, Out)]);
+    }
+
+    #[test]
+    fn zero_length_declarations_order_nothing() {
+        assert_eq!(pieces(&[Access::new(5, 0, Out)]), vec![]);
+        assert_eq!(
+            pieces(&[Access::new(5, 0, Out), Access::new(0, 10, In)]),
+            vec![(0, 10, In)]
+        );
+    }
+
+    #[test]
+    fn overlapping_declarations_of_one_task_merge_to_inout() {
+        let got = pieces(&[Access::new(0, 10, In), Access::new(5, 10, Out)]);
+        assert_eq!(got, vec![(0, 5, In), (5, 10, InOut), (10, 15, Out)]);
+    }
+
+    #[test]
+    fn equal_kinds_merge_to_themselves_and_coalesce() {
+        let got = pieces(&[
+            Access::new(0, 10, In),
+            Access::new(5, 10, In),
+            Access::new(15, 5, In),
+        ]);
+        assert_eq!(got, vec![(0, 20, In)]);
+        let got = pieces(&[Access::new(0, 8, InOutSet), Access::new(4, 8, InOutSet)]);
+        assert_eq!(got, vec![(0, 12, InOutSet)]);
+    }
+
+    #[test]
+    fn different_set_kinds_merge_to_inout() {
+        let got = pieces(&[
+            Access::new(0, 8, MutexInOutSet),
+            Access::new(0, 8, InOutSet),
+        ]);
+        assert_eq!(got, vec![(0, 8, InOut)]);
+    }
+
+    #[test]
+    fn ranges_past_the_address_space_are_clamped() {
+        let got = pieces(&[Access::new(usize::MAX - 4, 100, Out)]);
+        assert_eq!(got, vec![(usize::MAX - 4, usize::MAX, Out)]);
+    }
+
+    #[test]
+    fn access_lists_keep_declarations_in_order() {
+        let few = [Access::new(1, 1, In), Access::new(0, 4, Out).intensive()];
+        assert_eq!(AccessList::new(&few).as_slice(), &few);
+        let many: Vec<Access> = (0..10).map(|i| Access::new(i, 1, In)).collect();
+        assert_eq!(AccessList::new(&many).as_slice(), &many[..]);
+    }
+}

@@ -1,0 +1,103 @@
+//! Mutual exclusion among the members of a `mutexinoutset`.
+//!
+//! Members of one set are not ordered among themselves, but no two run at the same time. The
+//! tracker enforces that itself, so the runtime only ever sees tasks that may run now: a member
+//! whose predecessors have all finished takes each of its sets in address order; if one is held,
+//! it queues on that set (keeping the sets it already took) and the holder's completion hands
+//! the set over and carries on taking the member's remaining sets. Taking sets in one global
+//! order, and only once dependence-ready, cannot deadlock: a queued member waits for a holder of
+//! a set later in the order, and the last holder in such a chain holds everything it needs, so
+//! it runs and completes.
+//!
+//! A set is one object per run of consecutive `mutexinoutset` accesses to a range; when a range
+//! is split, both halves share it. Sharing can exclude two members that touch different halves,
+//! which costs concurrency, never correctness (the members of a set are unordered anyway). One
+//! task that starts sets on several ranges uses one object for all of them, for the same
+//! reason, so that a typical member holds a single set.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use super::node::{DepHandle, Node, Ready, acquire_sets, lock};
+use crate::sync::{Arc, Mutex};
+
+/// One mutually exclusive set: who holds it and who waits for it, FIFO.
+pub(crate) struct MutexSet<T> {
+    state: Mutex<SetState<T>>,
+}
+
+struct SetState<T> {
+    held: bool,
+    waiters: VecDeque<Arc<Node<T>>>,
+}
+
+impl<T> MutexSet<T> {
+    pub(crate) fn new() -> Self {
+        MutexSet {
+            state: Mutex::new(SetState {
+                held: false,
+                waiters: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// Takes the set for `node`, or queues `node` on it and returns `false`. The caller holds
+    /// `node`'s lock, and the waiter is resumed under that lock by [`MutexSet::release`], which
+    /// therefore sees the caller's bookkeeping (`acquired`) complete.
+    pub(crate) fn try_acquire_or_wait(&self, node: &Arc<Node<T>>) -> bool {
+        let mut state = lock(&self.state);
+        if state.held {
+            state.waiters.push_back(Arc::clone(node));
+            false
+        } else {
+            state.held = true;
+            true
+        }
+    }
+
+    /// Gives the set up: to the first waiter if there is one, which then takes the rest of its
+    /// sets; returns that waiter if it now holds them all and can run.
+    pub(crate) fn release(&self) -> Option<Ready<T>> {
+        let waiter = {
+            let mut state = lock(&self.state);
+            let waiter = state.waiters.pop_front();
+            if waiter.is_none() {
+                state.held = false;
+            }
+            waiter
+        }?;
+        // The set stays held: ownership passes to `waiter`. Lock order is node, then set, as
+        // in `acquire_sets`; the set's lock is not held here.
+        let mut links = lock(&waiter.links);
+        debug_assert!(
+            links
+                .sets
+                .get(links.acquired)
+                .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), self)),
+            "a waiter is queued on the set it takes next"
+        );
+        links.acquired += 1;
+        if !acquire_sets(&waiter, &mut links) {
+            return None;
+        }
+        let payload = links
+            .payload
+            .take()
+            .expect("a waiting member still has its payload");
+        drop(links);
+        Some(Ready {
+            handle: DepHandle::new(waiter),
+            payload,
+        })
+    }
+}
+
+impl<T> fmt::Debug for MutexSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = lock(&self.state);
+        f.debug_struct("MutexSet")
+            .field("held", &state.held)
+            .field("waiters", &state.waiters.len())
+            .finish()
+    }
+}

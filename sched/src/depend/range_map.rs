@@ -1,0 +1,283 @@
+//! The interval map: for each maximal byte range with one history, who accessed it last.
+//!
+//! Keys are start addresses in a `BTreeMap`; each [`Segment`] covers `[start, end)`, segments are
+//! disjoint, and bytes outside every segment have no recorded access. A segment holds what a new
+//! access must wait for, like one entry of libomp's dependence hash, but for byte ranges:
+//!
+//! - `group`: the last *writing group* — a single `out`/`inout` task, or the members of the
+//!   current run of one set kind (`mutexinoutset` or `inoutset`) together with the
+//!   predecessors every member of the run waits for;
+//! - `readers`: the `in` tasks registered since that group.
+//!
+//! A new access on a segment ([`Segment::apply`]):
+//!
+//! | kind | waits for | then |
+//! |---|---|---|
+//! | `in` | the group's members | joins `readers` |
+//! | `out`, `inout` | `readers` if any, else the group's members | becomes the group; `readers` cleared |
+//! | set kind, same run (group is that kind, no readers since) | the run's predecessors | joins the run |
+//! | set kind, new run | `readers` if any, else the group's members | starts a run; `readers` cleared |
+//!
+//! A writer waits only for the readers since the previous group, not for the group itself:
+//! each reader waits for the group (or found it finished), so the order is transitive. This is
+//! what keeps registration at one to three edges per access in the common case.
+//!
+//! An access covering part of a segment first splits it (both halves copy the history); bytes
+//! of the access outside every segment get fresh segments. The map is never scanned per task:
+//! [`RangeMap::register`] visits only the segments the access overlaps, and
+//! [`RangeMap::prune`] drops segments whose tasks have all finished each time the map has
+//! doubled since the last pruning (amortized O(1) per registered range).
+
+use std::collections::BTreeMap;
+use std::mem;
+
+use super::access::{AccessKind, Piece};
+use super::mutex_set::MutexSet;
+use super::node::{Node, NodeList, Registration};
+use crate::sync::Arc;
+
+/// The map is never pruned below this many segments.
+const MIN_PRUNE: usize = 256;
+
+/// One maximal range with a uniform history.
+struct Segment<T> {
+    end: usize,
+    group: Group<T>,
+    readers: NodeList<T>,
+}
+
+/// The last writing group of a segment.
+enum Group<T> {
+    /// Nothing written since the tracker started (or since a pruning forgot the segment).
+    None,
+    /// An `out` or `inout` task.
+    Writer(Arc<Node<T>>),
+    /// A run of consecutive accesses of one set kind.
+    Set(Box<SetRun<T>>),
+}
+
+struct SetRun<T> {
+    /// [`AccessKind::MutexInOutSet`] or [`AccessKind::InOutSet`].
+    kind: AccessKind,
+    members: NodeList<T>,
+    /// What every member of the run waits for: the readers, or else the group, before it.
+    preds: NodeList<T>,
+    /// The members' mutual exclusion, for a `mutexinoutset` run.
+    mutex: Option<Arc<MutexSet<T>>>,
+}
+
+impl<T> Clone for Group<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Group::None => Group::None,
+            Group::Writer(w) => Group::Writer(Arc::clone(w)),
+            Group::Set(run) => Group::Set(Box::new(SetRun {
+                kind: run.kind,
+                members: run.members.clone(),
+                preds: run.preds.clone(),
+                mutex: run.mutex.clone(),
+            })),
+        }
+    }
+}
+
+impl<T> Group<T> {
+    fn link_members(&self, reg: &mut Registration<'_, T>) {
+        match self {
+            Group::None => {}
+            Group::Writer(w) => reg.link(w),
+            Group::Set(run) => run.members.as_slice().iter().for_each(|m| reg.link(m)),
+        }
+    }
+
+    fn members(&self) -> NodeList<T> {
+        match self {
+            Group::None => NodeList::Empty,
+            Group::Writer(w) => NodeList::one(Arc::clone(w)),
+            Group::Set(run) => run.members.clone(),
+        }
+    }
+
+    fn is_inert(&self) -> bool {
+        match self {
+            Group::None => true,
+            Group::Writer(w) => w.is_inert(),
+            Group::Set(run) => run.members.all_inert() && run.preds.all_inert(),
+        }
+    }
+}
+
+impl<T> Segment<T> {
+    fn empty(end: usize) -> Self {
+        Segment {
+            end,
+            group: Group::None,
+            readers: NodeList::Empty,
+        }
+    }
+
+    /// Records an access of `kind` to the whole segment by the task being registered, linking
+    /// it to the tasks it must wait for (see the table in the module documentation).
+    fn apply(&mut self, kind: AccessKind, reg: &mut Registration<'_, T>) {
+        match kind {
+            AccessKind::In => {
+                self.group.link_members(reg);
+                self.readers.push_pruning(Arc::clone(reg.node()));
+            }
+            AccessKind::Out | AccessKind::InOut => {
+                self.link_readers_or_group(reg);
+                self.group = Group::Writer(Arc::clone(reg.node()));
+                self.readers.clear();
+            }
+            AccessKind::MutexInOutSet | AccessKind::InOutSet => {
+                if let Group::Set(run) = &mut self.group
+                    && run.kind == kind
+                    && self.readers.is_empty()
+                {
+                    run.preds.as_slice().iter().for_each(|p| reg.link(p));
+                    run.members.push_pruning(Arc::clone(reg.node()));
+                    if let Some(mutex) = &run.mutex {
+                        reg.join_set(mutex);
+                    }
+                    return;
+                }
+                self.link_readers_or_group(reg);
+                let preds = if self.readers.is_empty() {
+                    self.group.members()
+                } else {
+                    mem::take(&mut self.readers)
+                };
+                let mutex = (kind == AccessKind::MutexInOutSet).then(|| reg.fresh_set());
+                self.group = Group::Set(Box::new(SetRun {
+                    kind,
+                    members: NodeList::one(Arc::clone(reg.node())),
+                    preds,
+                    mutex,
+                }));
+            }
+        }
+    }
+
+    fn link_readers_or_group(&self, reg: &mut Registration<'_, T>) {
+        if self.readers.is_empty() {
+            self.group.link_members(reg);
+        } else {
+            self.readers.as_slice().iter().for_each(|r| reg.link(r));
+        }
+    }
+
+    /// Cuts the segment at `at` (strictly inside it): `self` keeps the front, the tail is
+    /// returned. Both halves keep the whole history.
+    fn split_off(&mut self, at: usize) -> Segment<T> {
+        debug_assert!(at < self.end);
+        let tail = Segment {
+            end: self.end,
+            group: self.group.clone(),
+            readers: self.readers.clone(),
+        };
+        self.end = at;
+        tail
+    }
+
+    /// Orders nothing any more: every task it names finished without poison.
+    fn is_inert(&self) -> bool {
+        self.group.is_inert() && self.readers.all_inert()
+    }
+}
+
+/// The segments of one tracker, keyed by start address.
+pub(crate) struct RangeMap<T> {
+    segments: BTreeMap<usize, Segment<T>>,
+    /// Prune when the map reaches this many segments.
+    prune_at: usize,
+    /// Reusable buffer: uncovered parts of the range being registered.
+    gaps: Vec<(usize, usize)>,
+}
+
+impl<T> RangeMap<T> {
+    pub(crate) fn new() -> Self {
+        RangeMap {
+            segments: BTreeMap::new(),
+            prune_at: MIN_PRUNE,
+            gaps: Vec::new(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Registers an access of `piece.kind` to `[piece.start, piece.end)` by the task of `reg`.
+    pub(crate) fn register(&mut self, piece: Piece, reg: &mut Registration<'_, T>) {
+        let Piece { start, end, kind } = piece;
+        // Fast paths, one lookup: the range is exactly one segment (a block accessed again),
+        // or overlaps none (a block accessed for the first time).
+        let untouched = match self.segments.range_mut(..end).next_back() {
+            Some((&s, seg)) if s == start && seg.end == end => {
+                seg.apply(kind, reg);
+                return;
+            }
+            Some((_, seg)) => seg.end <= start,
+            None => true,
+        };
+        if untouched {
+            self.insert_fresh(start, end, kind, reg);
+            return;
+        }
+        self.split_at(start);
+        self.split_at(end);
+        let mut gaps = mem::take(&mut self.gaps);
+        gaps.clear();
+        let mut cursor = start;
+        for (&s, seg) in self.segments.range_mut(start..end) {
+            if s > cursor {
+                gaps.push((cursor, s));
+            }
+            seg.apply(kind, reg);
+            cursor = seg.end;
+        }
+        if cursor < end {
+            gaps.push((cursor, end));
+        }
+        for &(from, to) in &gaps {
+            self.insert_fresh(from, to, kind, reg);
+        }
+        self.gaps = gaps;
+    }
+
+    fn insert_fresh(
+        &mut self,
+        start: usize,
+        end: usize,
+        kind: AccessKind,
+        reg: &mut Registration<'_, T>,
+    ) {
+        let mut seg = Segment::empty(end);
+        seg.apply(kind, reg);
+        self.segments.insert(start, seg);
+    }
+
+    /// Makes `at` a segment boundary if a segment straddles it.
+    fn split_at(&mut self, at: usize) {
+        if let Some((_, seg)) = self.segments.range_mut(..at).next_back()
+            && seg.end > at
+        {
+            let tail = seg.split_off(at);
+            self.segments.insert(at, tail);
+        }
+    }
+
+    /// Forgets inert segments if the map has doubled since the last pruning.
+    pub(crate) fn maybe_prune(&mut self) {
+        if self.segments.len() >= self.prune_at {
+            self.prune();
+        }
+    }
+
+    /// Forgets every segment whose tasks all finished without poison: an access to those bytes
+    /// would find nothing to wait for, exactly as on bytes never accessed.
+    pub(crate) fn prune(&mut self) {
+        self.segments.retain(|_, seg| !seg.is_inert());
+        self.prune_at = MIN_PRUNE.max(2 * self.segments.len());
+    }
+}

@@ -1,0 +1,116 @@
+//! The dependence tracker of one parent task: where sibling tasks are submitted.
+
+use std::fmt;
+
+use super::access::{Access, NormalizeScratch, Piece, normalize};
+use super::mutex_set::MutexSet;
+use super::node::{DepHandle, Node, Ready, Registered, Registration, lock};
+use super::range_map::RangeMap;
+use crate::sync::{Arc, Mutex};
+
+/// Orders the sibling tasks of one parent by their declared accesses (see [the module
+/// documentation](super) for the rules and the design).
+///
+/// Tasks are ordered by submission: a task waits for the tasks submitted *before* it. Several
+/// threads may submit to one tracker; their submissions are then ordered by an internal lock.
+/// Completion does not take that lock.
+pub struct DepTracker<T> {
+    inner: Mutex<Inner<T>>,
+}
+
+struct Inner<T> {
+    map: RangeMap<T>,
+    /// Reusable buffers, so that a registration allocates nothing but its node.
+    pieces: Vec<Piece>,
+    scratch: NormalizeScratch,
+    sets: Vec<Arc<MutexSet<T>>>,
+}
+
+/// What [`DepTracker::submit`] did with a task.
+#[derive(Debug)]
+pub enum Submitted<T> {
+    /// Every predecessor has finished: run the payload now, then complete the handle.
+    Ready(Ready<T>),
+    /// The payload is parked in the tracker; a predecessor's completion will release it.
+    Deferred,
+    /// A predecessor panicked (see [`DepHandle::complete_panicked`]): the payload is handed
+    /// back, must not run, and is already complete in the tracker.
+    Cancelled(T),
+}
+
+impl<T> DepTracker<T> {
+    /// An empty tracker.
+    pub fn new() -> Self {
+        DepTracker {
+            inner: Mutex::new(Inner {
+                map: RangeMap::new(),
+                pieces: Vec::new(),
+                scratch: NormalizeScratch::default(),
+                sets: Vec::new(),
+            }),
+        }
+    }
+
+    /// Registers a task that accesses `accesses` after every task submitted before it.
+    ///
+    /// The accesses are kept with the task ([`DepHandle::accesses`]). For ordering, zero-length
+    /// accesses are ignored, and bytes that the task declares more than once get one merged
+    /// kind: the declared kind if all declarations agree, [`InOut`](super::AccessKind::InOut)
+    /// otherwise (a safe API is expected to reject such declarations before they get here).
+    ///
+    /// Cost: one allocation (the task node), one lock of the tracker, a `BTreeMap` lookup per
+    /// access (more only when ranges partially overlap earlier ones), and one lock per
+    /// unfinished predecessor.
+    pub fn submit(&self, accesses: &[Access], payload: T) -> Submitted<T> {
+        let node = Arc::new(Node::new(accesses));
+        if accesses.iter().all(|a| a.end() == a.addr) {
+            return Submitted::Ready(Ready {
+                handle: DepHandle::new(node),
+                payload,
+            });
+        }
+        let mut guard = lock(&self.inner);
+        let inner = &mut *guard;
+        normalize(accesses, &mut inner.pieces, &mut inner.scratch);
+        let mut reg = Registration::new(node, &mut inner.sets);
+        for &piece in &inner.pieces {
+            inner.map.register(piece, &mut reg);
+        }
+        // Still under the lock: nobody may link to this task before its registration ends.
+        let registered = reg.finish(payload);
+        inner.map.maybe_prune();
+        drop(guard);
+        match registered {
+            Registered::Ready(ready) => Submitted::Ready(ready),
+            Registered::Deferred => Submitted::Deferred,
+            Registered::Cancelled(payload) => Submitted::Cancelled(payload),
+        }
+    }
+
+    /// How many disjoint ranges the tracker currently remembers (a diagnostic: it grows with
+    /// the distinct ranges of unfinished tasks, and with finished ones until the next pruning).
+    pub fn tracked_ranges(&self) -> usize {
+        lock(&self.inner).map.len()
+    }
+
+    /// Forgets every range whose tasks have all finished without panic, now rather than when
+    /// the map next doubles (for instance after a taskwait, when the runtime knows that all
+    /// siblings have finished).
+    pub fn prune(&self) {
+        lock(&self.inner).map.prune();
+    }
+}
+
+impl<T> Default for DepTracker<T> {
+    fn default() -> Self {
+        DepTracker::new()
+    }
+}
+
+impl<T> fmt::Debug for DepTracker<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DepTracker")
+            .field("tracked_ranges", &self.tracked_ranges())
+            .finish()
+    }
+}
