@@ -1,0 +1,214 @@
+//! Spawn overhead: fib(n) with one task per call and no cutoff, in one run against rayon::join,
+//! rayon::scope and the same program in C with OpenMP tasks under libgomp and LLVM libomp
+//! (`bench/c/fib_omp.c`, built by `scripts/bench-fib.sh`). Prints nanoseconds per task.
+//!
+//! ```text
+//! scripts/bench-fib.sh                       # builds the C peers, then runs this
+//! cargo bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp target/bench-c/fib_gomp ...]
+//! ```
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use numatask::sched::{Runtime, Scope};
+
+struct Args {
+    n: u32,
+    threads: Vec<usize>,
+    reps: usize,
+    omp: Vec<String>,
+    only: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        n: 27,
+        threads: Vec::new(),
+        reps: 5,
+        omp: Vec::new(),
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--n" => args.n = value()?.parse().map_err(|e| format!("--n: {e}"))?,
+            "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--threads" => {
+                args.threads = value()?
+                    .split(',')
+                    .map(|t| {
+                        t.trim()
+                            .parse::<usize>()
+                            .map_err(|e| format!("--threads: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--omp" => args.omp.push(value()?),
+            "--only" => args.only = Some(value()?),
+            // cargo bench passes --bench; criterion-style filters are not used here.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.threads.is_empty() {
+        args.threads = vec![std::thread::available_parallelism().map_or(1, |n| n.get())];
+    }
+    if args.n > 40 || args.reps == 0 || args.threads.contains(&0) {
+        return Err("need n <= 40, reps >= 1 and thread counts >= 1".into());
+    }
+    Ok(args)
+}
+
+/// Calls of fib(n), each one a task: calls(n) = 1 + calls(n-1) + calls(n-2).
+fn calls(n: u32) -> u64 {
+    let (mut a, mut b) = (1u64, 1u64);
+    for _ in 2..=n {
+        (a, b) = (b, 1 + a + b);
+    }
+    b
+}
+
+/// The OpenMP shape: both calls are tasks, then taskwait (one task per call).
+fn fib_numatask(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let x = s.spawn_with_result(move |s| fib_numatask(s, n - 1));
+    let y = s.spawn_with_result(move |s| fib_numatask(s, n - 2));
+    s.taskwait();
+    x.join() + y.join()
+}
+
+/// The rayon::join shape: the first call is a task, the second runs inline.
+fn fib_numatask_join(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (x, y) = s.join(
+        |s| fib_numatask_join(s, n - 1),
+        |s| fib_numatask_join(s, n - 2),
+    );
+    x + y
+}
+
+fn fib_rayon_join(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (x, y) = rayon::join(|| fib_rayon_join(n - 1), || fib_rayon_join(n - 2));
+    x + y
+}
+
+fn fib_rayon_scope(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (mut x, mut y) = (0, 0);
+    rayon::scope(|s| {
+        s.spawn(|_| x = fib_rayon_scope(n - 1));
+        s.spawn(|_| y = fib_rayon_scope(n - 2));
+    });
+    x + y
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time_reps(reps: usize, mut f: impl FnMut() -> u64, expect: u64) -> Duration {
+    f(); // warm-up: threads started, caches and free lists primed
+    median(
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                let r = f();
+                let d = t.elapsed();
+                assert_eq!(r, expect, "wrong fib result");
+                d
+            })
+            .collect(),
+    )
+}
+
+fn report(name: &str, threads: usize, n: u32, d: Duration) {
+    let tasks = calls(n);
+    println!(
+        "{name:<16} threads={threads:<3} n={n} tasks={tasks} median_s={:.6} ns_per_task={:.2}",
+        d.as_secs_f64(),
+        d.as_secs_f64() * 1e9 / tasks as f64
+    );
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("fib bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let n = args.n;
+    let expect = fib_sequential(n as u64);
+    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    for &threads in &args.threads {
+        if wants("numatask") {
+            let rt = Runtime::builder()
+                .num_threads(threads)
+                .build()
+                .expect("numatask runtime");
+            let d = time_reps(
+                args.reps,
+                || rt.scope(|s| fib_numatask(s, n as u64)),
+                expect,
+            );
+            report("numatask", threads, n, d);
+            let d = time_reps(
+                args.reps,
+                || rt.scope(|s| fib_numatask_join(s, n as u64)),
+                expect,
+            );
+            report("numatask::join", threads, n, d);
+        }
+        if wants("rayon") {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("rayon pool");
+            let d = time_reps(
+                args.reps,
+                || pool.install(|| fib_rayon_join(n as u64)),
+                expect,
+            );
+            report("rayon::join", threads, n, d);
+            let d = time_reps(
+                args.reps,
+                || pool.install(|| fib_rayon_scope(n as u64)),
+                expect,
+            );
+            report("rayon::scope", threads, n, d);
+        }
+        for bin in &args.omp {
+            let out = Command::new(bin)
+                .args([n.to_string(), args.reps.to_string()])
+                .env("OMP_NUM_THREADS", threads.to_string())
+                .env("OMP_PROC_BIND", "true")
+                .output();
+            match out {
+                Ok(o) if o.status.success() => print!("{}", String::from_utf8_lossy(&o.stdout)),
+                Ok(o) => eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr)),
+                Err(e) => eprintln!("{bin}: {e}"),
+            }
+        }
+    }
+}
+
+/// The expected result, computed without tasks.
+fn fib_sequential(n: u64) -> u64 {
+    let (mut a, mut b) = (0u64, 1u64);
+    for _ in 0..n {
+        (a, b) = (b, a + b);
+    }
+    a
+}
