@@ -440,7 +440,7 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
     let mut declared = Vec::with_capacity(tasks);
     let mut offsets = Vec::with_capacity(tasks + 1);
     let mut checks: Vec<GroupCheck> = Vec::new();
-    let mut panics = vec![false; tasks];
+    let mut panics = Vec::with_capacity(tasks);
     let mut expected_cancelled = Vec::new();
     // Per cell: kind of the current group, tasks before it, tasks in it, its index, and the
     // first group holding a poisoned task.
@@ -474,11 +474,12 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
             .iter()
             .zip(&groups)
             .any(|(&(c, _), &g)| poisoned_group[c].is_some_and(|p| p < g));
-        panics[id] = panic_one_in.is_some_and(|k| rng.below(k) == 0);
+        let panics_here = panic_one_in.is_some_and(|k| rng.below(k) == 0);
+        panics.push(panics_here);
         if cancelled {
             expected_cancelled.push(id as u32);
         }
-        if cancelled || panics[id] {
+        if cancelled || panics_here {
             for (&(c, _), &g) in mine.iter().zip(&groups) {
                 poisoned_group[c] = Some(poisoned_group[c].map_or(g, |p| p.min(g)));
             }
@@ -540,8 +541,8 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
         "number of cancelled tasks"
     );
     assert_eq!(cancelled, expected_cancelled, "cancelled tasks");
-    for id in 0..tasks {
-        let ran = started[id].load(Ordering::Relaxed);
+    for (id, started) in started.iter().enumerate() {
+        let ran = started.load(Ordering::Relaxed);
         let was_cancelled = cancelled.binary_search(&(id as u32)).is_ok();
         assert!(
             ran != was_cancelled,
