@@ -6,7 +6,7 @@
 //! - `join`: the first call is a task, the second runs inline (`Scope::join`).
 //!
 //! ```text
-//! cargo run --release --example fib -- [n=27] [reps=5]
+//! cargo run --release --example fib -- [n=27] [reps=5] [spawn|join]
 //! OMP_NUM_THREADS=1 cargo run --release --example fib -- 25
 //! ```
 //! Workers come from the environment (`OMP_NUM_THREADS`, default one per core).
@@ -50,6 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let n: u64 = args.next().map_or(Ok(27), |a| a.parse())?;
     let reps: usize = args.next().map_or(Ok(5), |a| a.parse())?;
+    let only = args.next();
     if n > 45 || reps == 0 {
         return Err("need n <= 45 and reps >= 1".into());
     }
@@ -58,6 +59,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tasks = calls(n);
     type Fib = fn(&Scope<'_>, u64) -> u64;
     for (name, f) in [("spawn", fib_spawn as Fib), ("join", fib_join as Fib)] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         // Warm-up: workers awake, allocator caches primed.
         assert_eq!(rt.scope(|s| f(s, n)), expect);
         let mut times: Vec<Duration> = (0..reps)
@@ -70,12 +74,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect();
         times.sort();
-        let median = times[times.len() / 2];
+        let (median, min) = (times[times.len() / 2], times[0]);
+        let per_task = |d: Duration| d.as_secs_f64() * 1e9 / tasks as f64;
         println!(
-            "numatask {name:<5} workers={} n={n} tasks={tasks} median_s={:.6} ns_per_task={:.2}",
+            "numatask {name:<5} workers={} n={n} tasks={tasks} median_s={:.6} \
+             ns_per_task={:.2} min_ns_per_task={:.2}",
             rt.num_workers(),
             median.as_secs_f64(),
-            median.as_secs_f64() * 1e9 / tasks as f64
+            per_task(median),
+            per_task(min)
         );
     }
     Ok(())

@@ -3,7 +3,7 @@
 //!
 //! # Frames
 //!
-//! A frame starts with a [`Header`]: a table of two functions (run the task; release its
+//! A frame starts with a `Header`: a table of two functions (run the task; release its
 //! memory), the links to its parent frame, its depth, its child counter (see
 //! [`crate::latch`]), the slot where a panic waits for whoever waits for the frame, and an
 //! optional [`TaskMeta`] (the task's data footprint, for locality-aware schedulers and, later,
@@ -20,14 +20,15 @@
 //! subtree finished), not just until its body returned: its children decrement its counter.
 //! So every ancestor of a queued or running task is alive, which is what lets a waiting
 //! worker walk a stolen task's parent links to decide whether it may run it (see
-//! [`Header::is_descendant_of`]). The thread that finishes the subtree releases the frame; a
+//! `Header::is_descendant_of`). The thread that finishes the subtree releases the frame; a
 //! frame with a result handle is freed by the second of the task and the handle to let go.
 //!
 //! Header fields are written before the frame is published (pushed to a deque, whose
 //! `Release`/`Acquire` pair orders them for the thread that takes it) and not written again,
 //! except for the atomics and the owner's cells of the counter.
 
-use std::cell::UnsafeCell;
+use std::alloc::{self, Layout};
+use std::cell::{Cell, UnsafeCell};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -92,15 +93,16 @@ pub struct TaskMeta {
     pub footprint: Box<[Access]>,
 }
 
-/// The two operations every frame kind provides.
+/// The operations every frame kind provides.
 pub(crate) struct VTable {
     /// Runs the task on `worker`, then finishes its frame. Called once.
     execute: unsafe fn(NonNull<Header>, &WorkerThread),
     /// The subtree is finished; let go of the frame (free it, or hand it to a result handle).
     /// `same_thread`: the caller runs on the thread of the parent's owner.
     release: unsafe fn(NonNull<Header>, &WorkerThread, bool),
-    /// Frees a heap frame (used by a result handle that lets go last).
-    free: unsafe fn(NonNull<Header>),
+    /// Frees a heap frame (used by a result handle that lets go last), into `worker`'s frame
+    /// cache if there is one.
+    free: unsafe fn(NonNull<Header>, Option<&WorkerThread>),
 }
 
 impl VTable {
@@ -115,16 +117,13 @@ impl VTable {
     }
 }
 
-/// The start of every frame.
-#[repr(C)]
+/// The start of every frame (64 bytes on 64-bit targets: one cache line).
 pub(crate) struct Header {
     vtable: &'static VTable,
     /// The frame this one reports to (and, for the policy check, descends from); null for a
     /// scope root.
     parent: *const Header,
-    /// The scope root this frame descends from; null for a root.
-    root: *const Header,
-    /// Number of links from the root (0 for a root).
+    /// Number of links to the root (0 for a root).
     depth: u32,
     pub(crate) children: ChildCounter,
     pub(crate) panic: PanicSlot,
@@ -133,18 +132,13 @@ pub(crate) struct Header {
 
 impl Header {
     fn new(vtable: &'static VTable, parent: Option<&Header>, owner: usize) -> Self {
-        let (parent_ptr, root, depth) = match parent {
-            None => (ptr::null(), ptr::null(), 0),
-            Some(p) => (
-                p as *const Header,
-                if p.root.is_null() { p } else { p.root },
-                p.depth + 1,
-            ),
+        let (parent_ptr, depth) = match parent {
+            None => (ptr::null(), 0),
+            Some(p) => (p as *const Header, p.depth.wrapping_add(1)),
         };
         Header {
             vtable,
             parent: parent_ptr,
-            root,
             depth,
             children: ChildCounter::new(owner),
             panic: PanicSlot::new(),
@@ -175,19 +169,25 @@ impl Header {
     ///
     /// `self` must be an unfinished task (queued, running or waiting), so that every frame on
     /// its parent chain is alive; `ancestor` must be alive.
+    #[inline]
     pub(crate) unsafe fn is_descendant_of(&self, ancestor: &Header) -> bool {
         if ptr::eq(self.parent, ancestor) || ptr::eq(self, ancestor) {
             return true;
         }
-        if self.depth <= ancestor.depth {
-            return false;
-        }
-        if ancestor.parent.is_null() {
-            return ptr::eq(self.root, ancestor);
-        }
+        // SAFETY: the caller's promise.
+        unsafe { self.is_deeper_descendant_of(ancestor) }
+    }
+
+    /// The slow path of [`is_descendant_of`](Self::is_descendant_of): walk up the parents.
+    ///
+    /// # Safety
+    ///
+    /// As for `is_descendant_of`.
+    #[cold]
+    unsafe fn is_deeper_descendant_of(&self, ancestor: &Header) -> bool {
         let mut frame: *const Header = self;
-        // SAFETY: the parent chain of an unfinished task is alive (module docs), and it is
-        // at least `self.depth - ancestor.depth` links long.
+        // SAFETY: the parent chain of an unfinished task is alive (module docs); a frame
+        // deeper than `ancestor` has a parent.
         unsafe {
             while (*frame).depth > ancestor.depth {
                 frame = (*frame).parent;
@@ -214,9 +214,153 @@ unsafe fn never_released(_: NonNull<Header>, _: &WorkerThread, _: bool) {
     std::process::abort();
 }
 
-unsafe fn never_freed(_: NonNull<Header>) {
+unsafe fn never_freed(_: NonNull<Header>, _: Option<&WorkerThread>) {
     // Roots and groups live on their owner's stack.
     std::process::abort();
+}
+
+/// Block sizes of the frame cache; every block is aligned to [`CLASS_ALIGN`].
+const CLASS_SIZES: [usize; 3] = [128, 256, 512];
+const CLASS_ALIGN: usize = 16;
+/// Blocks a worker keeps per size class (at most 896 KiB per worker).
+const CACHE_LIMIT: u32 = 1024;
+
+const fn class_layout(class: usize) -> Layout {
+    match Layout::from_size_align(CLASS_SIZES[class], CLASS_ALIGN) {
+        Ok(layout) => layout,
+        Err(_) => panic!("frame cache classes are valid layouts"),
+    }
+}
+
+/// The size class of frames of type `X`, or `None` if they go to the allocator directly.
+const fn class_of<X>() -> Option<usize> {
+    let (size, align) = (std::mem::size_of::<X>(), std::mem::align_of::<X>());
+    let mut class = 0;
+    while class < CLASS_SIZES.len() {
+        if size <= CLASS_SIZES[class] && align <= CLASS_ALIGN {
+            return Some(class);
+        }
+        class += 1;
+    }
+    None
+}
+
+/// A free block in a cache list.
+struct FreeBlock {
+    next: *mut FreeBlock,
+}
+
+/// A worker's cache of free task-frame blocks, one list per size class.
+///
+/// Every block is a global-allocator block of its class's layout, so a block may be freed
+/// into any worker's cache, or to the allocator by any thread: the cache only saves the
+/// allocator round trip (task frames are allocated and freed at the rate tasks are spawned,
+/// and most are freed by the worker that allocated them). Used by its worker's thread only.
+pub(crate) struct FrameCache {
+    lists: [Cell<*mut FreeBlock>; CLASS_SIZES.len()],
+    lens: [Cell<u32>; CLASS_SIZES.len()],
+}
+
+impl FrameCache {
+    pub(crate) fn new() -> Self {
+        FrameCache {
+            lists: std::array::from_fn(|_| Cell::new(ptr::null_mut())),
+            lens: std::array::from_fn(|_| Cell::new(0)),
+        }
+    }
+
+    #[inline]
+    fn alloc(&self, class: usize) -> NonNull<u8> {
+        let head = self.lists[class].get();
+        match NonNull::new(head) {
+            Some(block) => {
+                // SAFETY: blocks in the list are free and ours; `next` was written when the
+                // block was pushed.
+                self.lists[class].set(unsafe { (*head).next });
+                self.lens[class].set(self.lens[class].get() - 1);
+                block.cast()
+            }
+            None => {
+                let layout = class_layout(class);
+                // SAFETY: the layout has a non-zero size.
+                let p = unsafe { alloc::alloc(layout) };
+                NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+            }
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `block` is a block of class `class` (allocated with its layout) that nobody uses.
+    #[inline]
+    unsafe fn recycle(&self, class: usize, block: NonNull<u8>) {
+        let len = self.lens[class].get();
+        if len >= CACHE_LIMIT {
+            // SAFETY: the caller's promise.
+            unsafe { alloc::dealloc(block.as_ptr(), class_layout(class)) };
+            return;
+        }
+        let block = block.cast::<FreeBlock>().as_ptr();
+        // SAFETY: the block is ours and large enough for a pointer.
+        unsafe {
+            block.write(FreeBlock {
+                next: self.lists[class].get(),
+            })
+        };
+        self.lists[class].set(block);
+        self.lens[class].set(len + 1);
+    }
+}
+
+impl Drop for FrameCache {
+    fn drop(&mut self) {
+        for class in 0..CLASS_SIZES.len() {
+            let mut head = self.lists[class].get();
+            while !head.is_null() {
+                // SAFETY: every block in the list is a free block of this class.
+                unsafe {
+                    let next = (*head).next;
+                    alloc::dealloc(head.cast(), class_layout(class));
+                    head = next;
+                }
+            }
+        }
+    }
+}
+
+/// Memory for one frame of type `X`.
+#[inline]
+fn alloc_frame<X>(worker: &WorkerThread) -> NonNull<X> {
+    match class_of::<X>() {
+        Some(class) => worker.frames().alloc(class).cast(),
+        None => {
+            let layout = Layout::new::<X>();
+            // SAFETY: a frame starts with a header, so the size is not zero.
+            let p = unsafe { alloc::alloc(layout) };
+            NonNull::new(p.cast()).unwrap_or_else(|| alloc::handle_alloc_error(layout))
+        }
+    }
+}
+
+/// Drops and frees a frame of type `X`.
+///
+/// # Safety
+///
+/// `frame` came from `alloc_frame::<X>`, holds an initialised `X`, and nobody uses it.
+#[inline]
+unsafe fn free_frame<X>(frame: NonNull<X>, worker: Option<&WorkerThread>) {
+    // SAFETY: the caller's promise.
+    unsafe { ptr::drop_in_place(frame.as_ptr()) };
+    match (class_of::<X>(), worker) {
+        // SAFETY: the block is of this class and unused.
+        (Some(class), Some(worker)) => unsafe { worker.frames().recycle(class, frame.cast()) },
+        // SAFETY: allocated with this layout by `alloc_frame` or `FrameCache::alloc`.
+        (Some(class), None) => unsafe {
+            alloc::dealloc(frame.as_ptr().cast(), class_layout(class))
+        },
+        // SAFETY: allocated with `Layout::new::<X>()` by `alloc_frame`.
+        (None, _) => unsafe { alloc::dealloc(frame.as_ptr().cast(), Layout::new::<X>()) },
+    }
 }
 
 /// A task ready to run, as schedulers queue it: a pointer to its frame.
@@ -306,14 +450,17 @@ struct HeapTask<F, T> {
     func: UnsafeCell<ManuallyDrop<F>>,
 }
 
-/// Allocates the frame of a task running `func` as a child of `parent`. With `HANDLE` the
-/// result is kept for a [`TaskHandle`](crate::scope::TaskHandle) and the frame is freed by the
-/// later of the task and the handle; without, the result is dropped.
+/// Allocates the frame of a task running `func` as a child of `parent` (whose body runs on
+/// `worker`). With `HANDLE` the result is kept for a [`TaskHandle`](crate::scope::TaskHandle)
+/// and the frame is freed by the later of the task and the handle; without, the result is
+/// dropped.
 ///
 /// The returned task must be run (then its frame is released by the runtime); `F` may borrow
 /// data for `'scope`, which the scope keeps alive until the task finished.
+#[inline]
 pub(crate) fn heap_task<'scope, F, T, const HANDLE: bool>(
     parent: &Header,
+    worker: &WorkerThread,
     meta: Option<Box<TaskMeta>>,
     func: F,
 ) -> NonNull<Header>
@@ -321,23 +468,45 @@ where
     F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    let mut header = Header::new(
-        vtable_of::<F, T, HANDLE>(),
-        Some(parent),
-        parent.children.owner(),
-    );
-    header.meta = meta;
-    let task = Box::new(HeapTask {
-        head: ResultHead {
-            header,
-            state: ResultState::new(),
-            result: UnsafeCell::new(None::<T>),
-        },
-        func: UnsafeCell::new(ManuallyDrop::new(func)),
-    });
-    // `head.header` is the first field of a `repr(C)` struct: the frame's address is the
+    // SAFETY: `F: 'scope`, and the scope outlives every task spawned in it.
+    unsafe { heap_task_unchecked::<F, T, HANDLE>(parent, worker, meta, func) }
+}
+
+/// [`heap_task`] for a closure that may borrow data shorter-lived than `'scope`.
+///
+/// # Safety
+///
+/// The task must finish (its subtree included) before anything `func` borrows goes away.
+#[inline]
+pub(crate) unsafe fn heap_task_unchecked<'scope, F, T, const HANDLE: bool>(
+    parent: &Header,
+    worker: &WorkerThread,
+    meta: Option<Box<TaskMeta>>,
+    func: F,
+) -> NonNull<Header>
+where
+    F: FnOnce(&Scope<'scope>) -> T + Send,
+    T: Send,
+{
+    let frame = alloc_frame::<HeapTask<F, T>>(worker);
+    let p = frame.as_ptr();
+    // SAFETY: fresh memory for a `HeapTask<F, T>`; every field is written once, in place
+    // (see `ChildCounter::init_at` for why not through a value built on the stack).
+    unsafe {
+        let h = &raw mut (*p).head.header;
+        (&raw mut (*h).vtable).write(&HeapVTable::<'scope, F, T, HANDLE>::VTABLE);
+        (&raw mut (*h).parent).write(parent);
+        (&raw mut (*h).depth).write(parent.depth.wrapping_add(1));
+        ChildCounter::init_at(&raw mut (*h).children, parent.children.owner());
+        (&raw mut (*h).panic).write(PanicSlot::new());
+        (&raw mut (*h).meta).write(meta);
+        (&raw mut (*p).head.state).write(ResultState::new());
+        (&raw mut (*p).head.result).write(UnsafeCell::new(None));
+        (&raw mut (*p).func).write(UnsafeCell::new(ManuallyDrop::new(func)));
+    }
+    // `head.header` is the first field of `repr(C)` structs: the frame's address is the
     // header's.
-    NonNull::from(Box::leak(task)).cast()
+    frame.cast()
 }
 
 /// The table of one `HeapTask<F, T>` instantiation, as an associated constant so that
@@ -346,8 +515,8 @@ struct HeapVTable<'scope, F, T, const HANDLE: bool>(PhantomData<(&'scope (), F, 
 
 impl<'scope, F, T, const HANDLE: bool> HeapVTable<'scope, F, T, HANDLE>
 where
-    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
-    T: Send + 'scope,
+    F: FnOnce(&Scope<'scope>) -> T + Send,
+    T: Send,
 {
     const VTABLE: VTable = VTable {
         execute: execute_heap::<F, T, HANDLE>,
@@ -360,24 +529,16 @@ where
     };
 }
 
-fn vtable_of<'scope, F, T, const HANDLE: bool>() -> &'static VTable
-where
-    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
-    T: Send + 'scope,
-{
-    &HeapVTable::<'scope, F, T, HANDLE>::VTABLE
-}
-
 /// Frees a heap frame whose closure was taken.
 ///
 /// # Safety
 ///
-/// `frame` came from [`heap_task::<F, T, _>`], its closure was run (taken), and nobody uses
-/// the frame any more.
-unsafe fn free_heap<F, T>(frame: NonNull<Header>) {
-    // SAFETY: by the caller's promise the box is ours; `func` is `ManuallyDrop` and already
-    // taken, so dropping the box drops the header and the result slot only.
-    drop(unsafe { Box::from_raw(frame.cast::<HeapTask<F, T>>().as_ptr()) });
+/// `frame` came from [`heap_task_unchecked::<F, T, _>`], its closure was run (taken), and
+/// nobody uses the frame any more.
+unsafe fn free_heap<F, T>(frame: NonNull<Header>, worker: Option<&WorkerThread>) {
+    // SAFETY: by the caller's promise the frame is ours; `func` is `ManuallyDrop` and already
+    // taken, so dropping the frame drops the header and the result slot only.
+    unsafe { free_frame(frame.cast::<HeapTask<F, T>>(), worker) }
 }
 
 /// Frees the frame of a result task whose handle lets go after the task finished.
@@ -386,19 +547,20 @@ unsafe fn free_heap<F, T>(frame: NonNull<Header>) {
 ///
 /// `frame` is a result task's frame whose state was read as `DONE` by the handle's owner,
 /// which gives it up now.
-pub(crate) unsafe fn free_finished(frame: NonNull<Header>) {
+#[inline]
+pub(crate) unsafe fn free_finished(frame: NonNull<Header>, worker: Option<&WorkerThread>) {
     // SAFETY: the frame is alive (the handle holds it).
     let free = unsafe { frame.as_ref() }.vtable.free;
     // SAFETY: the task finished and released its side; the handle was the last user.
-    unsafe { free(frame) }
+    unsafe { free(frame, worker) }
 }
 
 unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
     frame: NonNull<Header>,
     worker: &WorkerThread,
 ) where
-    F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
-    T: Send + 'scope,
+    F: FnOnce(&Scope<'scope>) -> T + Send,
+    T: Send,
 {
     let task = frame.cast::<HeapTask<F, T>>();
     // SAFETY: the frame is alive until its subtree is finished, which is after this call
@@ -426,26 +588,23 @@ unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
     }
 }
 
-unsafe fn release_heap<F, T>(frame: NonNull<Header>, _: &WorkerThread, _: bool) {
+unsafe fn release_heap<F, T>(frame: NonNull<Header>, worker: &WorkerThread, _: bool) {
     // SAFETY: the subtree is finished and the caller owns the frame.
-    unsafe { free_heap::<F, T>(frame) }
+    unsafe { free_heap::<F, T>(frame, Some(worker)) }
 }
 
 unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread, same: bool) {
     // SAFETY: the frame is alive: the caller owns the finishing side of it.
     let head = unsafe { frame.cast::<ResultHead<T>>().as_ref() };
-    // The handle's thread is the parent's owner (handles are not `Send`).
-    let owner = if head.header.parent.is_null() {
-        usize::MAX
-    } else {
-        // SAFETY: the parent is alive until this child's decrement, which comes later.
-        unsafe { (*head.header.parent).children.owner() }
-    };
+    // The handle's thread is the parent's owner (handles are not `Send`). The parent is alive
+    // until this child's decrement, which comes later.
+    let parent = head.header.parent;
     match head.state.finish(same) {
         // SAFETY: the handle is gone: we are the last user.
-        DROPPED => unsafe { free_heap::<F, T>(frame) },
-        JOINING if !same => {
-            worker.wake(owner);
+        DROPPED => unsafe { free_heap::<F, T>(frame, Some(worker)) },
+        JOINING if !same && !parent.is_null() => {
+            // SAFETY: see above; `head` is not used after the state changed.
+            worker.wake(unsafe { (*parent).children.owner() });
         }
         _ => {}
     }
@@ -459,6 +618,7 @@ unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread,
 ///
 /// The subtree of `frame` is finished and the caller owns it (its `finish` returned true or
 /// its counter reached zero in the caller's decrement).
+#[inline]
 pub(crate) unsafe fn finish_frame(mut frame: NonNull<Header>, worker: &WorkerThread) {
     let me = worker.index();
     loop {

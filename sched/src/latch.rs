@@ -4,7 +4,7 @@
 //! # The child counter
 //!
 //! Every task frame (and every scope root and taskgroup) counts its unfinished children in a
-//! [`ChildCounter`]. A child is *finished* when its body returned **and** all of its own
+//! `ChildCounter`. A child is *finished* when its body returned **and** all of its own
 //! children are finished, so a frame whose count reaches zero has a finished subtree; this is
 //! what lets a scope or a taskgroup wait for all descendants without a shared counter: the
 //! completion of a subtree climbs the tree one counter at a time, and spawning touches only
@@ -16,7 +16,7 @@
 //!   frame's body (or waiting at its scope or group end). The owner counts each spawn in
 //!   `spawned`; a child that finishes on the owner's thread while `local_ok` is set counts in
 //!   `local_done`.
-//! - `pending` is the shared atomic. It starts at [`BIAS`] (`2^62` on 64-bit) and every other
+//! - `pending` is the shared atomic. It starts at `BIAS` (`2^62` on 64-bit) and every other
 //!   thread finishing a child subtracts 1. The owner *transfers* its untransferred count
 //!   (`spawned - local_done`) into `pending` with one `fetch_add` before it might block, and
 //!   at the end of the body adds that count minus `BIAS`.
@@ -59,7 +59,7 @@ use std::any::Any;
 use std::cell::Cell;
 use std::sync::{Condvar, Mutex, PoisonError};
 
-use crate::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// The bias that keeps a running frame's `pending` away from zero (see the module docs).
 pub(crate) const BIAS: usize = 1 << (usize::BITS - 2);
@@ -76,14 +76,26 @@ pub(crate) enum ChildDone {
 }
 
 /// A frame's count of unfinished children (see the module docs).
+///
+/// The owner's counts are `u32` with wrapping arithmetic (24 bytes in all, so that a frame
+/// header fits in one cache line): only their difference, the children not yet transferred
+/// and not finished locally, must stay below `2^32`, which would take more than 256 GiB of
+/// live task frames.
 pub(crate) struct ChildCounter {
     pending: AtomicUsize,
     /// Index of the worker that runs the body; set before any child exists.
-    owner: AtomicUsize,
+    owner: AtomicU32,
     // The owner's cells: only the owner's thread touches them.
-    spawned: Cell<usize>,
-    local_done: Cell<usize>,
+    spawned: Cell<u32>,
+    local_done: Cell<u32>,
     local_ok: Cell<bool>,
+}
+
+/// A worker index as stored in a frame (indices beyond `u32` never occur: they would need
+/// four billion threads; `usize::MAX`, "no owner", maps to `u32::MAX`).
+#[inline]
+fn narrow(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
 }
 
 impl ChildCounter {
@@ -91,24 +103,43 @@ impl ChildCounter {
     pub(crate) fn new(owner: usize) -> Self {
         ChildCounter {
             pending: AtomicUsize::new(BIAS),
-            owner: AtomicUsize::new(owner),
+            owner: AtomicU32::new(narrow(owner)),
             spawned: Cell::new(0),
             local_done: Cell::new(0),
             local_ok: Cell::new(true),
         }
     }
 
+    /// Initialises the counter at `at` field by field, like [`new`](Self::new). (A frame is
+    /// written in place: building it on the stack and copying it makes wide loads of narrow
+    /// stores, which the CPU cannot forward, a stall on every spawn.)
+    ///
+    /// # Safety
+    ///
+    /// `at` is valid for writes and properly aligned.
+    #[inline(always)]
+    pub(crate) unsafe fn init_at(at: *mut Self, owner: usize) {
+        // SAFETY: the caller's promise; each field is written once, in place.
+        unsafe {
+            (&raw mut (*at).pending).write(AtomicUsize::new(BIAS));
+            (&raw mut (*at).owner).write(AtomicU32::new(narrow(owner)));
+            (&raw mut (*at).spawned).write(Cell::new(0));
+            (&raw mut (*at).local_done).write(Cell::new(0));
+            (&raw mut (*at).local_ok).write(Cell::new(true));
+        }
+    }
+
     /// The owner's index.
     #[inline]
     pub(crate) fn owner(&self) -> usize {
-        self.owner.load(Ordering::Relaxed)
+        self.owner.load(Ordering::Relaxed) as usize
     }
 
     /// Sets the owner: the body is about to run on worker `owner` (before any child exists,
     /// so the children's reads of it are ordered after this by their own publication).
     #[inline]
     pub(crate) fn set_owner(&self, owner: usize) {
-        self.owner.store(owner, Ordering::Relaxed);
+        self.owner.store(narrow(owner), Ordering::Relaxed);
     }
 
     /// Owner only: one more child.
@@ -119,7 +150,7 @@ impl ChildCounter {
 
     #[inline]
     fn untransferred(&self) -> usize {
-        self.spawned.get().wrapping_sub(self.local_done.get())
+        self.spawned.get().wrapping_sub(self.local_done.get()) as usize
     }
 
     /// Owner only: whether every child spawned so far is finished.
@@ -195,9 +226,16 @@ impl ChildCounter {
 pub(crate) type Payload = Box<dyn Any + Send + 'static>;
 
 /// Holds the first panic of a frame's body or children until someone waits for the frame.
+///
+/// It has no `Drop`: every frame's slot is emptied before the frame goes away (a finished
+/// task's by [`finish_frame`](crate::job::finish_frame), which passes it to the parent; a
+/// root's or group's by its owner after the wait), and a frame is freed on every spawn, so
+/// the check would cost on the hot path for nothing. A payload left behind by a bug would
+/// leak, which is safe.
 pub(crate) struct PanicSlot(AtomicPtr<Payload>);
 
 impl PanicSlot {
+    #[inline]
     pub(crate) fn new() -> Self {
         PanicSlot(AtomicPtr::new(std::ptr::null_mut()))
     }
@@ -235,12 +273,6 @@ impl PanicSlot {
     }
 }
 
-impl Drop for PanicSlot {
-    fn drop(&mut self) {
-        drop(self.take());
-    }
-}
-
 /// The state of a task whose result a [`TaskHandle`](crate::scope::TaskHandle) will take.
 ///
 /// The task's frame outlives the task until both the task finished and the handle is gone;
@@ -251,32 +283,33 @@ impl Drop for PanicSlot {
 /// Ordering: the finisher writes the result, then moves to `DONE` with `Release` (a `swap`, or
 /// a plain store when it runs on the handle's own thread, which is then the only thread that
 /// touches the state); the handle reads the state with `Acquire` before it reads the result.
-pub(crate) struct ResultState(AtomicUsize);
+pub(crate) struct ResultState(AtomicU32);
 
 /// The task has not finished.
-pub(crate) const RUNNING: usize = 0;
+pub(crate) const RUNNING: u32 = 0;
 /// The task has not finished and its handle's owner may sleep waiting for it.
-pub(crate) const JOINING: usize = 1;
+pub(crate) const JOINING: u32 = 1;
 /// The task finished; its result (if it did not panic) is in the frame.
-pub(crate) const DONE: usize = 2;
+pub(crate) const DONE: u32 = 2;
 /// The handle was dropped before the task finished: the finisher frees the frame.
-pub(crate) const DROPPED: usize = 3;
+pub(crate) const DROPPED: u32 = 3;
 
 impl ResultState {
+    #[inline]
     pub(crate) fn new() -> Self {
-        ResultState(AtomicUsize::new(RUNNING))
+        ResultState(AtomicU32::new(RUNNING))
     }
 
     /// The current state, with `Acquire`.
     #[inline]
-    pub(crate) fn get(&self) -> usize {
+    pub(crate) fn get(&self) -> u32 {
         self.0.load(Ordering::Acquire)
     }
 
     /// The task finished. `same_thread`: the caller runs on the handle's thread, so nobody
     /// else can be touching the state. Returns the previous state.
     #[inline]
-    pub(crate) fn finish(&self, same_thread: bool) -> usize {
+    pub(crate) fn finish(&self, same_thread: bool) -> u32 {
         if same_thread {
             let prev = self.0.load(Ordering::Relaxed);
             self.0.store(DONE, Ordering::Release);
@@ -299,7 +332,8 @@ impl ResultState {
     }
 
     /// The handle is dropped. Returns the previous state (`DONE`: the caller frees).
-    pub(crate) fn drop_handle(&self) -> usize {
+    #[inline]
+    pub(crate) fn drop_handle(&self) -> u32 {
         if self.0.load(Ordering::Acquire) == DONE {
             return DONE;
         }

@@ -1,4 +1,42 @@
 //! The scheduler: tasks, dependences, work-stealing and locality-aware scheduling.
+//!
+//! A [`Runtime`] is a pool of workers, one pinned per core (grouped by NUMA node), configured by
+//! the OpenMP environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`, `OMP_STACKSIZE`,
+//! `OMP_DISPLAY_ENV`, and `NUMATASK_SCHEDULER` for the policy; see [`config`]) or a
+//! [`RuntimeBuilder`]. [`Runtime::scope`] runs a closure with a [`Scope`] in which tasks are
+//! spawned; tasks may borrow the caller's stack, spawn tasks themselves, wait for their
+//! children ([`Scope::taskwait`]) or for a group ([`Scope::taskgroup`]), and hand back results
+//! ([`Scope::spawn_with_result`], [`Scope::join`]).
+//!
+//! ```
+//! use numatask_sched::{Runtime, Scope};
+//!
+//! fn fib(s: &Scope<'_>, n: u64) -> u64 {
+//!     if n < 2 {
+//!         return n;
+//!     }
+//!     let a = s.spawn_with_result(move |s| fib(s, n - 1));
+//!     let b = fib(s, n - 2);
+//!     s.taskwait(); // waits for `a`, running it (or stealing its children) meanwhile
+//!     a.join() + b
+//! }
+//!
+//! let rt = Runtime::builder().num_threads(2).build()?;
+//! let mut squares = vec![0u64; 8];
+//! let answer = rt.scope(|s| {
+//!     for (i, x) in squares.iter_mut().enumerate() {
+//!         s.spawn(move |_| *x = (i * i) as u64); // borrows `squares`
+//!     }
+//!     fib(s, 20)
+//! }); // every task has finished here
+//! assert_eq!(answer, 6765);
+//! assert_eq!(squares[7], 49);
+//! # Ok::<(), numatask_sched::SchedError>(())
+//! ```
+//!
+//! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
+//! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
+//! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`].
 #[cfg(not(loom))]
 pub mod config;
 pub mod deque;

@@ -97,7 +97,12 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.spawn_frame(job::heap_task::<F, (), false>(self.frame(), None, f));
+        self.spawn_frame(job::heap_task::<F, (), false>(
+            self.frame(),
+            self.worker(),
+            None,
+            f,
+        ));
     }
 
     /// Spawns a task running `f` and returns a handle to its result. The result is available
@@ -124,7 +129,7 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        let frame = job::heap_task::<F, T, true>(self.frame(), None, f);
+        let frame = job::heap_task::<F, T, true>(self.frame(), self.worker(), None, f);
         let handle = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
@@ -159,7 +164,12 @@ impl<'scope> Scope<'scope> {
         let meta = Box::new(TaskMeta {
             footprint: footprint.into(),
         });
-        self.spawn_frame(job::heap_task::<F, (), false>(self.frame(), Some(meta), f));
+        self.spawn_frame(job::heap_task::<F, (), false>(
+            self.frame(),
+            self.worker(),
+            Some(meta),
+            f,
+        ));
     }
 
     #[inline]
@@ -228,21 +238,46 @@ impl<'scope> Scope<'scope> {
         }
     }
 
-    /// Runs `a` as a task and `b` inline, and returns both results once `a` finished. If `a`
-    /// panicked, its panic is resumed here.
+    /// Runs `a` as a task and `b` inline, and returns both results once `a` finished (the
+    /// shape of `rayon::join`). Unlike spawned tasks, `a` and `b` may borrow from the caller's
+    /// stack: `join` waits for `a` before it returns, even when `b` panics. A panic of `b`,
+    /// else of `a`, is resumed here.
+    ///
+    /// ```
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// let v: Vec<u32> = (1..=10).collect();
+    /// let (left, right) = v.split_at(5);
+    /// let (a, b) = rt.scope(|s| s.join(|_| left.iter().sum::<u32>(), |_| right.iter().sum::<u32>()));
+    /// assert_eq!(a + b, 55);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where
-        A: FnOnce(&Scope<'scope>) -> RA + Send + 'scope,
-        RA: Send + 'scope,
+        A: FnOnce(&Scope<'scope>) -> RA + Send,
+        RA: Send,
         B: FnOnce(&Scope<'scope>) -> RB,
     {
-        let handle = self.spawn_with_result(a);
-        let rb = b(self);
-        match handle.join_inner() {
+        // SAFETY: the task is waited for below (`join_inner`) before this function returns or
+        // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
+        let frame = unsafe {
+            job::heap_task_unchecked::<A, RA, true>(self.frame(), self.worker(), None, a)
+        };
+        let handle: TaskHandle<'_, RA> = TaskHandle {
+            head: frame.cast(),
+            _marker: PhantomData,
+        };
+        self.spawn_frame(frame);
+        let rb = panic::catch_unwind(AssertUnwindSafe(|| b(self)));
+        let ra = handle.join_inner(Some(self.worker()));
+        let rb = match rb {
+            Ok(rb) => rb,
+            Err(payload) => panic::resume_unwind(payload),
+        };
+        match ra {
             Some(ra) => (ra, rb),
             None => match self.frame().panic.take() {
                 Some(payload) => panic::resume_unwind(payload),
-                None => panic!("numatask: a task of join() panicked"),
+                None => panic!("numatask: the first task of join() panicked"),
             },
         }
     }
@@ -302,7 +337,7 @@ impl<T> TaskHandle<'_, T> {
     /// If the task panicked. Its own panic is resumed at the spawning task's next
     /// `taskwait` (or further up); [`Scope::join`] resumes it directly.
     pub fn join(self) -> T {
-        match self.join_inner() {
+        match self.join_inner(WorkerThread::current()) {
             Some(value) => value,
             None => panic!(
                 "numatask: the task behind this handle panicked \
@@ -311,11 +346,11 @@ impl<T> TaskHandle<'_, T> {
         }
     }
 
-    /// The result, or `None` if the task panicked.
-    fn join_inner(self) -> Option<T> {
+    /// The result, or `None` if the task panicked. `worker`: the calling thread's worker.
+    fn join_inner(self, worker: Option<&WorkerThread>) -> Option<T> {
         let head = self.head();
         if head.state.get() != DONE {
-            match WorkerThread::current() {
+            match worker {
                 Some(worker) => {
                     let mut announced = false;
                     worker.wait_until(
@@ -343,7 +378,7 @@ impl<T> TaskHandle<'_, T> {
         let frame = self.head.cast::<Header>();
         mem::forget(self);
         // SAFETY: the task finished and the handle lets go now.
-        unsafe { job::free_finished(frame) };
+        unsafe { job::free_finished(frame, worker) };
         value
     }
 }
@@ -352,7 +387,7 @@ impl<T> Drop for TaskHandle<'_, T> {
     fn drop(&mut self) {
         if self.head().state.drop_handle() == DONE {
             // SAFETY: the task finished; we are the last user.
-            unsafe { job::free_finished(self.head.cast()) };
+            unsafe { job::free_finished(self.head.cast(), WorkerThread::current()) };
         }
     }
 }

@@ -41,7 +41,7 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::job::{Header, Task};
+use crate::job::{FrameCache, Header, Task};
 use crate::runtime::Registry;
 use crate::scheduler::{WorkerCtx, WorkerPlace, WorkerQueues};
 use crate::sleep::IdleState;
@@ -55,6 +55,7 @@ thread_local! {
 pub(crate) struct WorkerThread {
     place: WorkerPlace,
     queues: WorkerQueues,
+    frames: FrameCache,
     registry: Arc<Registry>,
 }
 
@@ -82,6 +83,12 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn place(&self) -> &WorkerPlace {
         &self.place
+    }
+
+    /// The worker's cache of free task frames.
+    #[inline]
+    pub(crate) fn frames(&self) -> &FrameCache {
+        &self.frames
     }
 
     /// The pool.
@@ -119,6 +126,7 @@ impl WorkerThread {
         let worker = WorkerThread {
             place,
             queues,
+            frames: FrameCache::new(),
             registry,
         };
         CURRENT.with(|c| c.set(&worker));

@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use numatask_sched::{Runtime, Scope};
+
+/// Runs `f` on its own thread and fails the test, instead of hanging it, if `f` has not
+/// returned after `secs` seconds (a deadlock). Panics of `f` are re-raised.
+pub fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => handle.join().expect("joined after it reported"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Ok(_) => unreachable!("the thread reports before it returns"),
+            Err(payload) => std::panic::resume_unwind(payload),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("did not finish within {secs} s: deadlock or lost wake-up")
+        }
+    }
+}
+
+/// A runtime with `n` workers, unpinned (tests share a small machine with other tests).
+pub fn runtime(n: usize) -> Runtime {
+    Runtime::builder()
+        .num_threads(n)
+        .proc_bind(false)
+        .build()
+        .expect("runtime starts")
+}
+
+/// fib with both recursive calls as tasks and a taskwait (the OpenMP shape).
+pub fn fib(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let a = s.spawn_with_result(move |s| fib(s, n - 1));
+    let b = s.spawn_with_result(move |s| fib(s, n - 2));
+    s.taskwait();
+    a.join() + b.join()
+}
+
+/// The n-th Fibonacci number, sequentially.
+pub fn fib_seq(n: u64) -> u64 {
+    (0..n).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0
+}

@@ -1,0 +1,89 @@
+//! The runtime reads the OpenMP environment. (Alone in its test binary: it sets variables of
+//! the process.)
+
+use numatask_sched::config::DisplayEnv;
+use numatask_sched::{Runtime, SchedError, SchedulerKind};
+
+fn set(var: &str, value: &str) {
+    // SAFETY: this binary's only test runs on one thread and no other thread of the process
+    // reads the environment meanwhile.
+    unsafe { std::env::set_var(var, value) };
+}
+
+fn unset(var: &str) {
+    // SAFETY: as in `set`.
+    unsafe { std::env::remove_var(var) };
+}
+
+#[test]
+fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
+    set("OMP_NUM_THREADS", "3,2");
+    set("OMP_PROC_BIND", "false");
+    set("OMP_STACKSIZE", "4M");
+    set("NUMATASK_SCHEDULER", "ws");
+    set("OMP_DISPLAY_ENV", "verbose");
+    let rt = Runtime::new().expect("a valid environment");
+    let s = rt.settings();
+    assert_eq!(s.num_threads, 3);
+    assert!(!s.proc_bind);
+    assert_eq!(s.stack_size, 4 << 20);
+    assert_eq!(s.scheduler, SchedulerKind::WorkStealing);
+    assert_eq!(s.display_env, DisplayEnv::Verbose);
+    assert!(rt.pinning().iter().all(Option::is_none));
+    let shown = rt.display_env();
+    assert!(
+        shown.starts_with("OPENMP DISPLAY ENVIRONMENT BEGIN\n"),
+        "{shown}"
+    );
+    assert!(
+        shown.ends_with("OPENMP DISPLAY ENVIRONMENT END\n"),
+        "{shown}"
+    );
+    for line in [
+        "  OMP_NUM_THREADS = '3'",
+        "  OMP_PROC_BIND = 'FALSE'",
+        "  OMP_STACKSIZE = '4M'",
+        "  NUMATASK_SCHEDULER = 'ws'",
+        "  NUMATASK_WORKER_2 = 'core ",
+    ] {
+        assert!(shown.contains(line), "missing {line:?} in\n{shown}");
+    }
+    drop(rt);
+
+    for (var, value) in [
+        ("OMP_NUM_THREADS", "0"),
+        ("OMP_PROC_BIND", "spread"),
+        ("OMP_STACKSIZE", "12Q"),
+        ("NUMATASK_SCHEDULER", "fifo"),
+        ("OMP_DISPLAY_ENV", "yes"),
+    ] {
+        set(var, value);
+        match Runtime::new() {
+            Err(SchedError::InvalidEnv {
+                var: named,
+                value: v,
+                expected,
+            }) => {
+                assert_eq!((named, v.as_str()), (var, value));
+                assert!(!expected.is_empty());
+            }
+            other => panic!("{var}={value}: expected an InvalidEnv error, got {other:?}"),
+        }
+        unset(var);
+    }
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: as in `set`.
+        unsafe {
+            std::env::set_var(
+                "OMP_NUM_THREADS",
+                std::ffi::OsStr::from_bytes(&[0x34, 0xff]),
+            )
+        };
+        let err = Runtime::new().expect_err("not UTF-8");
+        assert!(err.to_string().starts_with("OMP_NUM_THREADS='4"), "{err}");
+        unset("OMP_NUM_THREADS");
+    }
+}

@@ -1,0 +1,177 @@
+//! Panics in tasks: caught, the other tasks complete, resumed where the task is waited for,
+//! and the runtime stays usable.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use common::{fib, fib_seq, runtime, within};
+
+fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn panic_in_a_task_resumes_at_the_scope_end_after_the_other_tasks_complete() {
+    within(60, || {
+        let rt = runtime(2);
+        let done = AtomicUsize::new(0);
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                for i in 0..20 {
+                    let done = &done;
+                    s.spawn(move |_| {
+                        if i == 7 {
+                            panic!("task 7 failed");
+                        }
+                        thread::sleep(Duration::from_micros(200));
+                        done.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            })
+        }));
+        assert_eq!(
+            message(result.expect_err("the panic resumes")),
+            "task 7 failed"
+        );
+        assert_eq!(
+            done.load(Ordering::Relaxed),
+            19,
+            "the other tasks ran to completion"
+        );
+    });
+}
+
+#[test]
+fn panic_in_a_task_resumes_at_its_parents_taskwait() {
+    within(60, || {
+        let rt = runtime(2);
+        let caught = rt.scope(|s| {
+            let h = s.spawn_with_result(|s| {
+                s.spawn(|_| panic!("child failed"));
+                let r = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
+                message(r.expect_err("taskwait resumes the child's panic"))
+            });
+            s.taskwait();
+            h.join()
+        });
+        assert_eq!(caught, "child failed");
+    });
+}
+
+#[test]
+fn panic_climbs_to_the_nearest_waiter_when_the_parent_already_finished() {
+    within(60, || {
+        let rt = runtime(2);
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.spawn(|s| {
+                    // The parent returns at once; its grandchild fails later.
+                    s.spawn(|s| {
+                        s.spawn(|_| {
+                            thread::sleep(Duration::from_millis(5));
+                            panic!("grandchild failed");
+                        });
+                    });
+                });
+            })
+        }));
+        assert_eq!(
+            message(result.expect_err("resumed at the scope end")),
+            "grandchild failed"
+        );
+    });
+}
+
+#[test]
+fn panic_in_a_taskgroup_resumes_at_its_end() {
+    let rt = runtime(2);
+    let outcome = rt.scope(|s| {
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            s.taskgroup(|s| {
+                s.spawn(|s| s.spawn(|_| panic!("in the group")));
+            })
+        }));
+        message(r.expect_err("the group end resumes it"))
+    });
+    assert_eq!(outcome, "in the group");
+}
+
+#[test]
+fn panic_of_the_scope_body_waits_for_its_tasks_first() {
+    let rt = runtime(2);
+    let done = AtomicUsize::new(0);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|_| {
+                    thread::sleep(Duration::from_millis(2));
+                    done.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+            panic!("body failed");
+        })
+    }));
+    assert_eq!(
+        message(result.expect_err("the body's panic")),
+        "body failed"
+    );
+    // The tasks borrowed `done`: they all finished before the scope unwound.
+    assert_eq!(done.load(Ordering::Relaxed), 8);
+}
+
+#[test]
+fn panic_in_join_resumes_in_the_caller() {
+    let rt = runtime(2);
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| s.join(|_| -> u32 { panic!("left failed") }, |_| 2))
+    }));
+    assert_eq!(message(r.expect_err("join resumes it")), "left failed");
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| s.join(|_| 1, |_| -> u32 { panic!("right failed") }))
+    }));
+    assert_eq!(message(r.expect_err("join resumes it")), "right failed");
+}
+
+#[test]
+fn runtime_stays_usable_after_panics() {
+    within(60, || {
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            for round in 0..10 {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    rt.scope(|s| {
+                        s.spawn(move |_| panic!("round {round}"));
+                        fib(s, 12)
+                    })
+                }));
+                assert_eq!(message(r.expect_err("resumed")), format!("round {round}"));
+                assert_eq!(rt.scope(|s| fib(s, 15)), fib_seq(15));
+            }
+        }
+    });
+}
+
+#[test]
+fn panic_in_a_scope_entered_from_a_task_stays_in_that_task() {
+    let rt = runtime(2);
+    let rt = &rt;
+    let v = rt.scope(|s| {
+        let h = s.spawn_with_result(move |_| {
+            catch_unwind(AssertUnwindSafe(|| {
+                rt.scope(|s| s.spawn(|_| panic!("inner")))
+            }))
+            .is_err()
+        });
+        s.taskwait();
+        h.join()
+    });
+    assert!(v);
+}

@@ -1,0 +1,91 @@
+//! Where workers run, the builder's checks, and what OMP_DISPLAY_ENV shows.
+
+use std::sync::Arc;
+
+use numatask_alloc::{Preset, Topology};
+use numatask_sched::{Runtime, SchedError};
+
+fn opteron() -> Arc<Topology> {
+    Arc::new(Topology::preset(Preset::Opteron6172).expect("the preset builds"))
+}
+
+#[test]
+fn workers_fill_one_node_before_the_next() {
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .num_threads(14)
+        .build()
+        .expect("runtime starts");
+    for (i, place) in rt.places().iter().enumerate() {
+        assert_eq!(place.index, i);
+        assert_eq!(place.core, i, "worker i runs on core i");
+        assert_eq!(place.node, i / 6, "6 cores per node, numbered node by node");
+    }
+    // A synthetic topology is mapped onto the real cores: pinning succeeds or is reported.
+    assert_eq!(rt.pinning().len(), 14);
+    assert!(rt.pinning().iter().all(Option::is_some));
+    let nodes = rt.scope(|s| {
+        let hs: Vec<_> = (0..64).map(|_| s.spawn_with_result(|s| s.node())).collect();
+        s.taskwait();
+        hs.into_iter().map(|h| h.join()).collect::<Vec<_>>()
+    });
+    assert!(nodes.iter().all(|&n| n <= 2));
+}
+
+#[test]
+fn default_is_one_worker_per_core_and_more_workers_wrap_around() {
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .proc_bind(false)
+        .build()
+        .expect("runtime starts");
+    assert_eq!(rt.num_workers(), 48);
+    drop(rt);
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .proc_bind(false)
+        .num_threads(50)
+        .build()
+        .expect("runtime starts");
+    assert_eq!(rt.places()[48].core, 0);
+    assert_eq!(rt.places()[49].node, 0);
+}
+
+#[test]
+fn invalid_builder_settings_are_typed_errors() {
+    let cases = [
+        (Runtime::builder().num_threads(0), "num_threads"),
+        (Runtime::builder().stack_size(1000), "stack_size"),
+        (Runtime::builder().deque_capacity(0), "deque_capacity"),
+    ];
+    for (builder, name) in cases {
+        match builder.build() {
+            Err(SchedError::InvalidSetting { setting, .. }) => assert_eq!(setting, name),
+            other => panic!("{name}: expected InvalidSetting, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn display_env_names_the_settings_and_the_topology() {
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .num_threads(2)
+        .proc_bind(false)
+        .build()
+        .expect("runtime starts");
+    let shown = rt.display_env();
+    for line in [
+        "OPENMP DISPLAY ENVIRONMENT BEGIN",
+        "  OMP_NUM_THREADS = '2'",
+        "  OMP_PROC_BIND = 'FALSE'",
+        "  OMP_STACKSIZE = '2M'",
+        "  NUMATASK_SCHEDULER = 'ws'",
+        "  NUMATASK_TOPOLOGY = 'preset:opteron6172'",
+        "  NUMATASK_TOPOLOGY_NODES = '8 node(s), 48 core(s), 6 per node",
+        "  NUMATASK_TOPOLOGY_DISTANCES = 'given explicitly [10, 16, 16, 22,",
+        "OPENMP DISPLAY ENVIRONMENT END",
+    ] {
+        assert!(shown.contains(line), "missing {line:?} in\n{shown}");
+    }
+}

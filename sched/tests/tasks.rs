@@ -1,0 +1,299 @@
+//! Scoped tasks: borrowing, nesting, taskwait, taskgroup, results, entering the runtime.
+
+mod common;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use common::{fib, fib_seq, runtime, within};
+use numatask_sched::{Runtime, Scope};
+
+#[test]
+fn tasks_borrow_and_write_the_callers_stack() {
+    let rt = runtime(2);
+    let data: Vec<u64> = (0..10_000).collect();
+    let mut sums = [0u64; 10];
+    rt.scope(|s| {
+        for (chunk, sum) in data.chunks(1000).zip(sums.iter_mut()) {
+            s.spawn(move |_| *sum = chunk.iter().sum());
+        }
+    });
+    assert_eq!(sums.iter().sum::<u64>(), data.iter().sum::<u64>());
+    assert!(sums.iter().all(|&s| s > 0 || data[0] == 0));
+}
+
+/// Spawns a tree of `fanout^depth` leaves without any taskwait; each leaf counts itself.
+fn tree<'s>(s: &Scope<'s>, depth: u32, fanout: u32, leaves: &'s AtomicUsize) {
+    if depth == 0 {
+        leaves.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    for _ in 0..fanout {
+        s.spawn(move |s| tree(s, depth - 1, fanout, leaves));
+    }
+}
+
+#[test]
+fn scope_waits_for_every_task_at_any_depth() {
+    for workers in [1, 2, 4] {
+        let rt = runtime(workers);
+        let leaves = AtomicUsize::new(0);
+        rt.scope(|s| tree(s, 6, 4, &leaves));
+        assert_eq!(leaves.load(Ordering::Relaxed), 4096, "{workers} workers");
+    }
+}
+
+#[test]
+fn taskwait_waits_for_the_children_spawned_so_far() {
+    let rt = runtime(2);
+    let done = [const { AtomicBool::new(false) }; 4];
+    rt.scope(|s| {
+        s.taskgroup(|s| {
+            for flag in &done {
+                s.spawn(move |_| {
+                    thread::sleep(Duration::from_millis(5));
+                    flag.store(true, Ordering::Relaxed);
+                });
+            }
+            s.taskwait();
+            assert!(done.iter().all(|f| f.load(Ordering::Relaxed)));
+        });
+    });
+}
+
+#[test]
+fn taskwait_inside_a_task_waits_for_that_tasks_children() {
+    let rt = runtime(4);
+    let total = AtomicUsize::new(0);
+    rt.scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|s| {
+                // The children cannot borrow this task's stack (they may outlive its body);
+                // they share a counter instead, checked after the taskwait.
+                let children = std::sync::Arc::new(AtomicUsize::new(0));
+                for _ in 0..16 {
+                    let c = children.clone();
+                    s.spawn(move |_| {
+                        thread::yield_now();
+                        c.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+                s.taskwait();
+                assert_eq!(children.load(Ordering::Relaxed), 16);
+                total.fetch_add(16, Ordering::Relaxed);
+            });
+        }
+    });
+    assert_eq!(total.load(Ordering::Relaxed), 128);
+}
+
+#[test]
+fn taskgroup_waits_for_all_descendants_spawned_inside_it() {
+    let rt = runtime(4);
+    let leaves = AtomicUsize::new(0);
+    rt.scope(|s| {
+        s.taskgroup(|s| tree(s, 5, 3, &leaves));
+        assert_eq!(leaves.load(Ordering::Relaxed), 243);
+    });
+}
+
+#[test]
+fn taskwait_inside_a_taskgroup_also_waits_for_the_tasks_earlier_children() {
+    let rt = runtime(2);
+    let before = AtomicBool::new(false);
+    let inside = AtomicBool::new(false);
+    rt.scope(|s| {
+        s.spawn(|_| {
+            thread::sleep(Duration::from_millis(10));
+            before.store(true, Ordering::Relaxed);
+        });
+        s.taskgroup(|s| {
+            s.spawn(|_| inside.store(true, Ordering::Relaxed));
+            s.taskwait();
+            assert!(inside.load(Ordering::Relaxed));
+            assert!(before.load(Ordering::Relaxed));
+        });
+    });
+}
+
+#[test]
+fn results_come_out_of_tasks_through_handles() {
+    for workers in [1, 2, 4] {
+        let rt = runtime(workers);
+        assert_eq!(rt.scope(|s| fib(s, 20)), fib_seq(20), "{workers} workers");
+    }
+}
+
+#[test]
+fn handle_join_without_taskwait_waits_for_that_task() {
+    let rt = runtime(2);
+    let v = rt.scope(|s| {
+        let h = s.spawn_with_result(|s| {
+            let inner = s.spawn_with_result(|_| {
+                thread::sleep(Duration::from_millis(5));
+                20
+            });
+            inner.join() + 1
+        });
+        h.join() * 2
+    });
+    assert_eq!(v, 42);
+}
+
+#[test]
+fn dropping_a_handle_before_the_task_ends_is_harmless() {
+    let rt = runtime(2);
+    let ran = AtomicUsize::new(0);
+    rt.scope(|s| {
+        for _ in 0..100 {
+            let h = s.spawn_with_result(|_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                vec![1u8; 64]
+            });
+            drop(h);
+        }
+    });
+    assert_eq!(ran.load(Ordering::Relaxed), 100);
+}
+
+#[test]
+fn join_returns_both_results_and_may_borrow_the_stack() {
+    let rt = runtime(2);
+    let v: Vec<u64> = (1..=1000).collect();
+    let (left, right) = v.split_at(500);
+    let (a, b) = rt.scope(|s| s.join(|_| left.iter().sum::<u64>(), |_| right.iter().sum::<u64>()));
+    assert_eq!(a + b, 500_500);
+}
+
+fn fib_join(s: &Scope<'_>, n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = s.join(|s| fib_join(s, n - 1), |s| fib_join(s, n - 2));
+    a + b
+}
+
+#[test]
+fn recursive_join_computes_fib() {
+    for workers in [1, 3] {
+        let rt = runtime(workers);
+        assert_eq!(rt.scope(|s| fib_join(s, 22)), fib_seq(22));
+    }
+}
+
+#[test]
+fn spawn_if_false_runs_the_closure_before_returning() {
+    let rt = runtime(2);
+    let ran = AtomicBool::new(false);
+    let deferred = AtomicBool::new(false);
+    rt.scope(|s| {
+        s.taskgroup(|s| {
+            s.spawn_if(false, |_| ran.store(true, Ordering::Relaxed));
+            assert!(
+                ran.load(Ordering::Relaxed),
+                "an undeferred task runs at once"
+            );
+        });
+        s.taskgroup(|s| s.spawn_if(true, |_| deferred.store(true, Ordering::Relaxed)));
+        assert!(deferred.load(Ordering::Relaxed));
+    });
+}
+
+#[test]
+fn full_deque_runs_spawned_tasks_inline() {
+    let rt = Runtime::builder()
+        .num_threads(1)
+        .proc_bind(false)
+        .deque_capacity(2)
+        .build()
+        .unwrap();
+    let count = AtomicUsize::new(0);
+    rt.scope(|s| {
+        for _ in 0..1000 {
+            s.spawn(|_| {
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+    });
+    assert_eq!(count.load(Ordering::Relaxed), 1000);
+}
+
+#[test]
+fn scope_entered_from_inside_a_task_does_not_deadlock() {
+    within(120, || {
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            let rt = &rt;
+            let total = rt.scope(|s| {
+                let hs: Vec<_> = (0..4)
+                    .map(|_| s.spawn_with_result(move |_| rt.scope(|s| fib(s, 15))))
+                    .collect();
+                s.taskwait();
+                hs.into_iter().map(|h| h.join()).sum::<u64>()
+            });
+            assert_eq!(total, 4 * fib_seq(15));
+        }
+    });
+}
+
+#[test]
+fn many_outside_threads_can_enter_one_runtime_at_once() {
+    within(120, || {
+        let rt = runtime(2);
+        thread::scope(|t| {
+            for i in 0..4u64 {
+                let rt = &rt;
+                t.spawn(move || {
+                    for _ in 0..10 {
+                        assert_eq!(rt.scope(|s| fib(s, 12 + i)), fib_seq(12 + i));
+                    }
+                });
+            }
+        });
+    });
+}
+
+#[test]
+fn a_task_can_enter_another_runtime() {
+    within(120, || {
+        let outer = runtime(2);
+        let inner = runtime(2);
+        let v = outer.scope(|s| {
+            let h = s.spawn_with_result(|_| inner.scope(|s| fib(s, 15)));
+            s.taskwait();
+            h.join()
+        });
+        assert_eq!(v, fib_seq(15));
+    });
+}
+
+#[test]
+fn the_global_scope_runs_tasks() {
+    let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");
+    assert_eq!(v, fib_seq(15));
+    // From inside a task, `scope` uses the task's own runtime.
+    let rt = runtime(1);
+    let nested = rt.scope(|_| numatask_sched::scope(|s| fib(s, 10)).unwrap());
+    assert_eq!(nested, fib_seq(10));
+}
+
+#[test]
+fn tasks_know_their_worker_and_node() {
+    let rt = runtime(3);
+    let seen = Mutex::new(Vec::new());
+    rt.scope(|s| {
+        for _ in 0..64 {
+            s.spawn(|s| {
+                let place = numatask_sched::current_worker().expect("tasks run on workers");
+                assert_eq!(place.index, s.worker_index());
+                assert_eq!(place.node, s.node());
+                assert_eq!(s.num_workers(), 3);
+                seen.lock().unwrap().push(place.index);
+            });
+        }
+    });
+    assert!(seen.into_inner().unwrap().iter().all(|&w| w < 3));
+    assert_eq!(numatask_sched::current_worker(), None);
+}
