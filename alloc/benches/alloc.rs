@@ -36,8 +36,8 @@ fn alloc_and_touch(c: &mut Criterion) {
             &size,
             |b, &size| {
                 // Alignment 16, as Vec<f64> would ask: glibc then serves large sizes by a fresh mmap
-            // without memset, the same work as the NUMA policies.
-            let layout = Layout::from_size_align(size, 16).unwrap();
+                // without memset, the same work as the NUMA policies.
+                let layout = Layout::from_size_align(size, 16).unwrap();
                 b.iter(|| {
                     // SAFETY: layout has a non-zero size.
                     let p = unsafe { alloc_zeroed(layout) };

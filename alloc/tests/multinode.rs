@@ -142,7 +142,10 @@ fn standard_pages_follow_the_node_of_the_touching_thread() {
     // With transparent huge pages the first touch places a whole 2 MiB huge page, which can
     // straddle two threads' slices; first-touch placement is page-granular only without them.
     // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and affects only this process.
-    assert_eq!(unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) }, 0);
+    assert_eq!(
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) },
+        0
+    );
     let topo = Topology::current().unwrap();
     let len = 16 * page_size();
     let v = NumaVec::<u8>::zeroed(len * n, Distribution::Standard).unwrap();
