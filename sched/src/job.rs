@@ -26,6 +26,20 @@
 //! Header fields are written before the frame is published (pushed to a deque, whose
 //! `Release`/`Acquire` pair orders them for the thread that takes it) and not written again,
 //! except for the atomics and the owner's cells of the counter.
+//!
+//! # Where later features plug in
+//!
+//! - **Footprint**: [`TaskMeta::footprint`] is what a locality-aware
+//!   [`Scheduler::push`](crate::scheduler::Scheduler::push) reads through
+//!   [`Task::footprint`] to deal a task to a node (Algorithm 1); it costs one null pointer per
+//!   task without one.
+//! - **Dependences**: a task with `depend` accesses is counted as a child at spawn like any
+//!   other (so `taskwait`, taskgroups and scope ends need nothing new), but is submitted to its
+//!   parent's [`DepTracker`](crate::depend::DepTracker) instead of being pushed; the tracker
+//!   hands it back when its predecessors' *bodies* finished (OpenMP's rule), and the worker
+//!   that finished the predecessor pushes it. The completion hook belongs in `execute_heap`
+//!   right after the body, before the subtree bookkeeping. Deferred tasks are descendants of
+//!   the waiting frame like their siblings, so the taskwait policy needs no change.
 
 use std::alloc::{self, Layout};
 use std::cell::{Cell, UnsafeCell};
@@ -35,58 +49,15 @@ use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
+use crate::depend::Access;
 use crate::latch::{ChildCounter, ChildDone, DROPPED, JOINING, PanicSlot, ResultState};
 use crate::scope::Scope;
 use crate::worker::WorkerThread;
 
-/// How a task uses a byte range of its footprint (OpenMP `depend` types).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AccessMode {
-    /// Read only (`depend(in: ...)`).
-    In,
-    /// Written only (`depend(out: ...)`).
-    Out,
-    /// Read and written (`depend(inout: ...)`).
-    InOut,
-}
-
-impl AccessMode {
-    /// Whether the task reads the range.
-    pub fn reads(self) -> bool {
-        matches!(self, Self::In | Self::InOut)
-    }
-
-    /// Whether the task writes the range.
-    pub fn writes(self) -> bool {
-        matches!(self, Self::Out | Self::InOut)
-    }
-}
-
-/// One byte range a task touches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Access {
-    /// Address of the first byte.
-    pub start: usize,
-    /// Number of bytes.
-    pub len: usize,
-    /// How the task uses it.
-    pub mode: AccessMode,
-}
-
-impl Access {
-    /// The bytes of `data`, used as `mode`.
-    pub fn of<T>(data: &[T], mode: AccessMode) -> Self {
-        Access {
-            start: data.as_ptr() as usize,
-            len: std::mem::size_of_val(data),
-            mode,
-        }
-    }
-}
-
-/// What a task carries besides its closure, when it carries anything: its data footprint (a
-/// locality-aware scheduler deals the task to the node holding most of these bytes; the
-/// dependence tracker orders tasks whose footprints conflict).
+/// What a task carries besides its closure, when it carries anything: its data footprint,
+/// the byte ranges it touches as [`depend`](crate::depend) accesses. A locality-aware
+/// scheduler deals the task to the node holding most of these bytes (Algorithm 1); with
+/// dependences, the same list is the task's `depend` clause.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskMeta {
     /// The byte ranges the task touches.
@@ -601,7 +572,21 @@ unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread,
     let parent = head.header.parent;
     match head.state.finish(same) {
         // SAFETY: the handle is gone: we are the last user.
-        DROPPED => unsafe { free_heap::<F, T>(frame, Some(worker)) },
+        DROPPED if !std::mem::needs_drop::<T>() => unsafe {
+            free_heap::<F, T>(frame, Some(worker))
+        },
+        DROPPED => {
+            // The result's destructor is user code: a panic in it is reported like the task's
+            // own (the frame's memory is then leaked) instead of unwinding through the runtime.
+            // SAFETY: as above.
+            let freed = panic::catch_unwind(AssertUnwindSafe(|| unsafe {
+                free_heap::<F, T>(frame, Some(worker))
+            }));
+            if let (Err(payload), false) = (freed, parent.is_null()) {
+                // SAFETY: the parent is alive until our decrement, after this.
+                unsafe { (*parent).panic.store(payload) };
+            }
+        }
         JOINING if !same && !parent.is_null() => {
             // SAFETY: see above; `head` is not used after the state changed.
             worker.wake(unsafe { (*parent).children.owner() });

@@ -62,7 +62,7 @@ pub mod worker;
 #[cfg(not(loom))]
 pub use error::SchedError;
 #[cfg(not(loom))]
-pub use job::{Access, AccessMode, Task, TaskMeta};
+pub use job::{Task, TaskMeta};
 #[cfg(not(loom))]
 pub use runtime::{Runtime, RuntimeBuilder, Settings, current_worker, scope};
 #[cfg(not(loom))]

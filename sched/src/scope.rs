@@ -29,7 +29,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::thread;
 
-use crate::job::{self, Access, Header, ResultHead, Task, TaskMeta};
+use crate::depend::Access;
+use crate::job::{self, Header, ResultHead, Task, TaskMeta};
 use crate::latch::{DONE, LockLatch, Payload};
 use crate::runtime::Registry;
 use crate::worker::WorkerThread;
@@ -156,7 +157,8 @@ impl<'scope> Scope<'scope> {
 
     /// Spawns a task that declares the byte ranges it touches (OpenMP 5's `affinity`): a
     /// locality-aware scheduler places it near that data; the work-stealing scheduler ignores
-    /// it. The ranges are a hint: nothing checks them, and they order nothing.
+    /// it. The ranges are a hint: nothing checks them, and they order nothing (the access
+    /// kinds say how the bytes are used, for weighting; they are not `depend` clauses here).
     pub fn spawn_with_footprint<F>(&self, footprint: impl Into<Box<[Access]>>, f: F)
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,

@@ -175,3 +175,29 @@ fn panic_in_a_scope_entered_from_a_task_stays_in_that_task() {
     });
     assert!(v);
 }
+
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("result dropped");
+    }
+}
+
+#[test]
+fn panicking_destructor_of_an_unread_result_is_reported_at_the_scope_end() {
+    within(60, || {
+        let rt = runtime(2);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let h = s.spawn_with_result(|_| {
+                    thread::sleep(Duration::from_millis(5));
+                    PanicsOnDrop
+                });
+                drop(h); // before the task ends: the runtime drops the result
+            })
+        }));
+        assert_eq!(message(r.expect_err("reported")), "result dropped");
+        assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
+    });
+}

@@ -297,3 +297,22 @@ fn tasks_know_their_worker_and_node() {
     assert!(seen.into_inner().unwrap().iter().all(|&w| w < 3));
     assert_eq!(numatask_sched::current_worker(), None);
 }
+
+#[test]
+fn tasks_with_a_footprint_run_under_work_stealing() {
+    use numatask_sched::depend::{Access, AccessKind};
+    let rt = runtime(2);
+    let mut blocks = vec![[0u8; 256]; 8];
+    rt.scope(|s| {
+        for (i, block) in blocks.iter_mut().enumerate() {
+            let footprint = [Access::of_slice(&block[..], AccessKind::Out)];
+            s.spawn_with_footprint(footprint, move |_| block.fill(i as u8));
+        }
+    });
+    assert!(
+        blocks
+            .iter()
+            .enumerate()
+            .all(|(i, b)| b.iter().all(|&x| x == i as u8))
+    );
+}
