@@ -27,8 +27,14 @@
 //! [`RangeMap::register`] visits only the segments the access overlaps, and
 //! [`RangeMap::prune`] drops segments whose tasks have all finished each time the map has
 //! doubled since the last pruning (amortized O(1) per registered range).
+//!
+//! Programs mostly access the same blocks again and again, so the segments live in a hash map
+//! keyed by start address, and an access to exactly one existing segment costs one hash lookup.
+//! A `BTreeMap` from start to end, with the same keys, answers the ordered queries (what
+//! overlaps a range) that only new and partially overlapping ranges need.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem;
 
 use super::access::{AccessKind, Piece};
@@ -185,9 +191,37 @@ impl<T> Segment<T> {
     }
 }
 
+/// Hashes an address with one multiplication (Fibonacci hashing), folded so that the low bits,
+/// which pick the bucket, depend on every bit of the address: block addresses share their low
+/// bits (alignment), and SipHash would cost more than the rest of the lookup.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
 /// The segments of one tracker, keyed by start address.
 pub(crate) struct RangeMap<T> {
-    segments: BTreeMap<usize, Segment<T>>,
+    segments: HashMap<usize, Segment<T>, BuildHasherDefault<AddrHasher>>,
+    /// `start -> end` of every segment: the same keys as `segments`, in order.
+    bounds: BTreeMap<usize, usize>,
     /// Prune when the map reaches this many segments.
     prune_at: usize,
     /// Reusable buffer: uncovered parts of the range being registered.
@@ -197,7 +231,8 @@ pub(crate) struct RangeMap<T> {
 impl<T> RangeMap<T> {
     pub(crate) fn new() -> Self {
         RangeMap {
-            segments: BTreeMap::new(),
+            segments: HashMap::default(),
+            bounds: BTreeMap::new(),
             prune_at: MIN_PRUNE,
             gaps: Vec::new(),
         }
@@ -210,14 +245,16 @@ impl<T> RangeMap<T> {
     /// Registers an access of `piece.kind` to `[piece.start, piece.end)` by the task of `reg`.
     pub(crate) fn register(&mut self, piece: Piece, reg: &mut Registration<'_, T>) {
         let Piece { start, end, kind } = piece;
-        // Fast paths, one lookup: the range is exactly one segment (a block accessed again),
-        // or overlaps none (a block accessed for the first time).
-        let untouched = match self.segments.range_mut(..end).next_back() {
-            Some((&s, seg)) if s == start && seg.end == end => {
-                seg.apply(kind, reg);
-                return;
-            }
-            Some((_, seg)) => seg.end <= start,
+        // Fast path: the range is exactly one segment (a block accessed again).
+        if let Some(seg) = self.segments.get_mut(&start)
+            && seg.end == end
+        {
+            seg.apply(kind, reg);
+            return;
+        }
+        // Second fast path: the range overlaps no segment (a block accessed for the first time).
+        let untouched = match self.bounds.range(..end).next_back() {
+            Some((_, &seg_end)) => seg_end <= start,
             None => true,
         };
         if untouched {
@@ -229,12 +266,15 @@ impl<T> RangeMap<T> {
         let mut gaps = mem::take(&mut self.gaps);
         gaps.clear();
         let mut cursor = start;
-        for (&s, seg) in self.segments.range_mut(start..end) {
+        for (&s, &e) in self.bounds.range(start..end) {
             if s > cursor {
                 gaps.push((cursor, s));
             }
-            seg.apply(kind, reg);
-            cursor = seg.end;
+            self.segments
+                .get_mut(&s)
+                .expect("every bound has its segment")
+                .apply(kind, reg);
+            cursor = e;
         }
         if cursor < end {
             gaps.push((cursor, end));
@@ -255,15 +295,23 @@ impl<T> RangeMap<T> {
         let mut seg = Segment::empty(end);
         seg.apply(kind, reg);
         self.segments.insert(start, seg);
+        self.bounds.insert(start, end);
     }
 
     /// Makes `at` a segment boundary if a segment straddles it.
     fn split_at(&mut self, at: usize) {
-        if let Some((_, seg)) = self.segments.range_mut(..at).next_back()
-            && seg.end > at
+        if let Some((&s, end)) = self.bounds.range_mut(..at).next_back()
+            && *end > at
         {
+            let tail_end = mem::replace(end, at);
+            let seg = self
+                .segments
+                .get_mut(&s)
+                .expect("every bound has its segment");
             let tail = seg.split_off(at);
+            debug_assert_eq!(tail.end, tail_end);
             self.segments.insert(at, tail);
+            self.bounds.insert(at, tail_end);
         }
     }
 
@@ -278,6 +326,8 @@ impl<T> RangeMap<T> {
     /// would find nothing to wait for, exactly as on bytes never accessed.
     pub(crate) fn prune(&mut self) {
         self.segments.retain(|_, seg| !seg.is_inert());
+        let segments = &self.segments;
+        self.bounds.retain(|s, _| segments.contains_key(s));
         self.prune_at = MIN_PRUNE.max(2 * self.segments.len());
     }
 }
