@@ -99,6 +99,11 @@ struct Slot<T> {
 struct Block<T> {
     next: AtomicPtr<Block<T>>,
     slots: Box<[Slot<T>]>,
+    /// Loom builds only: set when the block is retired. Every thread reads it after its last
+    /// use of the block, so a use that is not ordered before the retirement is a loom
+    /// causality violation, and one ordered after it fails the assertion in `check_alive`.
+    #[cfg(loom)]
+    retired: UnsafeCell<bool>,
 }
 
 impl<T> Block<T> {
@@ -112,7 +117,19 @@ impl<T> Block<T> {
         Box::into_raw(Box::new(Block {
             next: AtomicPtr::new(ptr::null_mut()),
             slots,
+            #[cfg(loom)]
+            retired: UnsafeCell::new(false),
         }))
+    }
+
+    /// In loom builds, fails if the block was already retired (see `retired`); a no-op
+    /// otherwise.
+    #[inline(always)]
+    fn check_alive(&self) {
+        #[cfg(loom)]
+        // SAFETY: loom checks this read against the retiring write.
+        self.retired
+            .with(|p| assert!(!unsafe { *p }, "NodeQueue block used after it was freed"));
     }
 
     /// Waits until the producer that filled this block links its successor.
@@ -135,7 +152,7 @@ impl<T> Block<T> {
     ///
     /// `this` is a live block whose last slot has been read, and the caller is the only thread
     /// destroying it (the last slot's reader, or the reader that found `DESTROY`).
-    unsafe fn destroy(this: *mut Block<T>, start: usize) {
+    unsafe fn destroy(this: *mut Block<T>, start: usize, free: impl FnOnce(*mut Block<T>)) {
         // SAFETY: the block is alive until we free it below; only we may free it.
         let block = unsafe { &*this };
         let last = block.slots.len() - 1;
@@ -147,12 +164,20 @@ impl<T> Block<T> {
                 return;
             }
         }
-        // SAFETY: every slot has been read and no thread holds a reference into the block:
-        // claims of its positions are over (its last slot was claimed), and `head.block` /
+        // Every slot has been read and no thread holds a reference into the block: claims
+        // of its positions are over (its last slot was claimed), and `head.block` /
         // `tail.block` moved on before that last slot's reader got here.
-        drop(unsafe { Box::from_raw(this) });
+        free(this);
     }
 }
+
+/// A retired block waiting in the loom-only graveyard.
+#[cfg(loom)]
+struct Retired<T>(*mut Block<T>);
+
+// SAFETY: a retired block is only freed, by the queue's `Drop`.
+#[cfg(loom)]
+unsafe impl<T> Send for Retired<T> {}
 
 /// A position (`index`) and the block that holds it.
 struct End<T> {
@@ -164,6 +189,11 @@ struct End<T> {
 pub struct NodeQueue<T> {
     head: CachePadded<End<T>>,
     tail: CachePadded<End<T>>,
+    /// Loom builds only: retired blocks, freed when the queue is dropped, so that a use after
+    /// retirement is caught by `Block::check_alive` instead of touching freed memory. A std
+    /// mutex, invisible to loom, so it adds no synchronisation to the model.
+    #[cfg(loom)]
+    graveyard: std::sync::Mutex<Vec<Retired<T>>>,
     /// Slots per block, `B`.
     block_capacity: usize,
     /// `log2(B + 1)`: positions per block (a lap), as a shift.
@@ -205,9 +235,30 @@ impl<T> NodeQueue<T> {
                 index: AtomicUsize::new(0),
                 block: AtomicPtr::new(first),
             }),
+            #[cfg(loom)]
+            graveyard: std::sync::Mutex::new(Vec::new()),
             block_capacity,
             lap_shift: lap.trailing_zeros(),
             _owns: PhantomData,
+        }
+    }
+
+    /// Frees a block whose slots have all been read.
+    fn free_block(&self, block: *mut Block<T>) {
+        #[cfg(not(loom))]
+        // SAFETY: `block` came from `Block::new` and nothing refers to it any more
+        // (`Block::destroy`'s contract).
+        drop(unsafe { Box::from_raw(block) });
+        #[cfg(loom)]
+        {
+            // SAFETY: `block` is not freed yet (it goes to the graveyard).
+            unsafe { &*block }
+                .retired
+                .with_mut(|p| unsafe { *p = true });
+            self.graveyard
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(Retired(block));
         }
     }
 
@@ -249,7 +300,7 @@ impl<T> NodeQueue<T> {
             if self
                 .tail
                 .index
-                .compare_exchange_weak(tail, new_tail, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(tail, new_tail, Ordering::SeqCst, Ordering::Relaxed)
                 .is_err()
             {
                 backoff.spin();
@@ -259,6 +310,7 @@ impl<T> NodeQueue<T> {
             // pointer to a later block would have come with a changed index, failing the
             // CAS), and the block is alive because our slot in it is not read yet.
             let block = unsafe { &*block };
+            block.check_alive();
             if fills_block {
                 let next = std::mem::replace(&mut spare, ptr::null_mut());
                 self.tail.block.store(next, Ordering::Release);
@@ -308,7 +360,7 @@ impl<T> NodeQueue<T> {
             if self
                 .head
                 .index
-                .compare_exchange_weak(head, new_head, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(head, new_head, Ordering::SeqCst, Ordering::Relaxed)
                 .is_err()
             {
                 backoff.spin();
@@ -317,13 +369,16 @@ impl<T> NodeQueue<T> {
             // SAFETY: our CAS claimed position `head`, so `block` holds it and is alive (our
             // slot is not read yet); see `push`.
             let block_ref = unsafe { &*block };
+            block_ref.check_alive();
             let is_last = offset + 1 == self.block_capacity;
             if is_last {
                 let next = block_ref.wait_next();
                 let mut next_index = (new_head & !HAS_NEXT).wrapping_add(1 << SHIFT);
                 // SAFETY: `next` is alive: none of its slots can be read before we move
                 // `head` onto it below.
-                if !unsafe { &*next }.next.load(Ordering::Relaxed).is_null() {
+                let next_ref = unsafe { &*next };
+                next_ref.check_alive();
+                if !next_ref.next.load(Ordering::Relaxed).is_null() {
                     next_index |= HAS_NEXT;
                 }
                 self.head.block.store(next, Ordering::Release);
@@ -336,12 +391,14 @@ impl<T> NodeQueue<T> {
             // SAFETY: we claimed this slot, and `WRITTEN` (acquired above) says the value is
             // initialised and visible; it is read once.
             let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
+            block_ref.check_alive();
+            let free = |b| self.free_block(b);
             if is_last {
                 // SAFETY: we read the last slot, so we start the destruction.
-                unsafe { Block::destroy(block, 0) };
+                unsafe { Block::destroy(block, 0, free) };
             } else if slot.state.fetch_or(READ, Ordering::AcqRel) & DESTROY != 0 {
                 // SAFETY: the destroyer left the job to us, and we are done with our slot.
-                unsafe { Block::destroy(block, offset + 1) };
+                unsafe { Block::destroy(block, offset + 1, free) };
             }
             return Some(value);
         }
@@ -397,6 +454,16 @@ impl<T> Drop for NodeQueue<T> {
         }
         // SAFETY: the block holding `tail` is the last one left.
         drop(unsafe { Box::from_raw(block) });
+        #[cfg(loom)]
+        for Retired(block) in self
+            .graveyard
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .drain(..)
+        {
+            // SAFETY: retired blocks are only freed here, once.
+            drop(unsafe { Box::from_raw(block) });
+        }
     }
 }
 

@@ -80,7 +80,7 @@ use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use crate::sync::{CachePadded, Condvar, Mutex, spin_loop, thread};
 
 /// Idle rounds that spin (round `r` spins `2^r` times) before yielding.
-const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 6 };
+const SPIN_ROUNDS: u32 = if cfg!(loom) { 1 } else { 6 };
 /// Idle rounds (spinning ones included) before a worker goes to sleep.
 const ROUNDS_UNTIL_SLEEP: u32 = if cfg!(loom) { 1 } else { 16 };
 

@@ -1,0 +1,125 @@
+//! Model checks of the idle/wake protocol in `numatask_sched::sleep`: a worker going to sleep
+//! while a producer publishes work must end up running it. A lost wake-up leaves the worker
+//! blocked forever, which loom reports as a deadlock. Run through `scripts/loom.sh`.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::thread;
+use numatask_sched::sleep::{IdleState, Sleep};
+
+/// The simplest work source: a bag of items, each a distinct bit, so that the model explores
+/// the sleep protocol and not a queue's own spin loops (the queues have their own models).
+#[derive(Default)]
+struct Bag(AtomicU32);
+
+impl Bag {
+    fn push(&self, item: u32) {
+        self.0.fetch_or(1 << item, Ordering::Release);
+    }
+
+    fn pop(&self) -> Option<u32> {
+        let mut bits = self.0.load(Ordering::Acquire);
+        while bits != 0 {
+            let item = bits.trailing_zeros();
+            match self.0.compare_exchange(
+                bits,
+                bits & !(1 << item),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(item),
+                Err(now) => bits = now,
+            }
+        }
+        None
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 0
+    }
+}
+
+/// A worker loop: runs items from `queue` until it has run `want` of them.
+fn run_items(sleep: &Sleep, queue: &Bag, worker: usize, want: usize) -> Vec<u32> {
+    let mut idle = IdleState::new();
+    let mut ran = Vec::new();
+    while ran.len() < want {
+        match queue.pop() {
+            Some(item) => {
+                sleep.work_found(&mut idle);
+                ran.push(item);
+            }
+            None => sleep.no_work_found(&mut idle, worker, || !queue.is_empty()),
+        }
+    }
+    ran
+}
+
+#[test]
+fn worker_going_to_sleep_while_work_is_pushed_runs_it() {
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let queue = Arc::new(Bag::default());
+        let worker = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || run_items(&sleep, &queue, 0, 1))
+        };
+        queue.push(7);
+        sleep.new_work();
+        assert_eq!(worker.join().expect("worker panicked"), vec![7]);
+    });
+}
+
+#[test]
+fn two_producers_wake_a_worker_for_each_item() {
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let queue = Arc::new(Bag::default());
+        let worker = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || run_items(&sleep, &queue, 0, 2))
+        };
+        let producer = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || {
+                queue.push(1);
+                sleep.new_work();
+            })
+        };
+        queue.push(2);
+        sleep.new_work();
+        producer.join().expect("producer panicked");
+        let mut ran = worker.join().expect("worker panicked");
+        ran.sort_unstable();
+        assert_eq!(ran, vec![1, 2]);
+    });
+}
+
+#[test]
+fn work_for_one_node_wakes_a_worker_of_that_node() {
+    // Worker 1 is the only one that takes from `queue` (its node's queue); worker 0 belongs
+    // to another node and only leaves when the pool shuts down.
+    loom::model(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let queue = Arc::new(Bag::default());
+        let other_node = {
+            let sleep = Arc::clone(&sleep);
+            thread::spawn(move || {
+                let mut idle = IdleState::new();
+                while !sleep.is_terminated() {
+                    sleep.no_work_found(&mut idle, 0, || false);
+                }
+            })
+        };
+        let this_node = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || run_items(&sleep, &queue, 1, 1))
+        };
+        queue.push(5);
+        sleep.new_work_for(1..2);
+        assert_eq!(this_node.join().expect("worker panicked"), vec![5]);
+        sleep.notify_all();
+        other_node.join().expect("worker panicked");
+    });
+}
