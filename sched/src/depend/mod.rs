@@ -84,8 +84,10 @@
 //!   is only touched by `submit`, under the tracker's lock; completions never take that lock.
 //!   Registration visits only the segments an access overlaps, and adds an edge per task found
 //!   there (a writer links to the readers since the last writer, not to that writer: the
-//!   readers already wait for it). Segments whose tasks have all finished are forgotten each
-//!   time the map doubles, so finished tasks cost no scan per task.
+//!   readers already wait for it). Each time the map doubles (past a floor of 16Ki
+//!   segments), the history of ranges whose tasks have all finished is dropped, and so are
+//!   such ranges if they were not used since the previous pruning: finished tasks cost no
+//!   scan per task, and memory follows the ranges in use.
 //! - **task nodes** (`node.rs`): an atomic predecessor counter, and under a per-node lock the
 //!   successor list and the parked payload. Completing a task locks only its own node, then
 //!   decrements each successor's counter; the one that reaches zero releases the successor.

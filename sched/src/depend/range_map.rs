@@ -24,9 +24,14 @@
 //!
 //! An access covering part of a segment first splits it (both halves copy the history); bytes
 //! of the access outside every segment get fresh segments. The map is never scanned per task:
-//! [`RangeMap::register`] visits only the segments the access overlaps, and
-//! [`RangeMap::prune`] drops segments whose tasks have all finished each time the map has
-//! doubled since the last pruning (amortized O(1) per registered range).
+//! [`RangeMap::register`] visits only the segments the access overlaps. Memory is bounded by
+//! [`RangeMap::maybe_prune`]: each time the map has doubled since the last pruning (and holds
+//! at least `MIN_PRUNE` segments), it scans the map once (amortized O(1) per registered range)
+//! and, for each segment whose tasks have all finished without poison (*inert*), drops its
+//! history, which frees the finished task nodes it kept alive; the segment itself is removed
+//! only if no access used it since the previous pruning. Keeping the entries of recently used
+//! ranges matters: a program that cycles over its blocks (a stencil sweep per iteration) would
+//! otherwise find them forgotten, and pay an insertion instead of a lookup on every access.
 //!
 //! Programs mostly access the same blocks again and again, so the segments live in a hash map
 //! keyed by start address, and an access to exactly one existing segment costs one hash lookup.
@@ -42,12 +47,15 @@ use super::mutex_set::MutexSet;
 use super::node::{Node, NodeList, Registration};
 use crate::sync::Arc;
 
-/// The map is never pruned below this many segments.
-const MIN_PRUNE: usize = 256;
+/// The map is never pruned below this many segments (a few MiB): below it, forgetting ranges
+/// would save little and could make a program that cycles over its blocks re-insert them.
+pub(crate) const MIN_PRUNE: usize = 1 << 14;
 
 /// One maximal range with a uniform history.
 struct Segment<T> {
     end: usize,
+    /// The pruning generation of the last access.
+    used: u32,
     group: Group<T>,
     readers: NodeList<T>,
 }
@@ -114,9 +122,10 @@ impl<T> Group<T> {
 }
 
 impl<T> Segment<T> {
-    fn empty(end: usize) -> Self {
+    fn empty(end: usize, used: u32) -> Self {
         Segment {
             end,
+            used,
             group: Group::None,
             readers: NodeList::Empty,
         }
@@ -178,6 +187,7 @@ impl<T> Segment<T> {
         debug_assert!(at < self.end);
         let tail = Segment {
             end: self.end,
+            used: self.used,
             group: self.group.clone(),
             readers: self.readers.clone(),
         };
@@ -188,6 +198,13 @@ impl<T> Segment<T> {
     /// Orders nothing any more: every task it names finished without poison.
     fn is_inert(&self) -> bool {
         self.group.is_inert() && self.readers.all_inert()
+    }
+
+    /// Drops the history of an inert segment: the next access finds nothing to wait for, as it
+    /// would have (every task named here has finished), and the finished nodes can be freed.
+    fn forget_history(&mut self) {
+        self.group = Group::None;
+        self.readers = NodeList::Empty;
     }
 }
 
@@ -224,6 +241,8 @@ pub(crate) struct RangeMap<T> {
     bounds: BTreeMap<usize, usize>,
     /// Prune when the map reaches this many segments.
     prune_at: usize,
+    /// How many automatic prunings happened: segments remember when they were last used.
+    generation: u32,
     /// Reusable buffer: uncovered parts of the range being registered.
     gaps: Vec<(usize, usize)>,
 }
@@ -234,6 +253,7 @@ impl<T> RangeMap<T> {
             segments: HashMap::default(),
             bounds: BTreeMap::new(),
             prune_at: MIN_PRUNE,
+            generation: 0,
             gaps: Vec::new(),
         }
     }
@@ -249,6 +269,7 @@ impl<T> RangeMap<T> {
         if let Some(seg) = self.segments.get_mut(&start)
             && seg.end == end
         {
+            seg.used = self.generation;
             seg.apply(kind, reg);
             return;
         }
@@ -270,10 +291,12 @@ impl<T> RangeMap<T> {
             if s > cursor {
                 gaps.push((cursor, s));
             }
-            self.segments
+            let seg = self
+                .segments
                 .get_mut(&s)
-                .expect("every bound has its segment")
-                .apply(kind, reg);
+                .expect("every bound has its segment");
+            seg.used = self.generation;
+            seg.apply(kind, reg);
             cursor = e;
         }
         if cursor < end {
@@ -292,7 +315,7 @@ impl<T> RangeMap<T> {
         kind: AccessKind,
         reg: &mut Registration<'_, T>,
     ) {
-        let mut seg = Segment::empty(end);
+        let mut seg = Segment::empty(end, self.generation);
         seg.apply(kind, reg);
         self.segments.insert(start, seg);
         self.bounds.insert(start, end);
@@ -315,17 +338,33 @@ impl<T> RangeMap<T> {
         }
     }
 
-    /// Forgets inert segments if the map has doubled since the last pruning.
+    /// If the map has doubled since the last pruning, drops the history of inert segments, and
+    /// the inert segments themselves if they were not used since the pruning before.
     pub(crate) fn maybe_prune(&mut self) {
         if self.segments.len() >= self.prune_at {
-            self.prune();
+            let recent = self.generation;
+            self.retain(|seg| {
+                if !seg.is_inert() {
+                    true
+                } else if seg.used == recent {
+                    seg.forget_history();
+                    true
+                } else {
+                    false
+                }
+            });
+            self.generation = self.generation.wrapping_add(1);
         }
     }
 
     /// Forgets every segment whose tasks all finished without poison: an access to those bytes
     /// would find nothing to wait for, exactly as on bytes never accessed.
     pub(crate) fn prune(&mut self) {
-        self.segments.retain(|_, seg| !seg.is_inert());
+        self.retain(|seg| !seg.is_inert());
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&mut Segment<T>) -> bool) {
+        self.segments.retain(|_, seg| keep(seg));
         let segments = &self.segments;
         self.bounds.retain(|s, _| segments.contains_key(s));
         self.prune_at = MIN_PRUNE.max(2 * self.segments.len());

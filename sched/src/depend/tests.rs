@@ -386,21 +386,44 @@ fn a_cancelled_mutexinoutset_member_does_not_take_the_set() {
 }
 
 #[test]
-fn pruning_forgets_ranges_of_finished_tasks() {
+fn memory_follows_the_ranges_in_use_when_streaming() {
+    use super::range_map::MIN_PRUNE;
     let mut d = Driver::new();
-    for i in 0..1000u32 {
+    let n = 3 * MIN_PRUNE as u32;
+    for i in 0..n {
         let addr = i as usize * 16;
         assert_eq!(d.submit(i, &[acc(addr, 8, Out)]), State::Ready);
         assert_eq!(d.complete(i), []);
     }
+    let tracked = d.tracker.tracked_ranges();
     assert!(
-        d.tracker.tracked_ranges() < 1000,
-        "the map is pruned as it grows"
+        tracked <= 2 * MIN_PRUNE,
+        "{tracked} ranges remembered after {n} distinct finished ones"
     );
     d.tracker.prune();
     assert_eq!(d.tracker.tracked_ranges(), 0);
     // Pruned bytes behave as never accessed.
-    assert_eq!(d.submit(2000, &[acc(0, 16_000, In)]), State::Ready);
+    assert_eq!(d.submit(n, &[acc(0, 16 * n as usize, In)]), State::Ready);
+}
+
+#[test]
+fn ranges_used_again_and_again_are_kept() {
+    use super::range_map::MIN_PRUNE;
+    let mut d = Driver::new();
+    let blocks = MIN_PRUNE + MIN_PRUNE / 4;
+    let mut id = 0;
+    for _sweep in 0..3 {
+        for b in 0..blocks {
+            assert_eq!(d.submit(id, &[acc(b * 16, 8, InOut)]), State::Ready);
+            assert_eq!(d.complete(id), []);
+            id += 1;
+        }
+    }
+    assert_eq!(d.tracker.tracked_ranges(), blocks);
+    // Their history was dropped, their ordering is intact.
+    assert_eq!(d.submit(id, &[acc(0, 8, Out)]), State::Ready);
+    assert_eq!(d.submit(id + 1, &[acc(4, 8, In)]), State::Deferred);
+    assert_eq!(d.complete(id), [id + 1]);
 }
 
 #[test]

@@ -93,9 +93,9 @@ impl<T> DepTracker<T> {
         lock(&self.inner).map.len()
     }
 
-    /// Forgets every range whose tasks have all finished without panic, now rather than when
-    /// the map next doubles (for instance after a taskwait, when the runtime knows that all
-    /// siblings have finished).
+    /// Forgets every range whose tasks have all finished without panic, recently used or not,
+    /// to give memory back now (the tracker also prunes by itself as it grows). Later accesses
+    /// to forgotten ranges cost an insertion instead of a lookup.
     pub fn prune(&self) {
         lock(&self.inner).map.prune();
     }
