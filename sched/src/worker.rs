@@ -4,35 +4,35 @@
 //! # The taskwait policy: which tasks a waiting worker may run
 //!
 //! A worker that waits (at a `taskwait`, at the end of a taskgroup or of a scope, or for a
-//! result handle) for a frame `F` runs **only tasks that descend from `F`**: `F`'s children,
-//! their children, and so on. This is OpenMP's task scheduling constraint for tied tasks. It
-//! looks for them
+//! result handle) for a frame `F` keeps working until `F`'s children are done:
 //!
-//! 1. on its own deque (newest first): the tasks above the point where `F` started are `F`'s
-//!    descendants;
-//! 2. by stealing from other workers (oldest first, victims in round-robin order).
+//! 1. it pops its own deque (newest first): first `F`'s children and their descendants, then
+//!    older tasks of the tasks it is suspended in;
+//! 2. it steals from other workers (oldest first, victims in round-robin order) and runs
+//!    **any** task it steals, as oneTBB's and rayon's waits do;
+//! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
-//! A task it takes that does not descend from `F` is put back on its own deque (through
-//! [`Scheduler::requeue`](crate::scheduler::Scheduler::requeue), which wakes a sleeper to run
-//! it); the worker then stops popping its own deque until it ran something, because the
-//! foreign task now sits on top. With nothing to run it backs off and then sleeps; the last
-//! child of `F` wakes it.
+//! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
+//! cannot look at a task before taking it, so a waiting worker that may run only descendants
+//! must put back what it took; measured on 32 cores, that put-back traffic made fib 30x slower
+//! than on one core. Running what it steals keeps every worker busy while work exists.
 //!
-//! What this buys:
+//! What it costs, and the guards:
 //!
-//! - a waiting worker never runs unrelated code on top of a suspended task, so a lock held
-//!   across a `taskwait` is never taken again by an unrelated task on the same thread (the
-//!   re-entrancy deadlock rayon users meet), and unrelated priorities cannot livelock it;
-//! - the stack of a worker holds one chain of nested waits along one path of the task tree,
-//!   so stack depth is bounded by the depth of task nesting (recursion `n` deep needs `n`
-//!   frames of stack, whatever the width of the computation);
-//! - no deadlock from waiting: everything `F` needs descends from `F`, and descendants are
-//!   either running (on some worker, making progress), or queued where the waiting worker or
-//!   another worker finds them. With one worker every descendant of `F` is on the worker's
-//!   own deque above every older task, so it runs them all.
-//!
-//! One exception: if a foreign task cannot be put back because the deque is full, the
-//! waiting worker runs it inline rather than lose it.
+//! - **Locks across `taskwait`.** A task that holds a lock while it waits may have an
+//!   unrelated task run on top of it on the same thread; if that task takes the same lock, the
+//!   thread deadlocks (a `std::sync::Mutex` may panic instead). Do not hold a lock across
+//!   `taskwait`, the end of a `taskgroup`, or `TaskHandle::join`: release it first, or take
+//!   it inside the child tasks. This is the rule of rayon and oneTBB too.
+//! - **Stack depth.** Stolen tasks run on top of the waiting task's stack. A waiting worker
+//!   steals only while more than a quarter of its stack is free ([`STACK_RESERVE_DIVISOR`]);
+//!   below that it runs only descendants of `F` from its own deque (their depth is bounded by
+//!   the program's own nesting), so unrelated work cannot overflow the stack. Recursion `n`
+//!   deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep recursions.
+//! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
+//!   running on some worker or queued where a worker finds it; a waiting worker never blocks
+//!   while it can run something. With one worker every descendant of `F` is on the worker's
+//!   own deque above every older task, so it runs them all first.
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
 //! injected from outside the pool.
@@ -57,7 +57,15 @@ pub(crate) struct WorkerThread {
     queues: WorkerQueues,
     frames: FrameCache,
     registry: Arc<Registry>,
+    /// An address near the top of this worker's stack (stacks grow down).
+    stack_base: usize,
+    /// The worker thread's stack size.
+    stack_size: usize,
 }
+
+/// A waiting worker steals only while more than `1 / STACK_RESERVE_DIVISOR` of its stack is
+/// free (module docs).
+pub(crate) const STACK_RESERVE_DIVISOR: usize = 4;
 
 impl WorkerThread {
     /// The worker of the calling thread, if it is a worker.
@@ -123,11 +131,15 @@ impl WorkerThread {
 
     /// Runs a worker on this thread until the pool terminates.
     pub(crate) fn run(place: WorkerPlace, queues: WorkerQueues, registry: Arc<Registry>) {
+        let top = 0u8;
+        let stack_size = registry.settings.stack_size;
         let worker = WorkerThread {
             place,
             queues,
             frames: FrameCache::new(),
             registry,
+            stack_base: ptr::addr_of!(top) as usize,
+            stack_size,
         };
         CURRENT.with(|c| c.set(&worker));
         worker.main_loop();
@@ -156,9 +168,9 @@ impl WorkerThread {
         }
     }
 
-    /// Runs descendants of `frame` (see the module docs) until `done()`. `before_block` is
-    /// called before the worker first looks beyond its own deque, and so before it may
-    /// sleep: it must arrange for whoever makes `done()` true to wake this worker.
+    /// Runs tasks (see the module docs) until `done()`. `before_block` is called before the
+    /// worker first looks beyond its own deque, and so before it may sleep: it must arrange
+    /// for whoever makes `done()` true to wake this worker.
     pub(crate) fn wait_until(
         &self,
         frame: &Header,
@@ -167,49 +179,44 @@ impl WorkerThread {
     ) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
-        let mut own_top_is_foreign = false;
         loop {
             if done() {
                 return;
             }
             let ctx = self.ctx();
-            if !own_top_is_foreign {
-                if let Some(task) = self.queues.pop(&ctx) {
-                    if task.is_descendant_of(frame) {
-                        task.execute(self);
-                        sleep.work_found(&mut idle);
-                    } else {
-                        self.requeue(task);
-                        own_top_is_foreign = true;
-                    }
-                    continue;
-                }
-            }
-            before_block();
-            if let Some(task) = self.queues.steal(&ctx) {
-                if task.is_descendant_of(frame) {
+            let roomy = self.stack_has_room();
+            if let Some(task) = self.queues.pop(&ctx) {
+                if roomy || task.is_descendant_of(frame) {
                     task.execute(self);
                     sleep.work_found(&mut idle);
-                    own_top_is_foreign = false;
+                } else {
+                    // Short of stack: an unrelated task goes where idle workers take it.
+                    self.registry.scheduler.inject(task, sleep);
+                }
+                continue;
+            }
+            before_block();
+            if roomy {
+                if let Some(task) = self.queues.steal(&ctx) {
+                    task.execute(self);
+                    sleep.work_found(&mut idle);
                     continue;
                 }
-                self.requeue(task);
-                own_top_is_foreign = true;
             }
             if done() {
                 return;
             }
             sleep.no_work_found(&mut idle, self.index(), || {
-                done() || self.queues.has_stealable_work(&ctx)
+                done() || (roomy && self.queues.has_stealable_work(&ctx))
             });
         }
     }
 
-    /// Puts back a task this waiting worker may not run.
-    fn requeue(&self, task: Task) {
-        if let Err(task) = self.queues.requeue(&self.ctx(), task) {
-            // No room: running it is better than losing it (the policy's one exception).
-            task.execute(self);
-        }
+    /// Whether more than `1 / STACK_RESERVE_DIVISOR` of this worker's stack is free.
+    #[inline]
+    fn stack_has_room(&self) -> bool {
+        let here = 0u8;
+        let used = self.stack_base.saturating_sub(ptr::addr_of!(here) as usize);
+        used < self.stack_size - self.stack_size / STACK_RESERVE_DIVISOR
     }
 }

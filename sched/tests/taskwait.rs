@@ -1,10 +1,9 @@
-//! The taskwait policy: no deadlock with one worker, nested waits or deep recursion, and a
-//! waiting worker runs only descendants of the task it waits in.
+//! The taskwait policy: no deadlock with one worker, nested waits or deep recursion, and no
+//! stack overflow from the tasks a waiting worker runs on top of its stack.
 
 mod common;
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -88,91 +87,39 @@ fn recursion_1000_levels_deep_does_not_deadlock() {
     });
 }
 
-thread_local! {
-    /// Ids of the tasks waiting in a taskwait on this thread, innermost last.
-    static WAITING: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-}
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// A task of a random-ish tree that checks, when it starts, that every task waiting on its
-/// thread is one of its ancestors.
-fn checked<'s>(s: &Scope<'s>, ancestors: Vec<u64>, depth: u32, violations: &'s AtomicUsize) {
-    let ok = WAITING.with(|w| w.borrow().iter().all(|id| ancestors.contains(id)));
-    if !ok {
-        violations.fetch_add(1, Ordering::Relaxed);
-    }
+/// A chain whose levels pause before waiting, so that other workers steal the child and the
+/// waiting worker, its own deque empty, goes stealing other chains' tasks.
+fn slow_chain(s: &Scope<'_>, depth: u32) -> u32 {
     if depth == 0 {
-        // Slow leaves keep their parents waiting, so that waiting workers go stealing.
-        thread::sleep(Duration::from_micros(300));
-        return;
+        return 0;
     }
-    let me = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    for _ in 0..3 {
-        let mut path = ancestors.clone();
-        path.push(me);
-        s.spawn(move |s| checked(s, path, depth - 1, violations));
-    }
-    WAITING.with(|w| w.borrow_mut().push(me));
+    let child = s.spawn_with_result(move |s| slow_chain(s, depth - 1));
+    thread::sleep(Duration::from_micros(20));
     s.taskwait();
-    WAITING.with(|w| w.borrow_mut().pop());
+    child.join() + 1
 }
 
 #[test]
-fn waiting_worker_runs_only_descendants_of_the_waiting_task() {
+fn many_deep_chains_on_small_stacks_do_not_overflow() {
+    // Waiting workers run stolen tasks on top of their stacks; the stack guard stops stealing
+    // when a quarter of the stack is left. One chain 700 deep fits a 2 MiB stack; eight of
+    // them nested on four workers would not.
     within(120, || {
-        let rt = runtime(4);
-        let violations = AtomicUsize::new(0);
+        let rt = Runtime::builder()
+            .num_threads(4)
+            .proc_bind(false)
+            .stack_size(2 << 20)
+            .build()
+            .expect("runtime starts");
+        let total = AtomicUsize::new(0);
         rt.scope(|s| {
-            // Independent trees: a worker waiting in one of them sees the others' tasks.
-            for _ in 0..4 {
-                s.spawn(|s| checked(s, Vec::new(), 5, &violations));
-            }
-        });
-        assert_eq!(violations.load(Ordering::Relaxed), 0);
-    });
-}
-
-thread_local! {
-    /// Whether the task running on this thread (or one it waits in) holds `LOCK`.
-    static HOLDS_LOCK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-#[test]
-fn a_lock_held_across_taskwait_is_not_taken_again_on_the_same_thread() {
-    // With a "run anything while waiting" policy, a worker holding a lock in its taskwait
-    // could run an unrelated task that takes the same lock: a self-deadlock. Instead of
-    // deadlocking, the unrelated tasks here count how often they would have; tasks that find
-    // the lock taken by another thread give up, so that the other workers stay free to run
-    // the holder's children.
-    within(120, || {
-        let rt = runtime(4);
-        let lock = std::sync::Mutex::new(0u64);
-        let reentries = AtomicUsize::new(0);
-        rt.scope(|s| {
-            for _ in 0..64 {
-                // Unrelated tasks keep coming while holders wait.
-                thread::sleep(Duration::from_micros(100));
+            for _ in 0..8 {
                 s.spawn(|s| {
-                    if HOLDS_LOCK.with(|h| h.get()) {
-                        reentries.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                    let Ok(mut guard) = lock.try_lock() else {
-                        return;
-                    };
-                    HOLDS_LOCK.with(|h| h.set(true));
-                    for _ in 0..3 {
-                        s.spawn(|_| thread::sleep(Duration::from_millis(1)));
-                    }
-                    s.taskwait();
-                    HOLDS_LOCK.with(|h| h.set(false));
-                    *guard += 1;
+                    total.fetch_add(slow_chain(s, 700) as usize, Ordering::Relaxed);
                 });
             }
         });
-        assert_eq!(reentries.load(Ordering::Relaxed), 0);
-        assert!(*lock.lock().unwrap() >= 1);
+        assert_eq!(total.load(Ordering::Relaxed), 8 * 700);
     });
 }
 

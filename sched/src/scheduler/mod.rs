@@ -12,16 +12,14 @@
 //! | operation | called by | when |
 //! |---|---|---|
 //! | [`push`](Scheduler::push) | the worker running the spawning task | a task was spawned |
-//! | [`requeue`](Scheduler::requeue) | a waiting worker | it took a task it may not run now |
 //! | [`inject`](Scheduler::inject) | a thread outside the pool | it enters the runtime |
 //! | [`pop`](Scheduler::pop) | a worker | first place to look: its own work |
 //! | [`steal`](Scheduler::steal) | a worker | its own work is gone: other workers' work |
 //! | [`take_injected`](Scheduler::take_injected) | an idle (not waiting) worker | last place to look |
 //! | [`has_work`](Scheduler::has_work) | a worker about to sleep | after announcing itself |
 //!
-//! A worker waiting in `taskwait` uses only `pop` and `steal` and runs only descendants of
-//! the task it waits in (see [`crate::worker`]); what it takes and may not run goes back
-//! through `requeue`.
+//! A worker waiting in `taskwait` uses only `pop` and `steal` and runs what they give (see
+//! [`crate::worker`] for the policy and its stack guard).
 //!
 //! Work-stealing ([`WorkStealing`]) is the first policy. The locality-aware policy of the
 //! paper (one queue per NUMA node, Algorithm 1 deals each task to a node by its
@@ -75,10 +73,10 @@ pub struct SchedulerConfig {
 
 /// A scheduling policy (see the module docs for when each operation is called).
 ///
-/// Contract: every task given to `push`, `requeue` or `inject` is returned exactly once by
-/// `pop`, `steal` or `take_injected` of some worker (or handed back as `Err` by `push` or
-/// `requeue`, and then run by the caller). A task made visible to workers other than the
-/// caller must be seen by a worker that is awake or will wake: `inject` and `requeue` must
+/// Contract: every task given to `push` or `inject` is returned exactly once by `pop`,
+/// `steal` or `take_injected` of some worker (or handed back as `Err` by `push`, and then run
+/// by the caller). A task made visible to workers other than the caller must be seen by a
+/// worker that is awake or will wake: `inject` must
 /// wake a sleeper reliably through [`Sleep`]; `push` may skip the wake-up when no worker is
 /// announced as sleepy without a fence, because the pushing worker itself runs its own
 /// children at the latest when it waits for them.
@@ -99,17 +97,6 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
 
     /// A task spawned on the calling worker. `Err(task)`: no room; the caller runs it inline.
     fn push(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task>;
-
-    /// A task the calling worker took but may not run now (it is waiting for a task the
-    /// taken one does not descend from). It must become visible to other workers, and a
-    /// sleeper must be woken reliably. `Err(task)`: no room; the caller runs it.
-    fn requeue(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        let pushed = self.push(local, ctx, task);
-        if pushed.is_ok() {
-            ctx.sleep.new_work();
-        }
-        pushed
-    }
 
     /// A task from a thread outside the pool (a scope entered from outside).
     fn inject(&self, task: Task, sleep: &Sleep);
@@ -225,11 +212,6 @@ impl WorkerQueues {
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
         dispatch!(self, push(ctx, task))
-    }
-
-    #[inline]
-    pub(crate) fn requeue(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        dispatch!(self, requeue(ctx, task))
     }
 
     #[inline]
