@@ -197,41 +197,61 @@ fn sparselu(c: &mut Criterion) {
     group.finish();
 }
 
+/// A ready queue for one consumer that is woken only when it sleeps (std's `notify_one` is a
+/// system call even when nobody waits).
+struct ReadyQueue {
+    state: Mutex<(VecDeque<Ready<u32>>, bool)>,
+    wake: Condvar,
+}
+
+impl ReadyQueue {
+    fn push(&self, items: impl IntoIterator<Item = Ready<u32>>) {
+        let mut state = self.state.lock().unwrap();
+        state.0.extend(items);
+        if state.1 && !state.0.is_empty() {
+            state.1 = false;
+            self.wake.notify_one();
+        }
+    }
+
+    fn pop(&self) -> Ready<u32> {
+        let mut state = self.state.lock().unwrap();
+        loop {
+            if let Some(r) = state.0.pop_front() {
+                return r;
+            }
+            state.1 = true;
+            state = self.wake.wait(state).unwrap();
+        }
+    }
+}
+
 fn sparselu_two_threads(graph: &[Vec<Access>]) -> Duration {
     let tracker = DepTracker::new();
-    let queue: Mutex<VecDeque<Ready<u32>>> = Mutex::new(VecDeque::new());
-    let wake = Condvar::new();
+    let queue = ReadyQueue {
+        state: Mutex::new((VecDeque::new(), false)),
+        wake: Condvar::new(),
+    };
     let start = Instant::now();
     thread::scope(|s| {
         s.spawn(|| {
             let mut released = Vec::new();
-            let mut done = 0;
-            while done < graph.len() {
-                let next = {
-                    let mut q = queue.lock().unwrap();
-                    loop {
-                        if let Some(r) = q.pop_front() {
-                            break r;
-                        }
-                        q = wake.wait(q).unwrap();
-                    }
-                };
+            for _ in 0..graph.len() {
+                let next = queue.pop();
                 black_box(next.payload);
                 next.handle.complete(|r| {
                     if let Released::Ready(r) = r {
                         released.push(r);
                     }
                 });
-                done += 1;
                 if !released.is_empty() {
-                    queue.lock().unwrap().extend(released.drain(..));
+                    queue.push(released.drain(..));
                 }
             }
         });
         for (i, accesses) in graph.iter().enumerate() {
             if let Submitted::Ready(r) = tracker.submit(accesses, i as u32) {
-                queue.lock().unwrap().push_back(r);
-                wake.notify_one();
+                queue.push([r]);
             }
         }
     });
