@@ -94,6 +94,10 @@
 //!   Completion allocates nothing.
 //! - **mutual-exclusion sets** (`mutex_set.rs`) for `mutexinoutset`.
 //!
+//! One cost is not constant: every access that follows a run of `n` set members waits for all
+//! `n` (OpenMP's rule), so `m` readers after a large `inoutset` cost `n * m` edges. A writer
+//! after `n` readers costs `n` edges once, and the readers after it one each.
+//!
 //! This is libomp's structure (a per-parent dependence hash whose entries hold the last writer
 //! and the readers, lock-protected nodes with successor lists and an atomic predecessor count)
 //! with a range map in place of the hash. The task node also keeps the declared accesses: they

@@ -183,8 +183,9 @@ impl<T> NodeList<T> {
 /// A submitted task, for the runtime to complete once it has run (or panicked).
 ///
 /// Completing consumes the handle, so a task is completed at most once. A handle dropped
-/// without being completed leaves the task's successors parked until the tracker is dropped,
-/// which drops their payloads: the runtime must complete every handle it is given.
+/// without being completed leaves the task's successors parked (their payloads are dropped
+/// with the last reference to them, or leaked if they wait for a `mutexinoutset` the dropped
+/// task holds): the runtime must complete every handle it is given.
 pub struct DepHandle<T> {
     node: Arc<Node<T>>,
 }
