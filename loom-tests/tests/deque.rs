@@ -20,7 +20,7 @@ fn steal_one(s: &numatask_sched::deque::Stealer<usize>) -> Option<usize> {
 
 #[test]
 fn last_item_goes_to_exactly_one_of_owner_and_thief() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let (w, s) = deque::<usize>(2);
         w.push(7).expect("empty deque has room");
         let thief = thread::spawn(move || s.steal().success());
@@ -36,7 +36,7 @@ fn last_item_goes_to_exactly_one_of_owner_and_thief() {
 
 #[test]
 fn full_deque_returns_the_item_and_wraps_after_a_steal() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let (w, s) = deque::<usize>(2);
         w.push(1).expect("room");
         w.push(2).expect("room");
@@ -62,7 +62,7 @@ fn full_deque_returns_the_item_and_wraps_after_a_steal() {
 
 #[test]
 fn owner_pushes_and_pops_while_two_thieves_steal() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let (w, s) = deque::<usize>(2);
         let seen = Arc::new(AtomicUsize::new(0));
         let thieves: Vec<_> = (0..2)
@@ -101,7 +101,7 @@ fn owner_pushes_and_pops_while_two_thieves_steal() {
 fn owner_pop_and_repush_race_with_a_stale_thief() {
     // The owner pops an item and pushes a new one at the same index while a thief may hold
     // stale `top`/`bottom` values: the thief must get a whole item, never the old one twice.
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let (w, s) = deque::<usize>(2);
         w.push(10).expect("room");
         w.push(11).expect("room");

@@ -30,7 +30,7 @@ fn check(got: &[Vec<(usize, usize)>], producers: usize, per_producer: usize) {
 }
 
 fn producers_race_a_consumer(block_capacity: usize) {
-    loom::model(move || {
+    numatask_loom_tests::model(move || {
         let q = Arc::new(NodeQueue::with_block_capacity(block_capacity));
         let producers: Vec<_> = (0..2)
             .map(|p| {
@@ -69,7 +69,7 @@ fn two_producers_and_a_consumer_with_three_slot_blocks() {
 /// (Two consumers that both spin, one on the other, while the producer is descheduled make
 /// loom's search diverge, so the producer's pushes are not all concurrent here.)
 fn consumers_race_a_producer(block_capacity: usize) {
-    loom::model(move || {
+    numatask_loom_tests::model(move || {
         let q = Arc::new(NodeQueue::with_block_capacity(block_capacity));
         q.push((0, 0));
         let consumers: Vec<_> = (0..2)
@@ -103,7 +103,7 @@ fn last_reader_of_a_block_hands_its_destruction_to_a_slower_reader() {
     // A block of 3 slots, full: three readers race, and whoever reads the last slot starts
     // freeing the block and must leave the rest to a reader still busy with slot 0 or 1 (the
     // `DESTROY` hand-off). A use after free or a double free is a loom failure.
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let q = Arc::new(NodeQueue::with_block_capacity(3));
         for i in 0..3 {
             q.push((0, i));
@@ -129,7 +129,7 @@ fn last_reader_of_a_block_hands_its_destruction_to_a_slower_reader() {
 fn dropping_a_queue_drops_the_values_left_in_it() {
     // Loom reports a leaked `Arc` at the end of an execution, so a value the queue forgot to
     // drop (or dropped twice) fails the model.
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let q = Arc::new(NodeQueue::with_block_capacity(1));
         let value = Arc::new(());
         let producer = {

@@ -58,7 +58,7 @@ fn run_items(sleep: &Sleep, queue: &Bag, worker: usize, want: usize) -> Vec<u32>
 
 #[test]
 fn worker_going_to_sleep_while_work_is_pushed_runs_it() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let sleep = Arc::new(Sleep::new(1));
         let queue = Arc::new(Bag::default());
         let worker = {
@@ -73,7 +73,7 @@ fn worker_going_to_sleep_while_work_is_pushed_runs_it() {
 
 #[test]
 fn two_producers_wake_a_worker_for_each_item() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let sleep = Arc::new(Sleep::new(1));
         let queue = Arc::new(Bag::default());
         let worker = {
@@ -100,7 +100,7 @@ fn two_producers_wake_a_worker_for_each_item() {
 fn work_for_one_node_wakes_a_worker_of_that_node() {
     // Worker 1 is the only one that takes from `queue` (its node's queue); worker 0 belongs
     // to another node and only leaves when the pool shuts down.
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let sleep = Arc::new(Sleep::new(2));
         let queue = Arc::new(Bag::default());
         let other_node = {
