@@ -19,3 +19,8 @@ pub use numatask_sched as sched;
 pub use numatask_sched::{
     Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
 };
+
+/// The README's examples, compiled and run as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
