@@ -69,7 +69,7 @@ fn acc(addr: usize, len: usize, kind: AccessKind) -> Access {
 
 #[test]
 fn two_completions_racing_a_registration_release_it_once() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let a = ready(tracker.submit(&[acc(0, 8, AccessKind::Out)], 1));
@@ -92,7 +92,7 @@ fn two_completions_racing_a_registration_release_it_once() {
 
 #[test]
 fn a_writer_registered_during_a_readers_release_waits_for_the_reader() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let a = ready(tracker.submit(&[acc(0, 8, AccessKind::Out)], 1));
@@ -126,7 +126,7 @@ fn a_writer_registered_during_a_readers_release_waits_for_the_reader() {
 
 #[test]
 fn a_mutexinoutset_member_registered_during_a_release_gets_the_set_once() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let m1 = ready(tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 1));
@@ -146,7 +146,7 @@ fn a_mutexinoutset_member_registered_during_a_release_gets_the_set_once() {
 
 #[test]
 fn two_mutexinoutset_members_waiting_are_handed_the_set_in_turn() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let w = ready(tracker.submit(&[acc(100, 8, AccessKind::Out)], 1));
@@ -177,7 +177,7 @@ fn two_mutexinoutset_members_waiting_are_handed_the_set_in_turn() {
 
 #[test]
 fn a_panic_racing_a_registration_cancels_the_dependent_task_once() {
-    loom::model(|| {
+    numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
         let a = ready(tracker.submit(&[acc(0, 8, AccessKind::Out)], 1));
