@@ -4,16 +4,25 @@
 //!   task runtime: a worker spawns tasks and runs them itself). Reported per item.
 //! - `steal`: a thief empties a deque of 64 items pushed by the owner, single-threaded (the
 //!   cost of the steal path itself, without contention). Reported per item.
-//! - `steal_contended`: one owner pushes and pops while two thief threads steal continuously;
-//!   the measured thread is the owner, so this shows what thieves cost the owner.
+//! - `steal_contended`: one owner pushes and pops while one thief thread steals continuously
+//!   (one thief: CI and developer machines have 2 cores); the measured thread is the owner, so
+//!   this shows what a thief costs the owner.
+//! - `node_queue`: the per-node MPMC queue against a `Mutex<VecDeque>` with an atomic length
+//!   (the simple alternative), push then pop of a batch on one thread, and with a second thread
+//!   pushing and popping the same queue.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use numatask_sched::deque::{Steal, deque};
+use numatask_sched::node_queue::NodeQueue;
 
 const BATCH: usize = 64;
 
@@ -75,11 +84,11 @@ fn steal(c: &mut Criterion) {
     group.finish();
 }
 
-/// Runs `owner_cycle` under criterion while two threads call `steal` until told to stop.
+/// Runs `measure` while another thread calls `steal` until told to stop.
 fn with_thieves(steal: impl Fn() + Send + Sync + 'static, measure: impl FnOnce()) {
     let stop = Arc::new(AtomicBool::new(false));
     let steal = Arc::new(steal);
-    let thieves: Vec<_> = (0..2)
+    let thieves: Vec<_> = (0..1)
         .map(|_| {
             let stop = Arc::clone(&stop);
             let steal = Arc::clone(&steal);
@@ -144,5 +153,97 @@ fn steal_contended(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, push_pop, steal, steal_contended);
+/// The simple alternative to `NodeQueue`: a locked `VecDeque` and a lock-free length.
+#[derive(Default)]
+struct LockedQueue {
+    items: Mutex<VecDeque<usize>>,
+    len: AtomicUsize,
+}
+
+impl LockedQueue {
+    fn push(&self, item: usize) {
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        items.push_back(item);
+        self.len.store(items.len(), Ordering::Relaxed);
+    }
+
+    fn pop(&self) -> Option<usize> {
+        let mut items = self.items.lock().unwrap_or_else(|e| e.into_inner());
+        let item = items.pop_front();
+        self.len.store(items.len(), Ordering::Relaxed);
+        item
+    }
+}
+
+fn node_queue(c: &mut Criterion) {
+    let mut group = c.benchmark_group("node_queue");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    let node_queue = Arc::new(NodeQueue::<usize>::new());
+    let locked = Arc::new(LockedQueue::default());
+    group.bench_function("numatask", |b| {
+        b.iter(|| {
+            for i in 0..BATCH {
+                node_queue.push(black_box(i));
+            }
+            for _ in 0..BATCH {
+                black_box(node_queue.pop());
+            }
+        });
+    });
+    group.bench_function("mutex_vecdeque", |b| {
+        b.iter(|| {
+            for i in 0..BATCH {
+                locked.push(black_box(i));
+            }
+            for _ in 0..BATCH {
+                black_box(locked.pop());
+            }
+        });
+    });
+    {
+        let q = Arc::clone(&node_queue);
+        with_thieves(
+            move || {
+                q.push(1);
+                black_box(q.pop());
+            },
+            || {
+                group.bench_function("numatask_contended", |b| {
+                    b.iter(|| {
+                        for i in 0..BATCH {
+                            node_queue.push(black_box(i));
+                        }
+                        for _ in 0..BATCH {
+                            black_box(node_queue.pop());
+                        }
+                    });
+                });
+            },
+        );
+    }
+    {
+        let q = Arc::clone(&locked);
+        with_thieves(
+            move || {
+                q.push(1);
+                black_box(q.pop());
+            },
+            || {
+                group.bench_function("mutex_vecdeque_contended", |b| {
+                    b.iter(|| {
+                        for i in 0..BATCH {
+                            locked.push(black_box(i));
+                        }
+                        for _ in 0..BATCH {
+                            black_box(locked.pop());
+                        }
+                    });
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, push_pop, steal, steal_contended, node_queue);
 criterion_main!(benches);
