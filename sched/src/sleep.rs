@@ -290,7 +290,12 @@ impl Sleep {
         self.terminated.load(Ordering::Acquire)
     }
 
-    /// Approximate number of workers announced as sleepy or asleep.
+    /// Approximate number of workers announced as sleepy or asleep (a `Relaxed` load).
+    ///
+    /// Testing it before [`new_work`](Self::new_work) saves the fence when nobody sleeps,
+    /// but without the fence it may miss a worker that is announcing itself right now. That
+    /// is only safe for work that a thread which is awake will run anyway (such as a task in
+    /// the pusher's own deque); otherwise call `new_work` directly.
     pub fn sleepy_workers(&self) -> usize {
         self.sleepy.load(Ordering::Relaxed)
     }
