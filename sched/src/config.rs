@@ -5,8 +5,10 @@
 //! | `OMP_NUM_THREADS` | a positive integer, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core of the topology |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `false`; case-insensitive; of a list, the first | `true` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; at least 64K | 2M |
-//! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`) | `ws` |
+//! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
+//! | `NUMATASK_VICINITY` | the largest OS distance (an integer, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
+//! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
 //!
 //! A variable that is unset, empty or only blanks counts as unset. Any other value that is not
 //! accepted is an error ([`SchedError::InvalidEnv`]) naming the variable, the value and what is
@@ -16,6 +18,7 @@
 //! [`Topology::current`](numatask_alloc::Topology::current).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::SchedError;
@@ -31,14 +34,19 @@ pub const STACKSIZE_ENV: &str = "OMP_STACKSIZE";
 pub const SCHEDULER_ENV: &str = "NUMATASK_SCHEDULER";
 /// `OMP_DISPLAY_ENV`: print the effective settings when a runtime starts.
 pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
+/// `NUMATASK_VICINITY`: the largest OS distance the locality-aware scheduler steals dealt
+/// tasks across.
+pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 
-/// Every variable [`EnvSettings::from_env`] reads.
-pub const ENV_VARS: [&str; 5] = [
+/// Every variable [`EnvSettings::from_env`] reads and checks (besides
+/// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
+pub const ENV_VARS: [&str; 6] = [
     NUM_THREADS_ENV,
     PROC_BIND_ENV,
     STACKSIZE_ENV,
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
+    VICINITY_ENV,
 ];
 
 /// Worker stack size when `OMP_STACKSIZE` is unset (the same as Rust's default).
@@ -52,7 +60,9 @@ const NUM_THREADS_EXPECTED: &str =
 const PROC_BIND_EXPECTED: &str = "true, false or close (spread and primary are not supported)";
 const STACKSIZE_EXPECTED: &str =
     "a size of at least 64K: a number with an optional unit B, K, M or G (no unit means K)";
-const SCHEDULER_EXPECTED: &str = "ws (work stealing)";
+const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
+const VICINITY_EXPECTED: &str =
+    "an OS distance (a positive integer; 10 = the own node only) or all (no limit)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 
 /// What `OMP_DISPLAY_ENV` asks for.
@@ -103,6 +113,10 @@ pub struct EnvSettings {
     pub scheduler: Option<SchedulerKind>,
     /// `OMP_DISPLAY_ENV`.
     pub display_env: Option<DisplayEnv>,
+    /// `NUMATASK_VICINITY`: `Some(None)` for `all`.
+    pub vicinity: Option<Option<u32>>,
+    /// `NUMATASK_TRACE`.
+    pub trace: Option<PathBuf>,
 }
 
 impl EnvSettings {
@@ -119,7 +133,10 @@ impl EnvSettings {
                 });
             }
         }
-        Self::from_lookup(|var| std::env::var(var).ok())
+        let mut env = Self::from_lookup(|var| std::env::var(var).ok())?;
+        // A file name need not be UTF-8.
+        env.trace = crate::trace::Tracer::path_from_env();
+        Ok(env)
     }
 
     /// Reads the variables through `lookup` (which returns a variable's value, or `None` when
@@ -165,6 +182,8 @@ impl EnvSettings {
                         .map_err(|()| invalid(DISPLAY_ENV_ENV, &v, DISPLAY_ENV_EXPECTED))
                 })
                 .transpose()?,
+            vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
+            trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
         })
     }
 }
@@ -190,6 +209,25 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
         first.get_or_insert(n);
     }
     first.ok_or_else(err)
+}
+
+/// Parses a `NUMATASK_VICINITY` value: an OS distance (`Some`), or `all` (`None`: no limit).
+///
+/// ```
+/// use numatask_sched::config::parse_vicinity;
+/// assert_eq!(parse_vicinity("16"), Ok(Some(16)));
+/// assert_eq!(parse_vicinity(" ALL "), Ok(None));
+/// assert!(parse_vicinity("near").unwrap_err().to_string().starts_with("NUMATASK_VICINITY='near'"));
+/// ```
+pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    match v.parse::<u32>() {
+        Ok(d) if d > 0 => Ok(Some(d)),
+        _ => Err(invalid(VICINITY_ENV, value, VICINITY_EXPECTED)),
+    }
 }
 
 /// Parses an `OMP_PROC_BIND` value: `true`/`close` pin the workers, `false` does not. Of a
@@ -317,6 +355,28 @@ mod tests {
         .unwrap();
         assert_eq!(env.display_env, Some(DisplayEnv::Verbose));
         assert_eq!(env.scheduler, Some(SchedulerKind::WorkStealing));
+        let env = EnvSettings::from_lookup(|v| (v == SCHEDULER_ENV).then(|| "Locality".into()));
+        assert_eq!(env.unwrap().scheduler, Some(SchedulerKind::Locality));
+    }
+
+    #[test]
+    fn vicinity_is_a_distance_or_all_and_trace_is_a_path() {
+        let env = EnvSettings::from_lookup(|v| match v {
+            VICINITY_ENV => Some(" 16 ".into()),
+            crate::trace::TRACE_ENV => Some("out.json".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(env.vicinity, Some(Some(16)));
+        assert_eq!(env.trace, Some(PathBuf::from("out.json")));
+        assert_eq!(parse_vicinity("all"), Ok(None));
+        for bad in ["0", "-3", "near", "16.5"] {
+            let err = parse_vicinity(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("NUMATASK_VICINITY='{bad}': expected {VICINITY_EXPECTED}")
+            );
+        }
     }
 
     #[test]

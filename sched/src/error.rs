@@ -31,7 +31,7 @@ pub enum SchedError {
         expected: &'static str,
     },
     /// A scheduler name that is not known.
-    #[error("unknown scheduler '{0}': expected ws (work stealing)")]
+    #[error("unknown scheduler '{0}': expected ws (work stealing) or locality (locality-aware)")]
     UnknownScheduler(String),
     /// The topology could not be read.
     #[error("topology: {0}")]

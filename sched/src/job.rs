@@ -62,6 +62,8 @@ use crate::worker::WorkerThread;
 pub struct TaskMeta {
     /// The byte ranges the task touches.
     pub footprint: Box<[Access]>,
+    /// A name for the task in traces (`"task"` when `None`).
+    pub label: Option<&'static str>,
 }
 
 /// The operations every frame kind provides.
@@ -354,6 +356,15 @@ impl Task {
     /// The byte ranges the task declared it touches (empty for most tasks).
     pub fn footprint(&self) -> &[Access] {
         self.header().meta.as_deref().map_or(&[], |m| &m.footprint)
+    }
+
+    /// The task's name in traces: its [`TaskMeta::label`], or `"task"`.
+    pub fn label(&self) -> &'static str {
+        self.header()
+            .meta
+            .as_deref()
+            .and_then(|m| m.label)
+            .unwrap_or("task")
     }
 
     /// Number of ancestors up to the scope root (a task spawned by a scope body has depth 1).

@@ -11,8 +11,10 @@
 //! then: [`Runtime::scope`] borrows the runtime.
 
 use std::fmt::{self, Write as _};
+use std::io;
+use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 
 use numatask_alloc::topology::Pinning;
@@ -20,12 +22,13 @@ use numatask_alloc::{AllocError, Topology};
 
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MIN_STACK_SIZE, NUM_THREADS_ENV,
-    PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, format_size,
+    PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV, format_size,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
 use crate::scope::{self, Scope};
 use crate::sleep::Sleep;
+use crate::trace::{TRACE_ENV, TraceSummary, Tracer};
 use crate::worker::WorkerThread;
 
 /// Default capacity of a worker's deque.
@@ -46,6 +49,11 @@ pub struct Settings {
     pub display_env: DisplayEnv,
     /// Capacity of each worker's deque.
     pub deque_capacity: usize,
+    /// The largest OS distance the locality-aware scheduler steals dealt tasks across
+    /// (`None`: any).
+    pub vicinity: Option<u32>,
+    /// The trace file, when tasks are traced.
+    pub trace: Option<PathBuf>,
 }
 
 /// What all workers of a pool share.
@@ -55,6 +63,8 @@ pub(crate) struct Registry {
     pub(crate) places: Box<[WorkerPlace]>,
     pub(crate) topology: Arc<Topology>,
     pub(crate) settings: Settings,
+    /// `Some` only when tracing: workers test it once per task.
+    pub(crate) tracer: Option<Arc<Tracer>>,
 }
 
 /// Configures a [`Runtime`]. [`RuntimeBuilder::new`] starts from the defaults,
@@ -81,6 +91,8 @@ pub struct RuntimeBuilder {
     display_env: DisplayEnv,
     deque_capacity: usize,
     topology: Option<Arc<Topology>>,
+    vicinity: Option<u32>,
+    trace: Option<PathBuf>,
 }
 
 impl Default for RuntimeBuilder {
@@ -101,11 +113,14 @@ impl RuntimeBuilder {
             display_env: DisplayEnv::False,
             deque_capacity: DEFAULT_DEQUE_CAPACITY,
             topology: None,
+            vicinity: None,
+            trace: None,
         }
     }
 
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`,
-    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `OMP_DISPLAY_ENV`).
+    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_DISPLAY_ENV`,
+    /// `NUMATASK_TRACE`).
     pub fn from_env() -> Result<Self, SchedError> {
         Ok(Self::new().env(&EnvSettings::from_env()?))
     }
@@ -126,6 +141,12 @@ impl RuntimeBuilder {
         }
         if let Some(d) = env.display_env {
             self.display_env = d;
+        }
+        if let Some(v) = env.vicinity {
+            self.vicinity = v;
+        }
+        if let Some(path) = &env.trace {
+            self.trace = Some(path.clone());
         }
         self
     }
@@ -152,6 +173,22 @@ impl RuntimeBuilder {
     /// The scheduling policy (default work stealing).
     pub fn scheduler(mut self, kind: SchedulerKind) -> Self {
         self.scheduler = kind;
+        self
+    }
+
+    /// The vicinity of the locality-aware scheduler: its workers steal dealt tasks only from
+    /// nodes at most this OS distance away (`None`, the default: any node; `Some(10)`: none
+    /// but their own). Work stealing ignores it.
+    pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
+        self.vicinity = max_distance;
+        self
+    }
+
+    /// Traces every task (see [`crate::trace`]) and writes the Chrome trace to `path` when the
+    /// runtime is dropped or [`Runtime::finish_trace`] is called, printing the locality
+    /// summary to standard error.
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.trace = Some(path.into());
         self
     }
 
@@ -225,20 +262,30 @@ impl RuntimeBuilder {
             scheduler: self.scheduler,
             display_env: self.display_env,
             deque_capacity: self.deque_capacity,
+            vicinity: self.vicinity,
+            trace: self.trace.clone(),
         };
         let (scheduler, queues) = self.scheduler.create(
             &topology,
             &places,
             &SchedulerConfig {
                 deque_capacity: self.deque_capacity,
+                vicinity: self.vicinity,
             },
         );
+        let tracer = self.trace.map(|path| {
+            Arc::new(Tracer::new(
+                places.iter().map(|p| p.node).collect(),
+                Some(path),
+            ))
+        });
         let registry = Arc::new(Registry {
             scheduler,
             sleep: Sleep::new(num_threads),
             places,
             topology,
             settings,
+            tracer,
         });
 
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -246,6 +293,7 @@ impl RuntimeBuilder {
             registry: Arc::clone(&registry),
             threads: Vec::with_capacity(num_threads),
             pinning: vec![None; num_threads],
+            traced_tasks_written: Mutex::new(0),
         };
         for (index, queues) in queues.into_iter().enumerate() {
             let registry = Arc::clone(&registry);
@@ -290,6 +338,8 @@ pub struct Runtime {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
     pinning: Vec<Option<Result<Pinning, AllocError>>>,
+    /// How many traced tasks the last written trace file held.
+    traced_tasks_written: Mutex<u64>,
 }
 
 static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
@@ -364,6 +414,44 @@ impl Runtime {
         &self.registry.topology
     }
 
+    /// The task tracer, when tracing (`NUMATASK_TRACE` or [`RuntimeBuilder::trace`]).
+    pub fn tracer(&self) -> Option<&Arc<Tracer>> {
+        self.registry.tracer.as_ref()
+    }
+
+    /// Writes the trace file with every task traced so far, prints the locality summary to
+    /// standard error and returns it; `None` when not tracing. Dropping the runtime does the
+    /// same if tasks ran since. (The process-wide [`Runtime::global`] is never dropped: call
+    /// this before the program ends.)
+    pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
+        let tracer = self.registry.tracer.as_ref()?;
+        let mut written = self
+            .traced_tasks_written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let result = tracer.finish();
+        match &result {
+            Ok(summary) => {
+                *written = summary.tasks;
+                eprintln!(
+                    "numatask: trace of {} tasks written to {}",
+                    summary.tasks,
+                    tracer
+                        .path()
+                        .map_or("nowhere".into(), |p| p.display().to_string())
+                );
+                eprintln!("{summary}");
+            }
+            Err(e) => eprintln!(
+                "numatask: could not write the trace to {}: {e}",
+                tracer
+                    .path()
+                    .map_or("nowhere".into(), |p| p.display().to_string())
+            ),
+        }
+        Some(result)
+    }
+
     /// The settings as OpenMP runtimes print them for `OMP_DISPLAY_ENV`, between
     /// `OPENMP DISPLAY ENVIRONMENT BEGIN` and `END` lines (with `verbose`, one more line per
     /// worker).
@@ -379,6 +467,16 @@ impl Runtime {
         line(STACKSIZE_ENV, &format_size(s.stack_size));
         line(DISPLAY_ENV_ENV, &s.display_env);
         line(SCHEDULER_ENV, &s.scheduler);
+        match s.vicinity {
+            Some(d) => line(VICINITY_ENV, &d),
+            None => line(VICINITY_ENV, &"all"),
+        }
+        for (name, value) in self.registry.scheduler.display_lines() {
+            line(name, &value);
+        }
+        if let Some(path) = &s.trace {
+            line(TRACE_ENV, &path.display());
+        }
         line("NUMATASK_TOPOLOGY", topo.source());
         line(
             "NUMATASK_TOPOLOGY_NODES",
@@ -439,6 +537,16 @@ impl Drop for Runtime {
                 // A worker thread never panics (task panics are caught), so there is no
                 // payload to report.
                 let _ = handle.join();
+            }
+        }
+        if let Some(tracer) = &self.registry.tracer {
+            let written = *self
+                .traced_tasks_written
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner());
+            if tracer.summary().tasks != written {
+                // Reported on standard error by `finish_trace`; a destructor cannot return it.
+                let _ = self.finish_trace();
             }
         }
     }

@@ -163,8 +163,30 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
+        self.spawn_labeled("task", footprint, f);
+    }
+
+    /// [`spawn_with_footprint`](Self::spawn_with_footprint) with a name for the task in traces
+    /// (see [`crate::trace`]); the footprint may be empty.
+    ///
+    /// ```
+    /// use numatask_sched::depend::{Access, AccessKind};
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// let mut chunk = vec![1.0f64; 1024];
+    /// rt.scope(|s| {
+    ///     let footprint = [Access::of_slice(&chunk, AccessKind::InOut)];
+    ///     s.spawn_labeled("map", footprint, |_| chunk.iter_mut().for_each(|x| *x *= 2.0));
+    /// });
+    /// assert_eq!(chunk[0], 2.0);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    pub fn spawn_labeled<F>(&self, label: &'static str, footprint: impl Into<Box<[Access]>>, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
         let meta = Box::new(TaskMeta {
             footprint: footprint.into(),
+            label: Some(label),
         });
         self.spawn_frame(job::heap_task::<F, (), false>(
             self.frame(),

@@ -42,6 +42,9 @@ pub enum QueueChoice {
     },
     /// Run at once by its creator (a full deque, or an `if(false)` task).
     Inline,
+    /// Queued from outside the pool (a scope body), or handed on by a waiting worker short of
+    /// stack.
+    Injected,
 }
 
 impl fmt::Display for QueueChoice {
@@ -50,6 +53,7 @@ impl fmt::Display for QueueChoice {
             QueueChoice::OwnDeque => f.write_str("own deque"),
             QueueChoice::Node { node, reason } => write!(f, "node {node} ({reason:?})"),
             QueueChoice::Inline => f.write_str("inline"),
+            QueueChoice::Injected => f.write_str("injected"),
         }
     }
 }

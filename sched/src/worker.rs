@@ -43,8 +43,10 @@ use std::sync::Arc;
 
 use crate::job::{FrameCache, Header, Task};
 use crate::runtime::Registry;
-use crate::scheduler::{WorkerCtx, WorkerPlace, WorkerQueues};
+use crate::scheduler::locality::footprint_node_bytes;
+use crate::scheduler::{Found, TaskOrigin, WorkerCtx, WorkerPlace, WorkerQueues};
 use crate::sleep::IdleState;
+use crate::trace::{TaskRecord, Tracer};
 
 thread_local! {
     /// The worker that runs on this thread, if it is one.
@@ -117,8 +119,50 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn push(&self, task: Task) {
         if let Err(task) = self.queues.push(&self.ctx(), task) {
-            task.execute(self);
+            self.run_task(task, None);
         }
+    }
+
+    /// Runs `task`, which the `found` operation gave (`None`: the spawner runs it inline).
+    /// Without tracing this is `task.execute` behind one predictable branch.
+    #[inline]
+    fn run_task(&self, task: Task, found: Option<Found>) {
+        match self.registry.tracer.as_deref() {
+            None => task.execute(self),
+            Some(tracer) => self.run_traced(tracer, task, found),
+        }
+    }
+
+    /// Runs `task` and records it: where it was queued, where it was taken from, its
+    /// footprint per node (computed here, only when tracing), its start and end.
+    #[inline(never)]
+    fn run_traced(&self, tracer: &Tracer, task: Task, found: Option<Found>) {
+        let origin = match found {
+            Some(found) => self.queues.origin(&self.ctx(), found),
+            None => TaskOrigin::INLINE,
+        };
+        let topology = &self.registry.topology;
+        let footprint = (!task.footprint().is_empty())
+            .then(|| footprint_node_bytes(task.footprint(), topology.num_nodes()));
+        let label = task.label();
+        let node = self.place.node;
+        let stolen_distance = origin.stolen_from.and_then(|from| {
+            (from < topology.num_nodes() && node < topology.num_nodes())
+                .then(|| topology.distance(from, node))
+        });
+        let start_ns = tracer.now_ns();
+        task.execute(self);
+        let end_ns = tracer.now_ns();
+        tracer.record(TaskRecord {
+            label,
+            worker: self.place.index,
+            node,
+            queue: origin.queue,
+            stolen_distance,
+            start_ns,
+            end_ns,
+            footprint,
+        });
     }
 
     /// Wakes worker `worker` if it sleeps (it waits for something this thread finished).
@@ -151,14 +195,19 @@ impl WorkerThread {
         let mut idle = IdleState::new();
         loop {
             let ctx = self.ctx();
-            let found = self
-                .queues
-                .pop(&ctx)
-                .or_else(|| self.queues.steal(&ctx))
-                .or_else(|| self.queues.take_injected(&ctx));
-            if let Some(task) = found {
+            let found = match self.queues.pop(&ctx) {
+                Some(task) => Some((task, Found::Pop)),
+                None => match self.queues.steal(&ctx) {
+                    Some(task) => Some((task, Found::Steal)),
+                    None => self
+                        .queues
+                        .take_injected(&ctx)
+                        .map(|task| (task, Found::Injected)),
+                },
+            };
+            if let Some((task, found)) = found {
                 sleep.work_found(&mut idle);
-                task.execute(self);
+                self.run_task(task, Some(found));
                 continue;
             }
             if sleep.is_terminated() {
@@ -187,7 +236,7 @@ impl WorkerThread {
             let roomy = self.stack_has_room();
             if let Some(task) = self.queues.pop(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
-                    task.execute(self);
+                    self.run_task(task, Some(Found::Pop));
                     sleep.work_found(&mut idle);
                 } else {
                     // Short of stack: an unrelated task goes where idle workers take it.
@@ -198,7 +247,7 @@ impl WorkerThread {
             before_block();
             if roomy {
                 if let Some(task) = self.queues.steal(&ctx) {
-                    task.execute(self);
+                    self.run_task(task, Some(Found::Steal));
                     sleep.work_found(&mut idle);
                     continue;
                 }

@@ -22,10 +22,14 @@
 //! [`crate::worker`] for the policy and its stack guard).
 //!
 //! Work-stealing ([`WorkStealing`]) is the first policy. The locality-aware policy of the
-//! paper (one queue per NUMA node, Algorithm 1 deals each task to a node by its
+//! paper ([`Locality`]: one queue per NUMA node, Algorithm 1 deals each task to a node by its
 //! [`footprint`](Task::footprint), Algorithm 2 steals within a distance bound) is another
 //! implementation of the same trait and one more [`SchedulerKind`] variant.
+//!
+//! For tracing, a policy also says where the task it handed out was queued
+//! ([`origin`](Scheduler::origin)); the runtime asks only when tracing is on.
 
+pub mod locality;
 pub mod work_stealing;
 
 use std::fmt;
@@ -37,7 +41,9 @@ use numatask_alloc::Topology;
 use crate::error::SchedError;
 use crate::job::Task;
 use crate::sleep::Sleep;
+use crate::trace::QueueChoice;
 
+pub use locality::Locality;
 pub use work_stealing::WorkStealing;
 
 /// Where a worker runs: its index in the pool, its core and that core's NUMA node.
@@ -69,6 +75,49 @@ pub struct WorkerCtx<'a> {
 pub struct SchedulerConfig {
     /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
     pub deque_capacity: usize,
+    /// The largest OS distance a worker steals dealt tasks across (`None`: any), for the
+    /// locality-aware policy (`NUMATASK_VICINITY`).
+    pub vicinity: Option<u32>,
+}
+
+/// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// [`Scheduler::pop`].
+    Pop,
+    /// [`Scheduler::steal`].
+    Steal,
+    /// [`Scheduler::take_injected`].
+    Injected,
+}
+
+/// Where a task was queued and where the worker running it took it from (for tracing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskOrigin {
+    /// The queue the task was put in when it was created.
+    pub queue: QueueChoice,
+    /// `None` when the worker took it from its own queues (its deque, its node's queue);
+    /// otherwise the node of the queue it was stolen from (its own node for a deque of a
+    /// worker of the same node).
+    pub stolen_from: Option<usize>,
+}
+
+impl TaskOrigin {
+    /// Taken from the worker's own deque.
+    pub const OWN_DEQUE: TaskOrigin = TaskOrigin {
+        queue: QueueChoice::OwnDeque,
+        stolen_from: None,
+    };
+    /// Run at once by its creator.
+    pub const INLINE: TaskOrigin = TaskOrigin {
+        queue: QueueChoice::Inline,
+        stolen_from: None,
+    };
+    /// Queued from outside the pool.
+    pub const INJECTED: TaskOrigin = TaskOrigin {
+        queue: QueueChoice::Injected,
+        stolen_from: None,
+    };
 }
 
 /// A scheduling policy (see the module docs for when each operation is called).
@@ -118,6 +167,11 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// Whether [`steal`](Self::steal) may find work (the check of a waiting worker, which
     /// does not take injected work and knows what its own queue holds).
     fn has_stealable_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
+
+    /// Where the task that the calling worker's last successful `found` operation returned
+    /// was queued (called only when tracing, right after that operation, so a policy may keep
+    /// what it needs for this in `local`).
+    fn origin(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin;
 }
 
 /// The scheduling policies a runtime can use (`NUMATASK_SCHEDULER`).
@@ -128,16 +182,21 @@ pub enum SchedulerKind {
     /// in round-robin order (`ws`).
     #[default]
     WorkStealing,
+    /// The core paper's locality-aware policy: one queue per NUMA node, tasks dealt to the
+    /// node holding their footprint, thresholded stealing by distance (`locality`; see
+    /// [`Locality`]).
+    Locality,
 }
 
 impl SchedulerKind {
     /// Every policy, for comparisons.
-    pub const ALL: [SchedulerKind; 1] = [SchedulerKind::WorkStealing];
+    pub const ALL: [SchedulerKind; 2] = [SchedulerKind::WorkStealing, SchedulerKind::Locality];
 
     /// The name `NUMATASK_SCHEDULER` uses.
     pub fn name(self) -> &'static str {
         match self {
             Self::WorkStealing => "ws",
+            Self::Locality => "locality",
         }
     }
 
@@ -158,6 +217,15 @@ impl SchedulerKind {
                     .collect();
                 (AnyScheduler::WorkStealing(shared), queues)
             }
+            Self::Locality => {
+                let (shared, locals) = Locality::create(topology, places, config);
+                let shared = Arc::new(shared);
+                let queues = locals
+                    .into_iter()
+                    .map(|local| WorkerQueues::Locality(Arc::clone(&shared), local))
+                    .collect();
+                (AnyScheduler::Locality(shared), queues)
+            }
         }
     }
 }
@@ -165,10 +233,12 @@ impl SchedulerKind {
 impl FromStr for SchedulerKind {
     type Err = SchedError;
 
-    /// `ws`, `work-stealing` or `work_stealing`, in any case.
+    /// `ws`, `work-stealing` or `work_stealing`; `locality`, `locality-aware` or
+    /// `locality_aware`; in any case.
     fn from_str(s: &str) -> Result<Self, SchedError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "ws" | "work-stealing" | "work_stealing" => Ok(Self::WorkStealing),
+            "locality" | "locality-aware" | "locality_aware" => Ok(Self::Locality),
             _ => Err(SchedError::UnknownScheduler(s.to_owned())),
         }
     }
@@ -184,12 +254,22 @@ impl fmt::Display for SchedulerKind {
 /// pays no indirect call).
 pub(crate) enum AnyScheduler {
     WorkStealing(Arc<WorkStealing>),
+    Locality(Arc<Locality>),
 }
 
 impl AnyScheduler {
     pub(crate) fn inject(&self, task: Task, sleep: &Sleep) {
         match self {
             Self::WorkStealing(s) => s.inject(task, sleep),
+            Self::Locality(s) => s.inject(task, sleep),
+        }
+    }
+
+    /// The policy's own settings, as `(name, value)` lines for `OMP_DISPLAY_ENV`.
+    pub(crate) fn display_lines(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::WorkStealing(_) => Vec::new(),
+            Self::Locality(s) => s.display_lines(),
         }
     }
 }
@@ -197,6 +277,7 @@ impl AnyScheduler {
 /// One worker's view of the policy: the shared part and the worker's own part.
 pub(crate) enum WorkerQueues {
     WorkStealing(Arc<WorkStealing>, <WorkStealing as Scheduler>::Local),
+    Locality(Arc<Locality>, <Locality as Scheduler>::Local),
 }
 
 /// Forwards a trait operation to the active policy.
@@ -204,6 +285,7 @@ macro_rules! dispatch {
     ($self:ident, $op:ident($($arg:expr),*)) => {
         match $self {
             WorkerQueues::WorkStealing(shared, local) => shared.$op(local, $($arg),*),
+            WorkerQueues::Locality(shared, local) => shared.$op(local, $($arg),*),
         }
     };
 }
@@ -236,6 +318,10 @@ impl WorkerQueues {
     pub(crate) fn has_stealable_work(&self, ctx: &WorkerCtx<'_>) -> bool {
         dispatch!(self, has_stealable_work(ctx))
     }
+
+    pub(crate) fn origin(&self, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
+        dispatch!(self, origin(ctx, found))
+    }
 }
 
 #[cfg(test)]
@@ -252,8 +338,12 @@ mod tests {
             Ok(SchedulerKind::WorkStealing)
         );
         assert_eq!(
-            "locality".parse::<SchedulerKind>(),
-            Err(SchedError::UnknownScheduler("locality".into()))
+            " Locality-Aware ".parse::<SchedulerKind>(),
+            Ok(SchedulerKind::Locality)
+        );
+        assert_eq!(
+            "fifo".parse::<SchedulerKind>(),
+            Err(SchedError::UnknownScheduler("fifo".into()))
         );
     }
 }

@@ -22,13 +22,18 @@ use numatask_alloc::Topology;
 use crate::deque::{self, Steal, Stealer, Worker};
 use crate::job::Task;
 use crate::node_queue::NodeQueue;
-use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerKind, WorkerCtx, WorkerPlace};
+use crate::scheduler::{
+    Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
+};
 use crate::sleep::Sleep;
+use crate::trace::QueueChoice;
 
 /// Work-stealing over per-worker Chase-Lev deques (see the module docs).
 pub struct WorkStealing {
     stealers: Box<[Stealer<Task>]>,
     injector: NodeQueue<Task>,
+    /// The NUMA node of each worker (for tracing steals).
+    worker_nodes: Box<[usize]>,
 }
 
 /// A worker's part of [`WorkStealing`]: the owner's end of its deque and its steal cursor.
@@ -69,6 +74,7 @@ impl Scheduler for WorkStealing {
         let shared = WorkStealing {
             stealers: stealers.into_boxed_slice(),
             injector: NodeQueue::new(),
+            worker_nodes: places.iter().map(|p| p.node).collect(),
         };
         (shared, locals)
     }
@@ -141,5 +147,17 @@ impl Scheduler for WorkStealing {
             .iter()
             .enumerate()
             .any(|(i, s)| i != ctx.place.index && !s.is_empty())
+    }
+
+    fn origin(&self, local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
+        match found {
+            Found::Pop => TaskOrigin::OWN_DEQUE,
+            // A successful steal leaves the victim in the cursor.
+            Found::Steal => TaskOrigin {
+                queue: QueueChoice::OwnDeque,
+                stolen_from: self.worker_nodes.get(local.next_victim.get()).copied(),
+            },
+            Found::Injected => TaskOrigin::INJECTED,
+        }
     }
 }

@@ -1,0 +1,510 @@
+//! The locality-aware policy of the core paper (Muddukrishna, Jonsson and Brorsson 2015,
+//! section 4.1): one task queue per NUMA node, tasks *dealt* at creation to the node holding
+//! their data (Algorithm 1), idle workers *finding work* near them first and taking dealt work
+//! from far nodes only when it is plentiful there (Algorithm 2). The decisions themselves are
+//! [`LocalityModel`]'s; this file is the queues around them.
+//!
+//! # Queues
+//!
+//! - one [`NodeQueue`] (lock-free MPMC FIFO) per NUMA node, for *dealt* tasks;
+//! - one Chase-Lev deque per worker for the tasks not worth dealing (MIR's "alt" queue): no
+//!   footprint, or a footprint below `LLC / C` or evenly spread (Algorithm 1's else-branch);
+//! - one injector for work from outside the pool (scope bodies), as in work stealing.
+//!
+//! # Push: dealing (Algorithm 1)
+//!
+//! A task without a [`footprint`](Task::footprint) is pushed on the spawner's deque at the cost
+//! of a work-stealing push (one null test more): dealing costs nothing when there is nothing
+//! to deal by. Otherwise its bytes per node `D` are looked up in the placement registry
+//! ([`Access::accumulate_footprint`]), and [`LocalityModel::deal`] picks the node; an access
+//! marked [`intensive`](Access::intensive) decides the node alone. A task that stays local goes
+//! on the spawner's deque; a dealt task goes to its node's queue, and the [`DealReason`] is
+//! queued with it for tracing.
+//!
+//! A node without workers (a runtime with fewer workers than cores) would keep its queue
+//! forever, so a task dealt there goes to the node with workers of least distance-weighted cost
+//! (for an intensive dependence: the nearest node with workers).
+//!
+//! Wake-ups: a task dealt to *another* node's queue is not run by the spawner, so the push
+//! wakes a sleeper of that node through [`Sleep::new_work_for`] with its fence, which is
+//! reliable (see [`crate::sleep`]): every worker of that node is awake or sees the task in its
+//! `has_work` check. A task dealt to the spawner's own node needs the wake-up only as an
+//! optimisation (the spawner pops its node queue at the latest when it waits), so it uses the
+//! fence-free check, as work stealing does. When a queue grows beyond the length at which some
+//! other node's workers may steal from it, one more sleeper anywhere is woken to help.
+//!
+//! # Pop and steal: finding work (Algorithm 2)
+//!
+//! A worker looks, in this order:
+//!
+//! 1. (`pop`) its own deque, newest first; then its node's queue, oldest first;
+//! 2. (`steal`) the deques of the other workers of its node;
+//! 3. the deques of workers of other nodes, nearest nodes first;
+//! 4. the queues of other nodes in order of distance, taking from node `i`'s queue only if it
+//!    holds more than `distance(i, n) / local * C` tasks, and never beyond the vicinity
+//!    (`NUMATASK_VICINITY`, an OS distance).
+//!
+//! Step 3 is a decision of this implementation: the paper's Algorithm 2 knows only node
+//! queues. A deque holds only tasks whose footprint is insignificant by Algorithm 1's own
+//! test, so running one on any node costs no remote traffic worth a threshold; stealing them
+//! freely (and before dealt tasks, whose moving does cost) keeps task-parallel programs
+//! without footprints (fib) as balanced as under work stealing. Thresholds and vicinity
+//! therefore apply to node queues only.
+//!
+//! Backoff and sleep between failed rounds are the runtime core's exponential backoff
+//! ([`crate::sleep`]), as the paper's "exponential back-off for steal attempts".
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use numatask_alloc::{NodeBytes, Topology};
+
+use crate::config::format_size;
+use crate::depend::Access;
+use crate::deque::{self, Steal, Stealer, Worker};
+use crate::job::Task;
+use crate::locality_policy::{DealReason, LocalityModel};
+use crate::node_queue::NodeQueue;
+use crate::scheduler::{
+    Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
+};
+use crate::sleep::Sleep;
+use crate::sync::CachePadded;
+use crate::trace::QueueChoice;
+
+/// The locality-aware policy (see the module docs).
+pub struct Locality {
+    model: LocalityModel,
+    num_nodes: usize,
+    /// Row-major OS distances.
+    distances: Box<[u32]>,
+    node_queues: Box<[CachePadded<NodeQueue<Dealt>>]>,
+    stealers: Box<[Stealer<Task>]>,
+    /// The workers of each node, as runs of consecutive indices (several runs when there are
+    /// more workers than cores and they wrap around).
+    node_workers: Box<[Box<[Range<usize>]>]>,
+    /// The nearest node that has workers, for each node (itself when it has some).
+    nearest_staffed: Box<[usize]>,
+    /// For each node, the queue length beyond which a worker of some other node may steal
+    /// from its queue (`usize::MAX`: nobody may).
+    steal_floor: Box<[usize]>,
+    /// For each node, the workers of the other nodes, nearest nodes first.
+    remote_workers: Box<[Box<[usize]>]>,
+    injector: NodeQueue<Task>,
+    vicinity: Option<u32>,
+}
+
+/// A task in a node queue, with the reason it was dealt there.
+struct Dealt {
+    task: Task,
+    reason: DealReason,
+}
+
+/// A worker's part of [`Locality`].
+pub struct LocalityLocal {
+    deque: Worker<Task>,
+    /// The other workers of this worker's node.
+    peers: Box<[usize]>,
+    /// Where the next steal from peers starts (round robin).
+    next_peer: Cell<usize>,
+    /// Where the last task handed out came from (for tracing).
+    origin: Cell<TaskOrigin>,
+    /// Scratch `D` vectors (all bytes; intensive bytes), reused by every deal.
+    scratch: RefCell<(NodeBytes, NodeBytes)>,
+}
+
+impl fmt::Debug for Locality {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Locality")
+            .field("workers", &self.stealers.len())
+            .field(
+                "node_queue_lengths",
+                &self.node_queues.iter().map(|q| q.len()).collect::<Vec<_>>(),
+            )
+            .field("vicinity", &self.vicinity)
+            .finish()
+    }
+}
+
+/// Bytes per node of a footprint (the `D` of Algorithm 1), over `num_nodes` nodes.
+pub fn footprint_node_bytes(footprint: &[Access], num_nodes: usize) -> NodeBytes {
+    let mut d = NodeBytes::new(num_nodes);
+    for access in footprint {
+        access.accumulate_footprint(&mut d);
+    }
+    d
+}
+
+impl Locality {
+    /// The decisions' model (thresholds, steal orders).
+    pub fn model(&self) -> &LocalityModel {
+        &self.model
+    }
+
+    /// The vicinity: the largest OS distance a worker steals dealt tasks across (`None`: any).
+    pub fn vicinity(&self) -> Option<u32> {
+        self.vicinity
+    }
+
+    /// Number of tasks in node `node`'s queue now (0 for a node that does not exist).
+    pub fn node_queue_len(&self, node: usize) -> usize {
+        self.node_queues.get(node).map_or(0, |q| q.len())
+    }
+
+    /// The policy's settings as `OMP_DISPLAY_ENV` lines: the footprint threshold of
+    /// Algorithm 1 and the steal thresholds of Algorithm 2 by distance.
+    pub(crate) fn display_lines(&self) -> Vec<(&'static str, String)> {
+        let m = &self.model;
+        let mut pairs: Vec<(u32, usize)> = (0..self.num_nodes)
+            .flat_map(|n| m.steal_order(n).iter().map(|c| (c.distance, c.threshold)))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let thresholds = if pairs.is_empty() {
+            "none (no other node in the vicinity)".to_owned()
+        } else {
+            pairs
+                .iter()
+                .map(|(d, t)| format!("distance {d}: more than {t} tasks"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        vec![
+            (
+                "NUMATASK_LOCALITY_FOOTPRINT_THRESHOLD",
+                format!(
+                    "{} (LLC / {} cores per node)",
+                    format_size(usize::try_from(m.footprint_threshold()).unwrap_or(usize::MAX)),
+                    m.cores_per_node()
+                ),
+            ),
+            ("NUMATASK_LOCALITY_STEAL_THRESHOLDS", thresholds),
+        ]
+    }
+
+    #[inline]
+    fn push_local(
+        &self,
+        local: &LocalityLocal,
+        ctx: &WorkerCtx<'_>,
+        task: Task,
+    ) -> Result<(), Task> {
+        local.deque.push(task)?;
+        // The pusher runs its own deque at the latest when it waits: the fence-free check is
+        // enough (see `Sleep::sleepy_workers`).
+        if ctx.sleep.sleepy_workers() != 0 {
+            ctx.sleep.new_work();
+        }
+        Ok(())
+    }
+
+    /// Algorithm 1 for a task with a footprint.
+    #[inline(never)]
+    fn deal(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        let here = ctx.place.node;
+        let (node, reason) = {
+            let mut scratch = local.scratch.borrow_mut();
+            let (d, intensive) = &mut *scratch;
+            d.clear();
+            intensive.clear();
+            let mut any_intensive = false;
+            for access in task.footprint() {
+                access.accumulate_footprint(d);
+                if access.intensive {
+                    any_intensive = true;
+                    access.accumulate_footprint(intensive);
+                }
+            }
+            let deal = self
+                .model
+                .deal(d, here, any_intensive.then_some(&*intensive));
+            if deal.reason.is_local() {
+                return self.push_local(local, ctx, task);
+            }
+            let node = if self.has_workers(deal.node) {
+                deal.node
+            } else if deal.reason == DealReason::IntensiveDependence {
+                self.nearest_staffed[deal.node]
+            } else {
+                self.least_cost_staffed(d)
+            };
+            (node, deal.reason)
+        };
+        let queue = &self.node_queues[node];
+        queue.push(Dealt { task, reason });
+        // Another node's queue: the reliable wake-up (with its fence). Our own node's: the
+        // fence-free check suffices, as for our deque.
+        if node != here || ctx.sleep.sleepy_workers() != 0 {
+            self.wake_node(node, ctx.sleep);
+        }
+        if queue.len() > self.steal_floor[node] {
+            ctx.sleep.new_work();
+        }
+        Ok(())
+    }
+
+    fn has_workers(&self, node: usize) -> bool {
+        self.node_workers.get(node).is_some_and(|r| !r.is_empty())
+    }
+
+    /// The node with workers of least distance-weighted cost for `d` (lowest index on ties).
+    fn least_cost_staffed(&self, d: &NodeBytes) -> usize {
+        let n = self.num_nodes;
+        (0..n)
+            .filter(|&i| self.has_workers(i))
+            .min_by_key(|&i| {
+                d.per_node()
+                    .iter()
+                    .take(n)
+                    .enumerate()
+                    .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
+                    .sum::<u128>()
+            })
+            .unwrap_or(0)
+    }
+
+    /// Wakes a sleeping worker of `node` if there is one (reliably: see the module docs).
+    fn wake_node(&self, node: usize, sleep: &Sleep) {
+        for run in self.node_workers[node].iter() {
+            if sleep.new_work_for(run.clone()) {
+                return;
+            }
+        }
+    }
+
+    /// Takes the oldest task of `node`'s queue.
+    #[inline]
+    fn take_dealt(&self, local: &LocalityLocal, node: usize, stolen: bool) -> Option<Task> {
+        let queue = &self.node_queues[node];
+        if queue.is_empty() {
+            return None;
+        }
+        let Dealt { task, reason } = queue.pop()?;
+        local.origin.set(TaskOrigin {
+            queue: QueueChoice::Node { node, reason },
+            stolen_from: stolen.then_some(node),
+        });
+        Some(task)
+    }
+
+    /// Steals the oldest task of the first of `victims` (from `start` on, wrapping) whose
+    /// deque has one; returns it with the victim's position in `victims`.
+    fn steal_deques(&self, victims: &[usize], start: usize) -> Option<(usize, Task)> {
+        let n = victims.len();
+        loop {
+            let mut retry = false;
+            for k in 0..n {
+                let at = (start + k) % n;
+                match self.stealers[victims[at]].steal() {
+                    Steal::Success(task) => return Some((at, task)),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+            crate::sync::spin_loop();
+        }
+    }
+
+    fn worker_node(&self, worker: usize) -> usize {
+        self.node_workers
+            .iter()
+            .position(|runs| runs.iter().any(|r| r.contains(&worker)))
+            .unwrap_or(0)
+    }
+}
+
+impl Scheduler for Locality {
+    type Local = LocalityLocal;
+
+    fn create(
+        topology: &Arc<Topology>,
+        places: &[WorkerPlace],
+        config: &SchedulerConfig,
+    ) -> (Self, Vec<LocalityLocal>) {
+        let model = LocalityModel::new(topology, config.vicinity);
+        let n = topology.num_nodes().max(1);
+        let distances: Box<[u32]> = if topology.distance_matrix().len() == n * n {
+            topology.distance_matrix().into()
+        } else {
+            (0..n * n)
+                .map(|k| if k / n == k % n { 10 } else { 20 })
+                .collect()
+        };
+        let dist = |a: usize, b: usize| distances[a * n + b];
+        let node_of = |p: &WorkerPlace| p.node.min(n - 1);
+
+        let mut node_workers: Vec<Vec<Range<usize>>> = vec![Vec::new(); n];
+        for place in places {
+            let runs = &mut node_workers[node_of(place)];
+            match runs.last_mut() {
+                Some(run) if run.end == place.index => run.end += 1,
+                _ => runs.push(place.index..place.index + 1),
+            }
+        }
+        let staffed: Vec<bool> = node_workers.iter().map(|r| !r.is_empty()).collect();
+        let nearest_staffed = (0..n)
+            .map(|i| {
+                (0..n)
+                    .filter(|&j| staffed[j])
+                    .min_by_key(|&j| (dist(i, j), j))
+                    .unwrap_or(i)
+            })
+            .collect();
+        let steal_floor = (0..n)
+            .map(|victim| {
+                (0..n)
+                    .filter(|&thief| thief != victim && staffed[thief])
+                    .filter_map(|thief| {
+                        model
+                            .steal_order(thief)
+                            .iter()
+                            .find(|c| c.node == victim)
+                            .map(|c| c.threshold)
+                    })
+                    .min()
+                    .unwrap_or(usize::MAX)
+            })
+            .collect();
+        let remote_workers = (0..n)
+            .map(|node| {
+                let mut others: Vec<&WorkerPlace> =
+                    places.iter().filter(|p| node_of(p) != node).collect();
+                others.sort_by_key(|p| (dist(node, node_of(p)), node_of(p), p.index));
+                others.iter().map(|p| p.index).collect()
+            })
+            .collect();
+
+        let (locals, stealers): (Vec<_>, Vec<_>) = places
+            .iter()
+            .map(|place| {
+                let (worker, stealer) = deque::deque(config.deque_capacity);
+                let peers: Box<[usize]> = places
+                    .iter()
+                    .filter(|p| node_of(p) == node_of(place) && p.index != place.index)
+                    .map(|p| p.index)
+                    .collect();
+                let local = LocalityLocal {
+                    deque: worker,
+                    next_peer: Cell::new(peers.iter().position(|&p| p > place.index).unwrap_or(0)),
+                    peers,
+                    origin: Cell::new(TaskOrigin::OWN_DEQUE),
+                    scratch: RefCell::new((NodeBytes::new(n), NodeBytes::new(n))),
+                };
+                (local, stealer)
+            })
+            .unzip();
+        let shared = Locality {
+            model,
+            num_nodes: n,
+            distances,
+            node_queues: (0..n).map(|_| CachePadded::new(NodeQueue::new())).collect(),
+            stealers: stealers.into_boxed_slice(),
+            node_workers: node_workers
+                .into_iter()
+                .map(Vec::into_boxed_slice)
+                .collect(),
+            nearest_staffed,
+            steal_floor,
+            remote_workers,
+            injector: NodeQueue::new(),
+            vicinity: config.vicinity,
+        };
+        (shared, locals)
+    }
+
+    fn kind(&self) -> SchedulerKind {
+        SchedulerKind::Locality
+    }
+
+    #[inline]
+    fn push(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
+        if task.footprint().is_empty() {
+            self.push_local(local, ctx, task)
+        } else {
+            self.deal(local, ctx, task)
+        }
+    }
+
+    fn inject(&self, task: Task, sleep: &Sleep) {
+        self.injector.push(task);
+        sleep.new_work();
+    }
+
+    #[inline]
+    fn pop(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        if let Some(task) = local.deque.pop() {
+            local.origin.set(TaskOrigin::OWN_DEQUE);
+            return Some(task);
+        }
+        self.take_dealt(local, ctx.place.node.min(self.num_nodes - 1), false)
+    }
+
+    fn steal(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        let here = ctx.place.node.min(self.num_nodes - 1);
+        if !local.peers.is_empty()
+            && let Some((at, task)) = self.steal_deques(&local.peers, local.next_peer.get())
+        {
+            local.next_peer.set(at);
+            local.origin.set(TaskOrigin {
+                queue: QueueChoice::OwnDeque,
+                stolen_from: Some(here),
+            });
+            return Some(task);
+        }
+        let remote = &self.remote_workers[here];
+        if !remote.is_empty()
+            && let Some((at, task)) = self.steal_deques(remote, 0)
+        {
+            local.origin.set(TaskOrigin {
+                queue: QueueChoice::OwnDeque,
+                stolen_from: Some(self.worker_node(remote[at])),
+            });
+            return Some(task);
+        }
+        for candidate in self.model.steal_order(here) {
+            if self.node_queues[candidate.node].len() > candidate.threshold
+                && let Some(task) = self.take_dealt(local, candidate.node, true)
+            {
+                return Some(task);
+            }
+        }
+        None
+    }
+
+    fn take_injected(&self, _local: &LocalityLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
+        self.injector.pop()
+    }
+
+    fn has_work(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
+        !local.deque.is_empty() || !self.injector.is_empty() || self.has_stealable_work(local, ctx)
+    }
+
+    /// Includes the worker's own node queue: a waiting worker takes from it (through `pop`)
+    /// and must not sleep while a task dealt to its node waits there.
+    fn has_stealable_work(&self, _local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
+        let here = ctx.place.node.min(self.num_nodes - 1);
+        !self.node_queues[here].is_empty()
+            || self
+                .stealers
+                .iter()
+                .enumerate()
+                .any(|(i, s)| i != ctx.place.index && !s.is_empty())
+            || self
+                .model
+                .steal_order(here)
+                .iter()
+                .any(|c| self.node_queues[c.node].len() > c.threshold)
+    }
+
+    fn origin(&self, local: &LocalityLocal, _ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
+        match found {
+            Found::Pop | Found::Steal => local.origin.get(),
+            Found::Injected => TaskOrigin::INJECTED,
+        }
+    }
+}

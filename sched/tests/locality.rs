@@ -1,0 +1,375 @@
+//! The locality-aware scheduler on the core paper's 8-node machine (the synthetic
+//! `Opteron6172` preset: 8 nodes x 6 cores, LLC 5 MiB, distances 10/16/22): where tasks are
+//! dealt, who runs them, when other nodes steal them, and what the tracer records.
+//!
+//! The placement registry follows the process-wide topology, so this binary makes it the
+//! preset (`NUMATASK_TOPOLOGY`) before anything reads it; memory "on node k" is then recorded
+//! on node k (nothing is bound on a synthetic topology) and the runtimes, built on the same
+//! preset, deal by it. Workers of the synthetic machine run on the real cores.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
+use std::time::{Duration, Instant};
+
+use common::within;
+use numatask_alloc::{NumaVec, Place, Preset, Topology};
+use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::locality_policy::{DealReason, LocalityModel};
+use numatask_sched::trace::QueueChoice;
+use numatask_sched::{Runtime, SchedulerKind};
+
+/// Makes the preset the process-wide topology; every test calls it first.
+fn preset_process() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        // SAFETY: every test of this binary calls this before anything else, and `Once` makes
+        // the others wait until the variable is set: no thread reads the environment meanwhile.
+        unsafe { std::env::set_var("NUMATASK_TOPOLOGY", "preset:opteron6172") };
+    });
+    let current = Topology::current().expect("the preset builds");
+    assert_eq!(current.num_nodes(), 8, "the registry follows the preset");
+}
+
+fn preset() -> Arc<Topology> {
+    Arc::new(Topology::preset(Preset::Opteron6172).expect("the preset builds"))
+}
+
+/// A locality-aware runtime on the preset with `n` unpinned workers.
+fn locality_runtime(n: usize, vicinity: Option<u32>) -> Runtime {
+    Runtime::builder()
+        .topology(preset())
+        .scheduler(SchedulerKind::Locality)
+        .num_threads(n)
+        .proc_bind(false)
+        .vicinity(vicinity)
+        .build()
+        .expect("runtime starts")
+}
+
+/// 1 MiB recorded on node `node`: above the preset's footprint threshold (5 MiB / 6).
+fn chunk_on(node: usize) -> NumaVec<u8> {
+    NumaVec::zeroed(1 << 20, Place::OnNode(node)).expect("allocation on a preset node")
+}
+
+fn footprint(chunk: &NumaVec<u8>) -> [Access; 1] {
+    [Access::of_slice(chunk, AccessKind::InOut)]
+}
+
+fn trace_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("numatask-{name}-{}.json", std::process::id()))
+}
+
+#[test]
+fn a_task_whose_footprint_lies_on_node_k_runs_on_a_worker_of_node_k() {
+    preset_process();
+    let path = trace_path("deal");
+    within(120, move || {
+        // 48 workers: every node has its 6.
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .proc_bind(false)
+            .trace(&path)
+            .build()
+            .expect("runtime starts");
+        assert_eq!(rt.num_workers(), 48);
+        let chunks: Vec<NumaVec<u8>> = (0..8).map(chunk_on).collect();
+        let ran_on = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            for _ in 0..3 {
+                for (k, chunk) in chunks.iter().enumerate() {
+                    let ran_on = &ran_on;
+                    s.spawn_labeled("map", footprint(chunk), move |s| {
+                        ran_on.lock().unwrap().push((k, s.node()));
+                    });
+                }
+            }
+        });
+        let ran_on = ran_on.into_inner().unwrap();
+        assert_eq!(ran_on.len(), 24);
+        for (k, node) in ran_on {
+            assert_eq!(
+                node, k,
+                "a task with its footprint on node {k} ran on node {node}"
+            );
+        }
+        // The trace says the same, with the reason and the footprint.
+        let records = rt.tracer().expect("tracing").records();
+        let maps: Vec<_> = records.iter().filter(|r| r.label == "map").collect();
+        assert_eq!(maps.len(), 24);
+        for r in maps {
+            assert_eq!(
+                r.queue,
+                QueueChoice::Node {
+                    node: r.node,
+                    reason: DealReason::LeastCost
+                }
+            );
+            assert_eq!(r.stolen_distance, None, "taken from its own node's queue");
+            assert_eq!(r.local_fraction(), Some(1.0));
+            assert!(r.end_ns >= r.start_ns);
+        }
+        let summary = rt.finish_trace().expect("tracing").expect("trace written");
+        assert_eq!(summary.local_fraction(), Some(1.0));
+        let json = std::fs::read_to_string(&path).expect("the trace file");
+        assert_eq!(json.matches("\"task\":\"map\"").count(), 24);
+        drop(rt);
+        std::fs::remove_file(&path).expect("the trace file");
+    });
+}
+
+#[test]
+fn small_even_and_missing_footprints_stay_on_the_spawners_deque() {
+    preset_process();
+    let path = trace_path("local");
+    within(60, move || {
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .num_threads(2)
+            .proc_bind(false)
+            .trace(&path)
+            .build()
+            .expect("runtime starts");
+        let threshold = LocalityModel::new(rt.topology(), None).footprint_threshold() as usize;
+        // Below LLC / C, on a remote node.
+        let small = NumaVec::<u8>::zeroed(threshold, Place::OnNode(5)).unwrap();
+        // Above the threshold, but the same bytes on every node.
+        let even: Vec<NumaVec<u8>> = (0..8)
+            .map(|k| NumaVec::zeroed(1 << 17, Place::OnNode(k)).unwrap())
+            .collect();
+        let even_footprint: Vec<Access> = even
+            .iter()
+            .map(|c| Access::of_slice(c, AccessKind::In))
+            .collect();
+        rt.scope(|s| {
+            s.spawn_labeled("small", footprint(&small), |_| {});
+            s.spawn_labeled("even", even_footprint, |_| {});
+            s.spawn_labeled("none", [], |_| {});
+            s.spawn(|_| {});
+        });
+        let records = rt.tracer().unwrap().records();
+        assert_eq!(records.len(), 4 + 1, "four tasks and the scope body");
+        let injected = records
+            .iter()
+            .filter(|r| r.queue == QueueChoice::Injected)
+            .count();
+        assert_eq!(injected, 1, "the scope body comes from outside the pool");
+        for r in records.iter().filter(|r| r.queue != QueueChoice::Injected) {
+            assert_eq!(r.queue, QueueChoice::OwnDeque, "{}", r.label);
+        }
+        let small_record = records.iter().find(|r| r.label == "small").unwrap();
+        assert_eq!(
+            small_record.footprint.as_ref().map(|f| f.on(5)),
+            Some(threshold as u64)
+        );
+        drop(rt);
+        std::fs::remove_file(&path).expect("the trace file");
+    });
+}
+
+#[test]
+fn an_intensive_access_decides_the_node() {
+    preset_process();
+    within(60, || {
+        let rt = locality_runtime(48, None);
+        let big = NumaVec::<u8>::zeroed(4 << 20, Place::OnNode(2)).unwrap();
+        let hot = chunk_on(6);
+        let node = rt.scope(|s| {
+            let accesses = [
+                Access::of_slice(&big, AccessKind::In),
+                Access::of_slice(&hot, AccessKind::InOut).intensive(),
+            ];
+            let node = Arc::new(AtomicUsize::new(usize::MAX));
+            let seen = Arc::clone(&node);
+            s.spawn_with_footprint(accesses, move |s| seen.store(s.node(), Ordering::SeqCst));
+            s.taskwait();
+            node.load(Ordering::SeqCst)
+        });
+        assert_eq!(
+            node, 6,
+            "the intensive access's node, not the node of most bytes"
+        );
+    });
+}
+
+#[test]
+fn a_task_dealt_to_a_node_without_workers_goes_to_the_nearest_node_with_workers() {
+    preset_process();
+    within(60, || {
+        // Workers 0..6 on node 0, 6..12 on node 1; node 4 (distance 16 from both) and node 3
+        // (22 from node 0, 16 from node 1) have none.
+        let rt = locality_runtime(12, None);
+        let on3 = chunk_on(3);
+        let nodes = rt.scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let seen = Arc::new(AtomicUsize::new(usize::MAX));
+                    let store = Arc::clone(&seen);
+                    s.spawn_with_footprint(footprint(&on3), move |s| {
+                        store.store(s.node(), Ordering::SeqCst)
+                    });
+                    seen
+                })
+                .collect();
+            s.taskwait();
+            handles
+                .iter()
+                .map(|h| h.load(Ordering::SeqCst))
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(
+            nodes,
+            vec![1; 4],
+            "node 1 is the cheaper of the staffed nodes"
+        );
+    });
+}
+
+/// What [`steal_test`] saw: how many of the dealt tasks ran on the thieves' node.
+struct StealOutcome {
+    stolen: usize,
+    dealt: usize,
+}
+
+/// Seven workers: 0..6 on node 0, worker 6 alone on node 1. Worker 6 is held by a blocker task
+/// while `dealt` tasks are dealt to node 1's queue; node 0's six workers may steal them (by
+/// Algorithm 2) until the blocker lets go, which it does once steals stopped for a while, or
+/// at once when more than `give_up_after` were stolen (a threshold violation: no need to wait).
+fn steal_test(vicinity: Option<u32>, dealt: usize, give_up_after: usize) -> StealOutcome {
+    let rt = locality_runtime(7, vicinity);
+    let on0 = chunk_on(0);
+    let on1 = chunk_on(1);
+    let blocker_started = AtomicBool::new(false);
+    let stolen = AtomicUsize::new(0);
+    let last_steal = Mutex::new(Instant::now());
+    let quiet = Duration::from_millis(300);
+    rt.scope(|s| {
+        // The driver runs on node 0 (its footprint is there, and node 1 may not steal a
+        // queue of one task).
+        s.spawn_with_footprint(footprint(&on0), |s| {
+            assert_eq!(s.node(), 0);
+            s.spawn_with_footprint(footprint(&on1), |s| {
+                assert_eq!(s.node(), 1, "the blocker runs on node 1");
+                blocker_started.store(true, Ordering::SeqCst);
+                loop {
+                    let n = stolen.load(Ordering::SeqCst);
+                    let since = last_steal.lock().unwrap().elapsed();
+                    let waited_enough = since > quiet && (n > 0 || vicinity.is_some());
+                    if n > give_up_after || waited_enough {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+            while !blocker_started.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            *last_steal.lock().unwrap() = Instant::now();
+            for _ in 0..dealt {
+                s.spawn_with_footprint(footprint(&on1), |s| {
+                    if s.node() == 0 {
+                        stolen.fetch_add(1, Ordering::SeqCst);
+                        *last_steal.lock().unwrap() = Instant::now();
+                    }
+                });
+            }
+        });
+    });
+    StealOutcome {
+        stolen: stolen.into_inner(),
+        dealt,
+    }
+}
+
+#[test]
+fn other_nodes_steal_dealt_tasks_only_while_the_queue_is_above_the_distance_threshold() {
+    preset_process();
+    let model = LocalityModel::new(&preset(), None);
+    let threshold = model
+        .steal_order(0)
+        .iter()
+        .find(|c| c.node == 1)
+        .expect("node 1 is a candidate of node 0")
+        .threshold;
+    assert_eq!(threshold, 9, "distance 16 x 6 cores / 10");
+    // Each of the 6 thieves of node 0 may see a length above the threshold and take a task
+    // after another thief took the one that made it so.
+    let thieves = 6;
+    let at_most = 20 - (threshold + 1) + (thieves - 1);
+    let outcome = within(120, move || steal_test(None, 20, at_most));
+    assert!(
+        outcome.stolen >= 1,
+        "idle workers of node 0 steal from a queue of {} tasks",
+        outcome.dealt
+    );
+    assert!(
+        outcome.stolen <= at_most,
+        "{} of {} stolen: node 1's queue went below the threshold {threshold}",
+        outcome.stolen,
+        outcome.dealt
+    );
+}
+
+#[test]
+fn nothing_is_stolen_across_a_distance_beyond_the_vicinity() {
+    preset_process();
+    // Vicinity 10: only a worker's own node. Node 1 is at distance 16 from node 0.
+    let outcome = within(120, || steal_test(Some(10), 20, 0));
+    assert_eq!(
+        outcome.stolen, 0,
+        "stolen across distance 16 with vicinity 10"
+    );
+}
+
+#[test]
+fn tasks_without_footprints_are_stolen_across_nodes_whatever_the_vicinity() {
+    preset_process();
+    within(120, || {
+        // Workers on two nodes, vicinity 10 (no dealt task leaves its node): footprint-free
+        // tasks live in deques, which every worker may steal from.
+        let rt = locality_runtime(12, Some(10));
+        assert_eq!(rt.scope(|s| common::fib(s, 18)), common::fib_seq(18));
+        let nodes = Mutex::new(std::collections::BTreeSet::new());
+        rt.scope(|s| {
+            for _ in 0..240 {
+                let nodes = &nodes;
+                s.spawn(move |s| {
+                    nodes.lock().unwrap().insert(s.node());
+                    std::thread::sleep(Duration::from_millis(1));
+                });
+            }
+        });
+        assert_eq!(
+            nodes.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
+            vec![0, 1],
+            "both nodes' workers ran footprint-free tasks"
+        );
+    });
+}
+
+#[test]
+fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
+    preset_process();
+    let rt = locality_runtime(2, Some(16));
+    let shown = rt.display_env();
+    for line in [
+        "  NUMATASK_SCHEDULER = 'locality'",
+        "  NUMATASK_VICINITY = '16'",
+        "  NUMATASK_LOCALITY_FOOTPRINT_THRESHOLD = '873813B (LLC / 6 cores per node)'",
+        "  NUMATASK_LOCALITY_STEAL_THRESHOLDS = 'distance 16: more than 9 tasks'",
+    ] {
+        assert!(shown.contains(line), "missing {line:?} in\n{shown}");
+    }
+    let rt = Runtime::builder()
+        .topology(preset())
+        .num_threads(1)
+        .proc_bind(false)
+        .build()
+        .unwrap();
+    let shown = rt.display_env();
+    assert!(shown.contains("  NUMATASK_VICINITY = 'all'"), "{shown}");
+    assert!(!shown.contains("NUMATASK_LOCALITY_"), "{shown}");
+}
