@@ -5,12 +5,16 @@
 //! ```text
 //! scripts/bench-fib.sh                       # builds the C peers, then runs this
 //! cargo bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp target/bench-c/fib_gomp ...]
+//! cargo bench --bench fib -- --only numatask --scheduler ws,locality   # numatask's policies
 //! ```
+//!
+//! `--scheduler` takes a comma-separated list of `NUMATASK_SCHEDULER` names (default `ws`); the
+//! numatask rows of a policy other than work stealing are named `numatask[<policy>]`.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use numatask::sched::{Runtime, Scope};
+use numatask::sched::{Runtime, SchedulerKind, Scope};
 
 struct Args {
     n: u32,
@@ -18,6 +22,7 @@ struct Args {
     reps: usize,
     omp: Vec<String>,
     only: Option<String>,
+    schedulers: Vec<SchedulerKind>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -30,6 +35,7 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 5 },
         omp: Vec::new(),
         only: None,
+        schedulers: vec![SchedulerKind::WorkStealing],
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -49,6 +55,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
+            "--scheduler" => {
+                args.schedulers = value()?
+                    .split(',')
+                    .map(|k| k.parse().map_err(|e| format!("--scheduler: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
             // cargo bench passes --bench; criterion-style filters are not used here.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}")),
@@ -156,9 +168,17 @@ fn main() {
     let expect = fib_sequential(n as u64);
     let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     for &threads in &args.threads {
-        if wants("numatask") {
+        for &kind in &args.schedulers {
+            let name = match kind {
+                SchedulerKind::WorkStealing => "numatask".to_owned(),
+                other => format!("numatask[{other}]"),
+            };
+            if !wants(&name) {
+                continue;
+            }
             let rt = Runtime::builder()
                 .num_threads(threads)
+                .scheduler(kind)
                 .build()
                 .expect("numatask runtime");
             let d = time_reps(
@@ -166,13 +186,13 @@ fn main() {
                 || rt.scope(|s| fib_numatask(s, n as u64)),
                 expect,
             );
-            report("numatask", threads, n, d);
+            report(&name, threads, n, d);
             let d = time_reps(
                 args.reps,
                 || rt.scope(|s| fib_numatask_join(s, n as u64)),
                 expect,
             );
-            report("numatask::join", threads, n, d);
+            report(&format!("{name}::join"), threads, n, d);
         }
         if wants("rayon") {
             let pool = rayon::ThreadPoolBuilder::new()

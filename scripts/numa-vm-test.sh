@@ -25,9 +25,10 @@
 set -euo pipefail
 
 # (package:test-target) pairs built with `cargo test --release -p PKG --test TARGET --no-run`
-# and run in every guest. Add e.g. "numatask-sched:multinode" once that test target exists.
+# and run in every guest.
 TEST_TARGETS=(
     "numatask-alloc:multinode"
+    "numatask-sched:multinode"
 )
 
 # Arguments for every test executable in the guest: the multi-node tests are the ignored ones;
@@ -41,6 +42,8 @@ PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static numactl
     libhwloc-dev libudev-dev pkg-config hwloc cpio)
 
 RESULT_TAG="NUMATASK-VM-RESULT"
+# Lines a test writes with this prefix (measurements) are echoed from the guest log, pass or fail.
+REPORT_TAG="NUMATASK-VM-REPORT"
 
 die() { echo "numa-vm-test: $*" >&2; exit 2; }
 log() { echo "numa-vm-test: $*" >&2; }
@@ -262,6 +265,7 @@ run_guest() {
     # The serial console ends lines with CR LF: strip CR before matching whole lines.
     local clean
     clean=$(tr -d '\r' <"$serial")
+    grep -o "$REPORT_TAG .*" <<<"$clean" | sed "s/^$REPORT_TAG /      /" || true
     if grep -qx "$RESULT_TAG nodes=$n PASS" <<<"$clean"; then
         echo "PASS  $n nodes  ${elapsed}s"
         return 0

@@ -1,0 +1,158 @@
+//! Scheduling on a real multi-node kernel. These tests need several NUMA nodes, so they are
+//! `#[ignore]`d on the (one-node) host and run inside QEMU guests by `scripts/numa-vm-test.sh`,
+//! which passes `--ignored` and sets `NUMATASK_VM_NODES` (one CPU per node there).
+//!
+//! Locality is measured from the kernel: for every task, where `move_pages` says the pages of
+//! its footprint are, against the node of the (pinned) worker that ran it; not from the
+//! placement registry the scheduler itself decides by.
+
+use std::io::Write as _;
+use std::sync::Mutex;
+
+use numatask_alloc::topology::Pinning;
+use numatask_alloc::{Distribution, NumaVec, Topology, page_size, reset_coarse_counter};
+use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::locality_policy::LocalityModel;
+use numatask_sched::{Runtime, SchedulerKind};
+
+/// Chunks per node in the map.
+const CHUNKS_PER_NODE: usize = 4;
+
+/// The node count the harness configured.
+fn expected_nodes() -> usize {
+    let raw = std::env::var("NUMATASK_VM_NODES")
+        .expect("NUMATASK_VM_NODES is unset: run this through scripts/numa-vm-test.sh");
+    raw.parse()
+        .unwrap_or_else(|e| panic!("NUMATASK_VM_NODES={raw:?} is not a number: {e}"))
+}
+
+/// Prints a line to the guest's console even though libtest captures the output of passing
+/// tests (it captures `print!`, not writes to the stream): the harness echoes these lines.
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "NUMATASK-VM-REPORT {line}");
+}
+
+/// What one run of the map measured.
+struct MapLocality {
+    /// Footprint bytes on the node of the worker that ran the task, by the kernel.
+    local_bytes: u64,
+    /// All footprint bytes (every page resident).
+    total_bytes: u64,
+    /// Tasks run per node.
+    tasks_per_node: Vec<usize>,
+}
+
+impl MapLocality {
+    fn fraction(&self) -> f64 {
+        self.local_bytes as f64 / self.total_bytes as f64
+    }
+}
+
+/// The paper's Map (Listing 1): one task per chunk, each declaring its chunk as footprint and
+/// scaling it in place, on `kind` with one pinned worker per CPU.
+fn run_map(topo: &Topology, kind: SchedulerKind, chunks: &mut [NumaVec<u64>]) -> MapLocality {
+    let rt = Runtime::builder()
+        .scheduler(kind)
+        .num_threads(topo.num_cores())
+        .build()
+        .expect("runtime starts");
+    for (place, pinning) in rt.places().iter().zip(rt.pinning()) {
+        assert!(
+            matches!(pinning, Some(Ok(Pinning::Exact { .. }))),
+            "worker {} not pinned to its core: {pinning:?}",
+            place.index
+        );
+    }
+    let ran = Mutex::new(Vec::new());
+    rt.scope(|s| {
+        for (i, chunk) in chunks.iter_mut().enumerate() {
+            let footprint = [Access::of_slice(chunk, AccessKind::InOut)];
+            let ran = &ran;
+            s.spawn_labeled("map", footprint, move |s| {
+                for x in chunk.iter_mut() {
+                    *x = x.wrapping_mul(3).wrapping_add(1);
+                }
+                ran.lock().unwrap().push((i, s.node()));
+            });
+        }
+    });
+    let ran = ran.into_inner().unwrap();
+    assert_eq!(ran.len(), chunks.len(), "every task ran once");
+    let mut measured = MapLocality {
+        local_bytes: 0,
+        total_bytes: 0,
+        tasks_per_node: vec![0; topo.num_nodes()],
+    };
+    let ps = page_size() as u64;
+    for (i, node) in ran {
+        measured.tasks_per_node[node] += 1;
+        let chunk = &chunks[i];
+        let pages = numatask_alloc::resident_nodes(chunk.as_ptr().cast(), chunk.len() * 8)
+            .expect("move_pages answers");
+        let os_node = topo.nodes()[node].os_index;
+        measured.total_bytes += pages.len() as u64 * ps;
+        measured.local_bytes += pages.iter().filter(|&&p| p == Some(os_node)).count() as u64 * ps;
+        assert!(
+            pages.iter().all(Option::is_some),
+            "chunk {i}: every page resident"
+        );
+    }
+    measured
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn map_with_locality_runs_at_least_95_percent_of_its_footprint_on_the_executing_node() {
+    let n = expected_nodes();
+    let topo = Topology::current().expect("the guest's topology");
+    assert!(!topo.is_synthetic());
+    assert_eq!(topo.num_nodes(), n);
+    // Chunks just above the footprint threshold (LLC / C), so that every task is dealt.
+    let threshold = LocalityModel::new(&topo, None).footprint_threshold();
+    let ps = page_size();
+    let chunk_bytes = (threshold as usize + 1).div_ceil(ps).max(16) * ps;
+    reset_coarse_counter();
+    let mut chunks: Vec<NumaVec<u64>> = (0..n * CHUNKS_PER_NODE)
+        .map(|i| {
+            // Coarse: each allocation bound wholly to the next node, round robin; filled
+            // here (the binding, not this thread, decides where the pages go).
+            let mut v =
+                NumaVec::zeroed(chunk_bytes / 8, Distribution::Coarse).expect("coarse allocation");
+            v.iter_mut().for_each(|x| *x = i as u64);
+            v
+        })
+        .collect();
+    report(&format!(
+        "map: {n} nodes, {} tasks of {} KiB (footprint threshold {} KiB)",
+        chunks.len(),
+        chunk_bytes >> 10,
+        threshold >> 10
+    ));
+
+    let locality = run_map(&topo, SchedulerKind::Locality, &mut chunks);
+    let stealing = run_map(&topo, SchedulerKind::WorkStealing, &mut chunks);
+    for (name, m) in [("locality", &locality), ("ws", &stealing)] {
+        report(&format!(
+            "map nodes={n} scheduler={name} local_fraction={:.4} ({} of {} MiB local by the kernel's page locations), tasks per node {:?}",
+            m.fraction(),
+            m.local_bytes >> 20,
+            m.total_bytes >> 20,
+            m.tasks_per_node
+        ));
+    }
+    assert!(
+        locality.fraction() >= 0.95,
+        "locality-aware: only {:.1}% of footprint bytes local",
+        100.0 * locality.fraction()
+    );
+    assert!(
+        stealing.fraction() < 0.8,
+        "work stealing: {:.1}% local, no contrast with locality-aware scheduling",
+        100.0 * stealing.fraction()
+    );
+    // The data went through both maps.
+    for (i, chunk) in chunks.iter().enumerate() {
+        let once = (i as u64).wrapping_mul(3).wrapping_add(1);
+        assert_eq!(chunk[chunk.len() - 1], once.wrapping_mul(3).wrapping_add(1));
+    }
+}
