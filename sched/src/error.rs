@@ -1,9 +1,12 @@
 //! The scheduler's error type: every variant says what was wrong and what is accepted.
 
 use numatask_alloc::AllocError;
+
+use crate::depend::AccessKind;
 use thiserror::Error;
 
-/// Everything that can go wrong when configuring or starting a runtime.
+/// Everything that can go wrong when configuring or starting a runtime, or declaring a
+/// dependent task.
 ///
 /// Nothing in this crate panics on a value that comes from the environment or from a
 /// builder: such values are checked and reported through this type.
@@ -36,6 +39,32 @@ pub enum SchedError {
     /// The topology could not be read.
     #[error("topology: {0}")]
     Topology(#[from] AllocError),
+    /// Two accesses declared for one task overlap, and one of them would give the task body
+    /// `&mut` (see [`crate::data`]): one task cannot hold a mutable reference to bytes it also
+    /// reads or writes through another.
+    #[error(
+        "accesses {first} ({first_kind:?}) and {second} ({second_kind:?}) of one task overlap: \
+         a task may read overlapping regions, but a region it writes must not overlap its other \
+         accesses (declare the union once, as updates)"
+    )]
+    ConflictingAccesses {
+        /// Position of the first access in declaration order.
+        first: usize,
+        /// Its kind.
+        first_kind: AccessKind,
+        /// Position of the second access.
+        second: usize,
+        /// Its kind.
+        second_kind: AccessKind,
+    },
+    /// A region was declared for a task whose siblings are not the tasks the region's
+    /// [`Blocks`](crate::data::Blocks) already orders (see [`crate::data`]).
+    #[error(
+        "region of data already bound to another task's children: dependences order only \
+         sibling tasks, so a Blocks must be used with the children of one task (create one per \
+         task that spawns dependent tasks)"
+    )]
+    ForeignRegion,
     /// The operating system refused to start a worker thread.
     #[error("could not start worker thread {worker}: {reason}")]
     SpawnWorker {

@@ -3,11 +3,11 @@
 //!
 //! # Frames
 //!
-//! A frame starts with a `Header`: a table of two functions (run the task; release its
-//! memory), the links to its parent frame, its depth, its child counter (see
-//! [`crate::latch`]), the slot where a panic waits for whoever waits for the frame, and an
-//! optional [`TaskMeta`] (the task's data footprint, for locality-aware schedulers and, later,
-//! dependences).
+//! A frame starts with a `Header`: a table of functions (run the task; cancel it; release
+//! its memory), the links to its parent frame, its depth, its child counter (see
+//! [`crate::latch`]), the slot where a panic waits for whoever waits for the frame, an
+//! optional [`TaskMeta`] (a footprint hint and a label), and, for a task with `depend`
+//! accesses, its dependence handle (see [`crate::dependences`]).
 //!
 //! A spawned task's frame is one heap allocation, `HeapTask<F, T>`: the header, the slot for
 //! the task's result `T` and the closure `F`, with `#[repr(C)]` so that the header and the
@@ -25,7 +25,10 @@
 //!
 //! Header fields are written before the frame is published (pushed to a deque, whose
 //! `Release`/`Acquire` pair orders them for the thread that takes it) and not written again,
-//! except for the atomics and the owner's cells of the counter.
+//! except for the atomics and the owner's cells of the counter, and the dependence handle: a
+//! dependent task is published only when its parent's tracker releases it, and the releasing
+//! thread, which then holds the task alone, stores the handle before it pushes the task; the
+//! worker that runs the task takes the handle back after the body.
 //!
 //! # Where later features plug in
 //!
@@ -33,13 +36,16 @@
 //!   [`Scheduler::push`](crate::scheduler::Scheduler::push) reads through
 //!   [`Task::footprint`] to deal a task to a node (Algorithm 1); it costs one null pointer per
 //!   task without one.
-//! - **Dependences**: a task with `depend` accesses is counted as a child at spawn like any
-//!   other (so `taskwait`, taskgroups and scope ends need nothing new), but is submitted to its
-//!   parent's [`DepTracker`](crate::depend::DepTracker) instead of being pushed; the tracker
-//!   hands it back when its predecessors' *bodies* finished (OpenMP's rule), and the worker
-//!   that finished the predecessor pushes it. The completion hook belongs in `execute_heap`
-//!   right after the body, before the subtree bookkeeping. Deferred tasks are descendants of
-//!   the waiting frame like their siblings, so the taskwait policy needs no change.
+//! - **Dependences** ([`crate::dependences`]): a task with `depend` accesses is counted as a
+//!   child at spawn like any other (so `taskwait`, taskgroups and scope ends need nothing
+//!   new), but is submitted to its parent's [`DepTracker`](crate::depend::DepTracker) instead
+//!   of being pushed; the tracker hands it back when its predecessors' *bodies* finished
+//!   (OpenMP's rule), and the worker that finished the predecessor pushes it. `execute_heap`
+//!   completes the handle right after the body, before the subtree bookkeeping; a task the
+//!   tracker cancels (a predecessor panicked) goes through the table's `cancel` instead of
+//!   `execute`. Deferred tasks are descendants of the waiting frame like their siblings, so
+//!   the taskwait policy needs no change. [`Task::footprint`] of a dependent task is its
+//!   `depend` list.
 
 use std::alloc::{self, Layout};
 use std::cell::{Cell, UnsafeCell};
@@ -49,7 +55,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
-use crate::depend::Access;
+use crate::depend::{Access, DepHandle};
 use crate::latch::{ChildCounter, ChildDone, DROPPED, JOINING, PanicSlot, ResultState};
 use crate::scope::Scope;
 use crate::worker::WorkerThread;
@@ -70,6 +76,9 @@ pub struct TaskMeta {
 pub(crate) struct VTable {
     /// Runs the task on `worker`, then finishes its frame. Called once.
     execute: unsafe fn(NonNull<Header>, &WorkerThread),
+    /// Finishes the frame of a task that must not run (its dependences were cancelled): drops
+    /// its closure, reports the cancellation as its panic. Called once, instead of `execute`.
+    cancel: unsafe fn(NonNull<Header>, &WorkerThread),
     /// The subtree is finished; let go of the frame (free it, or hand it to a result handle).
     /// `same_thread`: the caller runs on the thread of the parent's owner.
     release: unsafe fn(NonNull<Header>, &WorkerThread, bool),
@@ -84,13 +93,15 @@ impl VTable {
     pub(crate) const fn injected(execute: unsafe fn(NonNull<Header>, &WorkerThread)) -> Self {
         VTable {
             execute,
+            cancel: never_executed,
             release: never_released,
             free: never_freed,
         }
     }
 }
 
-/// The start of every frame (64 bytes on 64-bit targets: one cache line).
+/// The start of every frame (72 bytes on 64-bit targets; the rest of a small frame's first
+/// cache line is its result state and closure).
 pub(crate) struct Header {
     vtable: &'static VTable,
     /// The frame this one reports to (and, for the policy check, descends from); null for a
@@ -101,6 +112,9 @@ pub(crate) struct Header {
     pub(crate) children: ChildCounter,
     pub(crate) panic: PanicSlot,
     meta: Option<Box<TaskMeta>>,
+    /// A dependent task's handle in its parent's tracker, from its release until its body
+    /// finished (module docs: who writes it when).
+    depend: UnsafeCell<Option<DepHandle<Task>>>,
 }
 
 impl Header {
@@ -116,6 +130,7 @@ impl Header {
             children: ChildCounter::new(owner),
             panic: PanicSlot::new(),
             meta: None,
+            depend: UnsafeCell::new(None),
         }
     }
 
@@ -173,6 +188,7 @@ impl Header {
 /// Roots and groups are never queued and never released through the table.
 static ROOT_VTABLE: VTable = VTable {
     execute: never_executed,
+    cancel: never_executed,
     release: never_released,
     free: never_freed,
 };
@@ -353,9 +369,15 @@ impl Task {
         unsafe { self.0.as_ref() }
     }
 
-    /// The byte ranges the task declared it touches (empty for most tasks).
+    /// The byte ranges the task declared it touches: its `depend` list for a dependent task,
+    /// its footprint hint otherwise (empty for most tasks).
     pub fn footprint(&self) -> &[Access] {
-        self.header().meta.as_deref().map_or(&[], |m| &m.footprint)
+        // SAFETY: the handle is written only by the thread that holds a dependent task alone
+        // (module docs), before it hands the `Task` to a scheduler.
+        match unsafe { &*self.header().depend.get() } {
+            Some(handle) => handle.accesses(),
+            None => self.header().meta.as_deref().map_or(&[], |m| &m.footprint),
+        }
     }
 
     /// The task's name in traces: its [`TaskMeta::label`], or `"task"`.
@@ -391,6 +413,20 @@ impl Task {
         let execute = self.header().vtable.execute;
         // SAFETY: a `Task` is run exactly once, on a worker (type docs).
         unsafe { execute(self.0, worker) }
+    }
+
+    /// Finishes the task without running it (its parent's tracker cancelled it).
+    pub(crate) fn cancel(self, worker: &WorkerThread) {
+        let cancel = self.header().vtable.cancel;
+        // SAFETY: cancelling is this task's one run (type docs).
+        unsafe { cancel(self.0, worker) }
+    }
+
+    /// Stores the handle with which the parent's tracker released this task.
+    pub(crate) fn attach_depend(&mut self, handle: DepHandle<Task>) {
+        // SAFETY: a released dependent task is held by this `Task` alone (it has not been
+        // queued yet), so nobody else reads or writes the slot now.
+        unsafe { *self.header().depend.get() = Some(handle) };
     }
 }
 
@@ -482,6 +518,7 @@ where
         ChildCounter::init_at(&raw mut (*h).children, parent.children.owner());
         (&raw mut (*h).panic).write(PanicSlot::new());
         (&raw mut (*h).meta).write(meta);
+        (&raw mut (*h).depend).write(UnsafeCell::new(None));
         (&raw mut (*p).head.state).write(ResultState::new());
         (&raw mut (*p).head.result).write(UnsafeCell::new(None));
         (&raw mut (*p).func).write(UnsafeCell::new(ManuallyDrop::new(func)));
@@ -502,6 +539,7 @@ where
 {
     const VTABLE: VTable = VTable {
         execute: execute_heap::<F, T, HANDLE>,
+        cancel: cancel_heap::<F, T, HANDLE>,
         release: if HANDLE {
             release_to_handle::<F, T>
         } else {
@@ -554,18 +592,69 @@ unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
     // touches `func`.
     let func = unsafe { ManuallyDrop::take(&mut *this.func.get()) };
     let scope = Scope::for_frame(header, worker);
-    match panic::catch_unwind(AssertUnwindSafe(|| func(&scope))) {
+    let panicked = match panic::catch_unwind(AssertUnwindSafe(|| func(&scope))) {
         Ok(value) => {
             if HANDLE {
                 // SAFETY: the result slot is written only here, before the state says
                 // `DONE`; the handle reads it only after.
                 unsafe { *this.head.result.get() = Some(value) };
             }
+            false
         }
-        Err(payload) => header.panic.store(payload),
+        Err(payload) => {
+            header.panic.store(payload);
+            true
+        }
+    };
+    // SAFETY: the running task is held by nobody else: its `Task` was consumed to run it.
+    if let Some(handle) = unsafe { (*header.depend.get()).take() } {
+        if panicked {
+            // The panic goes straight to the parent (alive: this task is not finished), ahead
+            // of the cancellations the completion may report there.
+            // SAFETY: a heap frame's parent is alive until the frame is finished.
+            if let (Some(payload), Some(parent)) =
+                (header.panic.take(), unsafe { header.parent.as_ref() })
+            {
+                parent.panic.store(payload);
+            }
+        }
+        crate::dependences::complete(handle, panicked, worker);
     }
     if header.children.finish() {
         // SAFETY: `finish` returned true: the subtree is finished and the frame is ours.
+        unsafe { finish_frame(frame, worker) };
+    }
+}
+
+/// The `cancel` of a heap task: drops the closure unrun and finishes the frame, with the
+/// cancellation as the task's panic (it reaches the parent's waiter unless an earlier panic,
+/// normally the predecessor's, is there first).
+///
+/// # Safety
+///
+/// As for `execute_heap`: `frame` is a queued `HeapTask<F, T>`, cancelled once instead of run.
+unsafe fn cancel_heap<'scope, F, T, const HANDLE: bool>(
+    frame: NonNull<Header>,
+    worker: &WorkerThread,
+) where
+    F: FnOnce(&Scope<'scope>) -> T + Send,
+    T: Send,
+{
+    let task = frame.cast::<HeapTask<F, T>>();
+    // SAFETY: the frame is alive until it is finished below.
+    let this = unsafe { task.as_ref() };
+    let header = &this.head.header;
+    header.children.set_owner(worker.index());
+    // SAFETY: the closure is still there (the task never ran) and nobody else touches it.
+    let func = unsafe { ManuallyDrop::take(&mut *this.func.get()) };
+    // The closure's captures are user values: a panicking destructor is reported like a panic
+    // of the task instead of unwinding through the runtime.
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| drop(func))) {
+        header.panic.store(payload);
+    }
+    header.panic.store(Box::new(crate::dependences::CANCELLED));
+    if header.children.finish() {
+        // SAFETY: a task that never ran has no children: its subtree is finished and ours.
         unsafe { finish_frame(frame, worker) };
     }
 }

@@ -39,6 +39,10 @@
 //! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`].
 #[cfg(not(loom))]
 pub mod config;
+#[cfg(not(loom))]
+pub mod data;
+#[cfg(not(loom))]
+pub mod dependences;
 pub mod deque;
 #[cfg(not(loom))]
 pub mod error;

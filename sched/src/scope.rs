@@ -21,7 +21,7 @@
 //! A `Scope` is neither `Send` nor `Sync`: a task gets its own `&Scope` and cannot capture
 //! its parent's, so every spawn happens on the worker that runs the spawning task.
 
-use std::cell::UnsafeCell;
+use std::cell::{OnceCell, UnsafeCell};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem;
@@ -30,6 +30,7 @@ use std::ptr::NonNull;
 use std::thread;
 
 use crate::depend::Access;
+use crate::dependences::{self, ChildDeps};
 use crate::job::{self, Header, ResultHead, Task, TaskMeta};
 use crate::latch::{DONE, LockLatch, Payload};
 use crate::runtime::Registry;
@@ -62,6 +63,9 @@ pub struct Scope<'scope> {
     worker: NonNull<WorkerThread>,
     /// The task's own scope when this is a taskgroup's: `taskwait` waits for both.
     enclosing: Option<NonNull<Scope<'scope>>>,
+    /// The dependence tracker of the task's children, created by the first dependent spawn
+    /// (a taskgroup's scope uses its task's: dependences order all children of a task).
+    deps: OnceCell<Box<ChildDeps>>,
     /// Invariant in `'scope` (as `std::thread::Scope`), and neither `Send` nor `Sync`.
     _marker: PhantomData<(&'scope mut &'scope (), *const ())>,
 }
@@ -73,6 +77,7 @@ impl<'scope> Scope<'scope> {
             frame: NonNull::from(frame),
             worker: NonNull::from(worker),
             enclosing: None,
+            deps: OnceCell::new(),
             _marker: PhantomData,
         }
     }
@@ -202,6 +207,39 @@ impl<'scope> Scope<'scope> {
         self.worker().push(Task::from_header(frame));
     }
 
+    /// The dependences of this task's children (see [`crate::dependences`]).
+    pub(crate) fn child_deps(&self) -> &ChildDeps {
+        let mut task_scope = self;
+        while let Some(enclosing) = task_scope.enclosing {
+            // SAFETY: a taskgroup's scope lives inside the call of its enclosing scope.
+            task_scope = unsafe { enclosing.as_ref() };
+        }
+        task_scope.deps.get_or_init(|| Box::new(ChildDeps::new()))
+    }
+
+    /// Spawns `f` as a child that runs once the earlier children it conflicts with on
+    /// `accesses` finished (the safe and raw dependent spawns end here).
+    #[inline]
+    pub(crate) fn spawn_dependent<F>(&self, accesses: &[Access], label: Option<&'static str>, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let meta = label.map(|label| {
+            Box::new(TaskMeta {
+                footprint: Box::new([]),
+                label: Some(label),
+            })
+        });
+        let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), meta, f);
+        self.frame().children.on_spawn();
+        dependences::submit(
+            &self.child_deps().tracker,
+            accesses,
+            Task::from_header(frame),
+            self.worker(),
+        );
+    }
+
     /// Waits until every child this task spawned so far (and their descendants) finished,
     /// running them, or stealing their descendants, meanwhile. Resumes the first panic of
     /// those children, if any.
@@ -246,6 +284,7 @@ impl<'scope> Scope<'scope> {
             frame: NonNull::from(&group),
             worker: self.worker,
             enclosing: Some(NonNull::from(self)),
+            deps: OnceCell::new(),
             _marker: PhantomData,
         };
         let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));

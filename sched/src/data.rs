@@ -1,0 +1,796 @@
+//! Dependent tasks on data the runtime knows: [`Blocks`] and [`Region`] handles, the
+//! [`TaskBuilder`] that declares how a task accesses them, and the raw
+//! [`Scope::spawn_depend`] on byte ranges for FFI and C-like code.
+//!
+//! # The safe API
+//!
+//! [`Blocks::new`] borrows a slice (a [`NumaVec`](numatask_alloc::NumaVec), a `Vec`, an array)
+//! mutably and cuts it into blocks; `blocks[i]` is the [`Region`] of block `i`, and
+//! [`Blocks::region`] any other element range. A task declares what it does with regions,
+//! and its body receives the data as references, in declaration order:
+//!
+//! | builder call | `depend` type | the body gets |
+//! |---|---|---|
+//! | [`reads`](TaskBuilder::reads) | `in` | `&[T]` |
+//! | [`writes`](TaskBuilder::writes) | `out` | `&mut [T]` |
+//! | [`updates`](TaskBuilder::updates) | `inout` | `&mut [T]` |
+//! | [`mutex_updates`](TaskBuilder::mutex_updates) | `mutexinoutset` | `&mut [T]` |
+//! | [`concurrent_updates`](TaskBuilder::concurrent_updates) | `inoutset` | `&[T]` (for atomics and other `Sync` types) |
+//!
+//! [`intensive`](TaskBuilder::intensive) marks the last declared access as the task's most
+//! access-intensive one (the hint a locality-aware scheduler weighs); [`label`](TaskBuilder::label)
+//! names the task in traces.
+//!
+//! ```
+//! use numatask_sched::data::Blocks;
+//! use numatask_sched::Runtime;
+//!
+//! let rt = Runtime::builder().num_threads(2).build()?;
+//! let mut v = vec![1u64; 1000];
+//! rt.scope(|s| {
+//!     let blocks = Blocks::new(&mut v, 100)?;
+//!     for i in 1..blocks.len() {
+//!         // Each block adds the (already updated) sum of the block before it: a chain.
+//!         s.task()
+//!             .reads(&blocks[i - 1])
+//!             .updates(&blocks[i])
+//!             .intensive()
+//!             .spawn(|_, (prev, this)| {
+//!                 let carry: u64 = prev.iter().sum();
+//!                 this[0] += carry;
+//!             })?;
+//!     }
+//!     Ok::<(), numatask_sched::SchedError>(())
+//! })?;
+//! assert_eq!(v[100], 101);
+//! assert_eq!(v[200], 1 + (101 + 99)); // block 1 was updated first
+//! # Ok::<(), numatask_sched::SchedError>(())
+//! ```
+//!
+//! # Why it is sound
+//!
+//! - **The runtime's order is the only way to the data.** `Blocks` holds the `&'a mut` borrow
+//!   of the data for `'a`, which outlives the scope (`'a: 'scope` at every declaration): from
+//!   the moment the blocks exist until the [`Runtime::scope`](crate::Runtime::scope) call
+//!   returns, code outside the tasks cannot touch the data, and regions cannot be turned into
+//!   references; only a task body receives them.
+//! - **Conflicting tasks never overlap in time.** All tasks that use one `Blocks` are children
+//!   of one task, ordered by one dependence tracker: a task starts only after every earlier
+//!   sibling whose declaration conflicts with its own (shares a byte, and one of them writes)
+//!   has finished, and `in` readers and `inoutset` members get shared references only. A
+//!   `Blocks` binds to the tracker of the first task it declares accesses for;
+//!   declarations for any other task's children fail with
+//!   [`SchedError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
+//!   so they cannot even reach another task's body, or a nested scope (whose closure must be
+//!   `Send`); the binding also closes the paths through thread-locals.
+//! - **One task cannot alias itself.** A task whose own declarations overlap where at least
+//!   one gives `&mut` is refused: [`TaskBuilder::spawn`] returns
+//!   [`SchedError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine.
+//! - **References do not outlive the task.** The body is `for<'t> FnOnce(&'t Scope, (&'t ..))`:
+//!   it cannot store the references anywhere that outlives its call, nor move them into the
+//!   tasks it spawns (those must be `'scope`). Successors start only after the body returned.
+//! - **Panics.** A task whose predecessor panicked is cancelled (its body never sees data a
+//!   panicking writer left half-written); see [`crate::dependences`].
+//!
+//! Element types must not borrow (`T: 'static`): a current limitation of Rust's
+//! higher-ranked bounds, which would otherwise demand `'static` data.
+//!
+//! What does not compile:
+//!
+//! ```compile_fail
+//! # use numatask_sched::{data::Blocks, Runtime};
+//! # let rt = Runtime::builder().num_threads(2).build().unwrap();
+//! let mut v = vec![0u32; 100];
+//! rt.scope(|s| {
+//!     let blocks = Blocks::new(&mut v, 10).unwrap();
+//!     s.task().writes(&blocks[0]).spawn(|_, (b,)| b[0] = 1).unwrap();
+//!     v[0] = 2; // the data is borrowed by the blocks until the scope ends
+//! });
+//! ```
+//!
+//! ```compile_fail
+//! # use numatask_sched::{data::Blocks, Runtime};
+//! # use std::sync::Mutex;
+//! # let rt = Runtime::builder().num_threads(2).build().unwrap();
+//! let mut v = vec![0u32; 100];
+//! let stash: Mutex<Option<&mut [u32]>> = Mutex::new(None);
+//! rt.scope(|s| {
+//!     let blocks = Blocks::new(&mut v, 10).unwrap();
+//!     // the reference must not outlive the task's body
+//!     s.task().writes(&blocks[0]).spawn(|_, (b,)| *stash.lock().unwrap() = Some(b)).unwrap();
+//! });
+//! ```
+//!
+//! ```compile_fail
+//! # use numatask_sched::{data::Blocks, Runtime};
+//! # let rt = Runtime::builder().num_threads(2).build().unwrap();
+//! let mut v = vec![0u32; 100];
+//! rt.scope(|s| {
+//!     let blocks = Blocks::new(&mut v, 10).unwrap();
+//!     // handles stay with the task that created them: another task's children would not be
+//!     // ordered with these
+//!     s.spawn(move |s| {
+//!         s.task().writes(&blocks[0]).spawn(|_, (b,)| b[0] = 1).unwrap();
+//!     });
+//! });
+//! ```
+//!
+//! # The raw API
+//!
+//! [`Scope::spawn_depend`] takes [`Access`]es (address, length, kind) and a closure that may
+//! capture raw pointers: the runtime orders it exactly like the safe API, and the caller
+//! promises that the closure touches only what it declared.
+
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Index, Range};
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+use crate::depend::{Access, AccessKind};
+use crate::error::SchedError;
+use crate::scope::Scope;
+
+/// A slice cut into blocks for dependent tasks (see the [module documentation](self)).
+///
+/// It borrows the slice mutably for `'a`; `blocks[i]` is the [`Region`] of block `i` (the last
+/// block is shorter if the length is not a multiple of the block length).
+pub struct Blocks<'a, T> {
+    regions: Vec<Region<'a, T>>,
+    whole: Region<'a, T>,
+    block_len: usize,
+}
+
+/// Part of the data of a [`Blocks`]: a handle for declaring accesses, not a reference (only a
+/// task body, ordered by the runtime, gets the data itself).
+pub struct Region<'a, T> {
+    ptr: NonNull<T>,
+    len: usize,
+    /// The id of the tracker the `Blocks` is bound to (0: not yet bound), shared by all its
+    /// regions; the `Rc` also keeps regions from leaving the thread.
+    binding: Rc<Cell<u64>>,
+    _data: PhantomData<&'a mut [T]>,
+}
+
+impl<'a, T> Blocks<'a, T> {
+    /// Cuts `data` into blocks of `block_len` elements.
+    ///
+    /// Errors: `block_len` 0, or a zero-sized `T` (whose regions would cover no byte, so the
+    /// runtime could not order them).
+    pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, SchedError> {
+        if block_len == 0 {
+            return Err(SchedError::InvalidSetting {
+                setting: "block length",
+                value: "0".into(),
+                expected: "at least 1 element",
+            });
+        }
+        if size_of::<T>() == 0 {
+            return Err(SchedError::InvalidSetting {
+                setting: "block element size",
+                value: "0".into(),
+                expected: "a type of non-zero size",
+            });
+        }
+        let len = data.len();
+        let ptr = NonNull::from(data).cast::<T>();
+        let binding = Rc::new(Cell::new(0));
+        let region = |start: usize, end: usize| Region {
+            // SAFETY: `start <= len`: in bounds or one past the end of the slice.
+            ptr: unsafe { ptr.add(start) },
+            len: end - start,
+            binding: Rc::clone(&binding),
+            _data: PhantomData,
+        };
+        let regions = (0..len.div_ceil(block_len))
+            .map(|b| region(b * block_len, ((b + 1) * block_len).min(len)))
+            .collect();
+        let whole = region(0, len);
+        Ok(Blocks {
+            regions,
+            whole,
+            block_len,
+        })
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether there are no blocks (the data is empty).
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// Elements per block (all but possibly the last).
+    pub fn block_len(&self) -> usize {
+        self.block_len
+    }
+
+    /// Block `i`, or `None` past the end.
+    pub fn get(&self, i: usize) -> Option<&Region<'a, T>> {
+        self.regions.get(i)
+    }
+
+    /// The blocks in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Region<'a, T>> {
+        self.regions.iter()
+    }
+
+    /// The whole data as one region.
+    pub fn whole(&self) -> &Region<'a, T> {
+        &self.whole
+    }
+
+    /// The elements `range` (of the whole data, across block boundaries if need be) as a
+    /// region. Regions may overlap: the runtime orders tasks byte by byte.
+    pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, SchedError> {
+        if range.start > range.end || range.end > self.whole.len {
+            return Err(SchedError::InvalidSetting {
+                setting: "region",
+                value: format!("{range:?}"),
+                expected: "a range within the data (start <= end <= length)",
+            });
+        }
+        Ok(Region {
+            // SAFETY: `range.start <= len`, checked above.
+            ptr: unsafe { self.whole.ptr.add(range.start) },
+            len: range.len(),
+            binding: Rc::clone(&self.whole.binding),
+            _data: PhantomData,
+        })
+    }
+}
+
+impl<'a, T> Index<usize> for Blocks<'a, T> {
+    type Output = Region<'a, T>;
+
+    /// Block `i`.
+    ///
+    /// # Panics
+    ///
+    /// If `i >= self.len()`, like slice indexing; [`Blocks::get`] returns `None` instead.
+    fn index(&self, i: usize) -> &Region<'a, T> {
+        &self.regions[i]
+    }
+}
+
+impl<'b, 'a, T> IntoIterator for &'b Blocks<'a, T> {
+    type Item = &'b Region<'a, T>;
+    type IntoIter = std::slice::Iter<'b, Region<'a, T>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.regions.iter()
+    }
+}
+
+impl<T> fmt::Debug for Blocks<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Blocks")
+            .field("len", &self.regions.len())
+            .field("block_len", &self.block_len)
+            .field("elements", &self.whole.len)
+            .finish()
+    }
+}
+
+impl<T> Region<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region has no elements (it then orders nothing).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The region's bytes accessed as `kind`, as the tracker sees them.
+    pub fn access(&self, kind: AccessKind) -> Access {
+        Access::new(self.ptr.as_ptr() as usize, self.len * size_of::<T>(), kind)
+    }
+}
+
+impl<T> Clone for Region<'_, T> {
+    fn clone(&self) -> Self {
+        Region {
+            ptr: self.ptr,
+            len: self.len,
+            binding: Rc::clone(&self.binding),
+            _data: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Region<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("addr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// Declares the accesses of one dependent task, then spawns it: see [`Scope::task`] and the
+/// [module documentation](self).
+///
+/// `A` is the tuple of declared accesses so far (up to [`MAX_ACCESSES`]); the body receives
+/// their data as a tuple in the same order.
+#[must_use = "a task builder does nothing until `spawn` is called"]
+pub struct TaskBuilder<'s, 'scope, A> {
+    scope: &'s Scope<'scope>,
+    views: A,
+    accesses: [Access; MAX_ACCESSES],
+    count: usize,
+    label: Option<&'static str>,
+    /// The first declaration error, reported by `spawn`.
+    error: Option<SchedError>,
+}
+
+/// The most accesses one [`TaskBuilder`] declares (the raw [`Scope::spawn_depend`] has no
+/// limit).
+pub const MAX_ACCESSES: usize = 8;
+
+impl<'scope> Scope<'scope> {
+    /// Starts declaring a dependent task: add its accesses with the [`TaskBuilder`]'s methods,
+    /// then [`spawn`](TaskBuilder::spawn) it (see [`crate::data`]).
+    pub fn task(&self) -> TaskBuilder<'_, 'scope, ()> {
+        TaskBuilder {
+            scope: self,
+            views: (),
+            accesses: [Access::new(0, 0, AccessKind::In); MAX_ACCESSES],
+            count: 0,
+            label: None,
+            error: None,
+        }
+    }
+
+    /// Spawns `f` as a task that depends on its earlier siblings by `deps` (OpenMP's
+    /// `#pragma omp task depend(...)`): it starts once every earlier child of this task whose
+    /// accesses conflict with `deps` (share a byte, and one of the two is not `in`; the set
+    /// kinds as [`AccessKind`] says) finished, and the tasks spawned later that conflict with it
+    /// wait for it. Like every child, it finishes before this task's next `taskwait` and the
+    /// scope's end. If a task it depends on panicked, `f` is dropped without being run (see
+    /// [`crate::dependences`]). Declarations of one task that overlap are merged (the
+    /// stronger kind wins); [`Access::intensive`] marks the most access-intensive one.
+    ///
+    /// This is the raw form, for data the runtime does not know: byte ranges from C, raw
+    /// pointers. [`Scope::task`] is the safe form on [`Blocks`].
+    ///
+    /// ```
+    /// use numatask_sched::depend::{Access, AccessKind};
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// let mut buf = vec![0.0f64; 64];
+    /// rt.scope(|s| {
+    ///     // A C-like buffer: a raw pointer and a length.
+    ///     let (p, n) = (buf.as_mut_ptr(), buf.len());
+    ///     let whole = Access::new(p as usize, n * 8, AccessKind::Out);
+    ///     let half = Access::new(p as usize, n / 2 * 8, AccessKind::InOut);
+    ///     // SAFETY: each closure writes only the bytes it declares, which stay valid and
+    ///     // untouched by anything else until the scope ends; raw pointers to plain numbers
+    ///     // may be used from any thread.
+    ///     unsafe {
+    ///         s.spawn_depend(&[whole], move |_| (0..n).for_each(|i| *p.add(i) = 1.0));
+    ///         s.spawn_depend(&[half], move |_| (0..n / 2).for_each(|i| *p.add(i) += 1.0));
+    ///     }
+    /// });
+    /// assert_eq!(buf[0], 2.0);
+    /// assert_eq!(buf[63], 1.0);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// - `f` runs on any worker thread: everything it captures must be safe to send to, and
+    ///   use on, another thread (as if `F: Send`; raw pointers to the declared data are).
+    /// - Every memory access `f` makes through what it captures unchecked (raw pointers,
+    ///   addresses from C) falls within `deps`, reads under any kind and writes under a kind
+    ///   that writes (not [`AccessKind::In`]); two `inoutset` members may run at the same
+    ///   time and must synchronize their writes themselves.
+    /// - That memory stays valid until the task has finished, and nothing else touches it
+    ///   meanwhile except sibling tasks that declare it.
+    pub unsafe fn spawn_depend<F>(&self, deps: &[Access], f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + 'scope,
+    {
+        let f = AssertSend(f);
+        self.spawn_dependent(deps, None, move |s| f.into_inner()(s));
+    }
+}
+
+/// A closure the caller of [`Scope::spawn_depend`] promised may run on another thread.
+struct AssertSend<F>(F);
+
+// SAFETY: the caller of `spawn_depend` promises that `F` may be sent to another thread.
+unsafe impl<F> Send for AssertSend<F> {}
+
+impl<F> AssertSend<F> {
+    /// Moves the whole wrapper into a closure that calls this (a closure naming `self.0`
+    /// would capture the field alone, which is not `Send`).
+    fn into_inner(self) -> F {
+        self.0
+    }
+}
+
+macro_rules! access_methods {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident => $kind:ident, $view:ident, [$($bound:tt)+];
+    )*) => {
+        impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
+            $(
+                $(#[$doc])*
+                pub fn $name<'a, T>(
+                    self,
+                    region: &Region<'a, T>,
+                ) -> TaskBuilder<'s, 'scope, <A as Append<$view<T>>>::Output>
+                where
+                    A: Append<$view<T>>,
+                    T: $($bound)+ + 'static,
+                    'a: 'scope,
+                {
+                    let view = $view {
+                        ptr: region.ptr,
+                        len: region.len,
+                    };
+                    self.declare(region, AccessKind::$kind, view)
+                }
+            )*
+        }
+    };
+}
+
+access_methods! {
+    /// Declares that the task reads `region` (`depend(in)`): the body gets `&[T]`. Readers
+    /// of a region run concurrently; they wait for its earlier writers.
+    reads => In, Read, [Sync];
+    /// Declares that the task overwrites `region` (`depend(out)`): the body gets `&mut [T]`
+    /// (with the old values in it). It waits for every earlier access of the region.
+    writes => Out, Write, [Send];
+    /// Declares that the task reads and writes `region` (`depend(inout)`): the body gets
+    /// `&mut [T]`. It waits for every earlier access of the region.
+    updates => InOut, Update, [Send];
+    /// Declares that the task updates `region` as a member of a mutually exclusive set
+    /// (`depend(mutexinoutset)`): consecutive members run in any order, one at a time; the
+    /// body gets `&mut [T]`.
+    mutex_updates => MutexInOutSet, MutexUpdate, [Send];
+    /// Declares that the task updates `region` as a member of a concurrent set
+    /// (`depend(inoutset)`): consecutive members may run at the same time, so the body gets
+    /// `&[T]` (update through atomics or other interior mutability).
+    concurrent_updates => InOutSet, ConcurrentUpdate, [Sync];
+}
+
+impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
+    fn declare<X, V>(
+        self,
+        region: &Region<'_, X>,
+        kind: AccessKind,
+        view: V,
+    ) -> TaskBuilder<'s, 'scope, A::Output>
+    where
+        A: Append<V>,
+    {
+        let TaskBuilder {
+            scope,
+            views,
+            mut accesses,
+            count,
+            label,
+            mut error,
+        } = self;
+        if error.is_none() {
+            let id = scope.child_deps().id;
+            match region.binding.get() {
+                0 => region.binding.set(id),
+                bound if bound == id => {}
+                _ => error = Some(SchedError::ForeignRegion),
+            }
+        }
+        // `A::Output` exists only for tuples of at most `MAX_ACCESSES`, so there is room.
+        accesses[count] = region.access(kind);
+        TaskBuilder {
+            scope,
+            views: views.append(view),
+            accesses,
+            count: count + 1,
+            label,
+            error,
+        }
+    }
+
+    /// Marks the access declared last as the task's most access-intensive one (a hint for a
+    /// locality-aware scheduler; it orders nothing). Without accesses it does nothing.
+    pub fn intensive(mut self) -> Self {
+        if let Some(last) = self.count.checked_sub(1) {
+            self.accesses[last] = self.accesses[last].intensive();
+        }
+        self
+    }
+
+    /// Names the task in traces (see [`crate::trace`]).
+    pub fn label(mut self, label: &'static str) -> Self {
+        self.label = Some(label);
+        self
+    }
+
+    /// The accesses declared so far.
+    pub fn accesses(&self) -> &[Access] {
+        &self.accesses[..self.count]
+    }
+
+    /// Spawns the task: `f` gets the task's [`Scope`] and the data of the declared regions,
+    /// in declaration order, once every earlier sibling task that conflicts with these
+    /// accesses finished.
+    ///
+    /// Errors, and then nothing is spawned: [`SchedError::ConflictingAccesses`] if two of the
+    /// task's own accesses overlap and one of them gives `&mut`;
+    /// [`SchedError::ForeignRegion`] if a region belongs to data whose handles are bound to
+    /// another task's children.
+    pub fn spawn<F>(self, f: F) -> Result<(), SchedError>
+    where
+        A: for<'t> Views<'t> + Send + 'scope,
+        F: for<'t> FnOnce(&'t Scope<'scope>, <A as Views<'t>>::Out) + Send + 'scope,
+    {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let accesses = &self.accesses[..self.count];
+        check_conflicts(accesses)?;
+        let views = self.views;
+        self.scope.spawn_dependent(accesses, self.label, move |s| {
+            // SAFETY: the runtime starts this body only after every earlier sibling that
+            // conflicts with these accesses finished, and starts no conflicting sibling before
+            // it returns (module docs); the accesses of this task do not conflict among
+            // themselves (checked above); the data lives for `'scope`.
+            let data = unsafe { views.views() };
+            f(s, data)
+        });
+        Ok(())
+    }
+}
+
+/// Whether the accesses of one task conflict among themselves: two overlapping accesses of
+/// which one gives the body `&mut`.
+fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
+    let exclusive = |a: &Access| {
+        matches!(
+            a.kind,
+            AccessKind::Out | AccessKind::InOut | AccessKind::MutexInOutSet
+        )
+    };
+    for (i, a) in accesses.iter().enumerate() {
+        for (j, b) in accesses.iter().enumerate().skip(i + 1) {
+            let overlap = a.len > 0 && b.len > 0 && a.addr < b.end() && b.addr < a.end();
+            if overlap && (exclusive(a) || exclusive(b)) {
+                return Err(SchedError::ConflictingAccesses {
+                    first: i,
+                    first_kind: a.kind,
+                    second: j,
+                    second_kind: b.kind,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a declared access's data is: the views the body gets are made from these. What kind
+/// of reference each gives is in its type; `Send` only when that reference may go to the
+/// thread that runs the task.
+macro_rules! views {
+    ($($(#[$doc:meta])* $view:ident => $out:ty, [$($send:tt)+];)*) => {$(
+        $(#[$doc])*
+        pub struct $view<T> {
+            ptr: NonNull<T>,
+            len: usize,
+        }
+
+        // SAFETY: the body on another thread gets the reference in the type's docs, which
+        // may cross threads under this bound.
+        unsafe impl<T: $($send)+> Send for $view<T> {}
+
+        impl<T> sealed::Sealed for $view<T> {}
+
+        impl<'t, T: 't> Views<'t> for $view<T> {
+            type Out = $out;
+
+            unsafe fn views(self) -> $out {
+                // SAFETY: the caller's promise (`Views::views`): the runtime orders the task
+                // after every conflicting access, and the region lies in data borrowed for
+                // the scope.
+                unsafe { view_slice(self.ptr, self.len) }
+            }
+        }
+    )*};
+}
+
+/// `&[T]` or `&mut [T]` from a region's pointer and length.
+///
+/// # Safety
+///
+/// As for [`std::slice::from_raw_parts_mut`] when `S` is `&mut [T]`, or `from_raw_parts`.
+unsafe fn view_slice<'t, T, S: FromRaw<'t, T>>(ptr: NonNull<T>, len: usize) -> S {
+    // SAFETY: the caller's promise.
+    unsafe { S::from_raw(ptr, len) }
+}
+
+/// The two kinds of views.
+trait FromRaw<'t, T> {
+    /// # Safety
+    ///
+    /// `ptr` is valid for `len` elements for `'t`, with the aliasing the reference needs.
+    unsafe fn from_raw(ptr: NonNull<T>, len: usize) -> Self;
+}
+
+impl<'t, T> FromRaw<'t, T> for &'t [T] {
+    unsafe fn from_raw(ptr: NonNull<T>, len: usize) -> Self {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }
+    }
+}
+
+impl<'t, T> FromRaw<'t, T> for &'t mut [T] {
+    unsafe fn from_raw(ptr: NonNull<T>, len: usize) -> Self {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
+    }
+}
+
+views! {
+    /// A declared `in` access: the body gets `&[T]`.
+    Read => &'t [T], [Sync];
+    /// A declared `out` access: the body gets `&mut [T]`.
+    Write => &'t mut [T], [Send];
+    /// A declared `inout` access: the body gets `&mut [T]`.
+    Update => &'t mut [T], [Send];
+    /// A declared `mutexinoutset` access: the body gets `&mut [T]`.
+    MutexUpdate => &'t mut [T], [Send];
+    /// A declared `inoutset` access: the body gets `&[T]`.
+    ConcurrentUpdate => &'t [T], [Sync];
+}
+
+mod sealed {
+    /// Keeps [`Views`](super::Views) and [`Append`](super::Append) to this module's types:
+    /// a view made elsewhere could hand out references the runtime does not order.
+    pub trait Sealed {}
+}
+
+/// The data a task body gets for its declared accesses, for a body call of lifetime `'t`
+/// (implemented for the access types and tuples of them; sealed).
+pub trait Views<'t>: sealed::Sealed {
+    /// The references the body gets.
+    type Out;
+
+    /// Makes the references.
+    ///
+    /// # Safety
+    ///
+    /// The runtime has ordered the task so that nothing else accesses the data in a
+    /// conflicting way for `'t`.
+    #[doc(hidden)]
+    unsafe fn views(self) -> Self::Out;
+}
+
+/// Adds one access to a tuple of accesses (implemented for tuples of up to
+/// [`MAX_ACCESSES`]` - 1` elements; sealed).
+pub trait Append<V>: sealed::Sealed {
+    /// The tuple with `V` added at the end.
+    type Output;
+
+    #[doc(hidden)]
+    fn append(self, view: V) -> Self::Output;
+}
+
+impl sealed::Sealed for () {}
+
+impl<'t> Views<'t> for () {
+    type Out = ();
+
+    unsafe fn views(self) {}
+}
+
+impl<V> Append<V> for () {
+    type Output = (V,);
+
+    fn append(self, view: V) -> (V,) {
+        (view,)
+    }
+}
+
+macro_rules! tuples {
+    ($(($($v:ident)+) => $next:ident;)*) => {$(
+        impl<$($v),+> sealed::Sealed for ($($v,)+) {}
+
+        impl<'t, $($v: Views<'t>),+> Views<'t> for ($($v,)+) {
+            type Out = ($($v::Out,)+);
+
+            #[allow(non_snake_case)]
+            unsafe fn views(self) -> Self::Out {
+                let ($($v,)+) = self;
+                // SAFETY: the caller's promise covers every element.
+                unsafe { ($($v.views(),)+) }
+            }
+        }
+
+        tuples!(@append ($($v)+) $next);
+    )*};
+    (@append ($($v:ident)+) none) => {};
+    (@append ($($v:ident)+) $next:ident) => {
+        impl<$($v,)+ $next> Append<$next> for ($($v,)+) {
+            type Output = ($($v,)+ $next);
+
+            #[allow(non_snake_case)]
+            fn append(self, view: $next) -> Self::Output {
+                let ($($v,)+) = self;
+                ($($v,)+ view)
+            }
+        }
+    };
+}
+
+tuples! {
+    (V1) => V2;
+    (V1 V2) => V3;
+    (V1 V2 V3) => V4;
+    (V1 V2 V3 V4) => V5;
+    (V1 V2 V3 V4 V5) => V6;
+    (V1 V2 V3 V4 V5 V6) => V7;
+    (V1 V2 V3 V4 V5 V6 V7) => V8;
+    (V1 V2 V3 V4 V5 V6 V7 V8) => none;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_data_with_a_short_last_block() {
+        let mut v = vec![0u8; 10];
+        let b = Blocks::new(&mut v, 4).expect("valid");
+        assert_eq!(b.len(), 3);
+        let lens: Vec<usize> = b.iter().map(Region::len).collect();
+        assert_eq!(lens, [4, 4, 2]);
+        let start = b.whole().access(AccessKind::In).addr;
+        assert_eq!(b[2].access(AccessKind::In).addr, start + 8);
+        assert!(b.get(3).is_none());
+        assert!(b.region(3..11).is_err());
+        assert_eq!(b.region(3..7).expect("in range").len(), 4);
+    }
+
+    #[test]
+    fn zero_block_length_and_zero_sized_elements_are_refused() {
+        let mut v = vec![0u8; 10];
+        assert!(matches!(
+            Blocks::new(&mut v, 0),
+            Err(SchedError::InvalidSetting { .. })
+        ));
+        let mut z = vec![(); 10];
+        assert!(matches!(
+            Blocks::new(&mut z, 2),
+            Err(SchedError::InvalidSetting { .. })
+        ));
+    }
+
+    #[test]
+    fn overlapping_writes_of_one_task_conflict_and_reads_do_not() {
+        use AccessKind::*;
+        let a = |addr, len, kind| Access::new(addr, len, kind);
+        assert!(check_conflicts(&[a(0, 8, In), a(4, 8, In)]).is_ok());
+        assert!(check_conflicts(&[a(0, 8, In), a(8, 8, Out)]).is_ok());
+        assert!(check_conflicts(&[a(0, 8, InOutSet), a(0, 8, In)]).is_ok());
+        assert_eq!(
+            check_conflicts(&[a(0, 8, In), a(100, 1, Out), a(7, 1, InOut)]),
+            Err(SchedError::ConflictingAccesses {
+                first: 0,
+                first_kind: In,
+                second: 2,
+                second_kind: InOut
+            })
+        );
+        assert!(check_conflicts(&[a(0, 8, MutexInOutSet), a(0, 8, MutexInOutSet)]).is_err());
+        // Empty ranges cover no byte.
+        assert!(check_conflicts(&[a(4, 0, Out), a(0, 8, Out)]).is_ok());
+    }
+}

@@ -1,0 +1,133 @@
+//! How the runtime drives the dependence tracker ([`crate::depend`]) for tasks spawned with
+//! `depend` accesses: submission at spawn, completion after the body, release and cancellation.
+//!
+//! - **Where the tracker lives.** Dependences order the children of one task (OpenMP's
+//!   sibling rule), so each task body's [`Scope`](crate::Scope) owns one tracker, created by its
+//!   first dependent spawn; a taskgroup inside the body uses the same one. The tracker is
+//!   touched only by the thread running that body, so its lock is never contended, and it
+//!   may be dropped when the body returns: completions and releases need only the task nodes,
+//!   which the unfinished tasks keep alive.
+//! - **Spawn.** A dependent child is counted in its parent frame like any child (so
+//!   `taskwait`, taskgroups and scope ends wait for it with no new mechanism), then
+//!   submitted: ready at once, it is pushed; otherwise it stays parked in the tracker, in no
+//!   queue.
+//! - **Completion.** Right after the body of a dependent task returns (or panics), the worker
+//!   that ran it completes its handle; every successor that this releases is pushed by that
+//!   worker, with its handle stored in its frame first ([`Task::attach_depend`]). Nothing on
+//!   this path takes a lock shared by all tasks: one lock per finished node and per released
+//!   successor, atomics for the rest.
+//! - **Panics.** The tracker cancels every task that depends, directly or not, on a task that
+//!   panicked (see [`crate::depend`], "Panics"). A cancelled task's closure is dropped unrun
+//!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait` (or the
+//!   scope end) resumes the predecessor's own panic, which reaches the parent first. Tasks
+//!   spawned later on poisoned bytes are cancelled too, and report [`CANCELLED`].
+//!
+//! Memory ordering comes from the tracker's contract ("every write of a task happens before
+//! every access of its successors"), then from the deque's `Release`/`Acquire` push and take
+//! of the released task, which also publish the handle stored in its frame.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::depend::{Access, DepHandle, DepTracker, Ready, Released, Submitted};
+use crate::job::Task;
+use crate::worker::WorkerThread;
+
+/// The panic message of a task cancelled because a task it depends on panicked.
+pub const CANCELLED: &str = "numatask: task cancelled: a task it depends on panicked";
+
+/// The dependences among one task's children.
+pub(crate) struct ChildDeps {
+    /// Unique over the process's lifetime, never 0: what data handles bind to (see
+    /// [`crate::data`]), so that a handle cannot order tasks in two trackers.
+    pub(crate) id: u64,
+    pub(crate) tracker: DepTracker<Task>,
+}
+
+impl ChildDeps {
+    pub(crate) fn new() -> Self {
+        ChildDeps {
+            id: fresh_id(),
+            tracker: DepTracker::new(),
+        }
+    }
+}
+
+/// A process-unique id, without a shared write per call: each thread takes blocks of
+/// `ID_BLOCK` ids from a global counter.
+fn fresh_id() -> u64 {
+    const ID_BLOCK: u64 = 1024;
+    static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    IDS.with(|ids| {
+        let (mut next, mut end) = ids.get();
+        if next == end {
+            next = NEXT_BLOCK.fetch_add(1, Ordering::Relaxed) * ID_BLOCK;
+            end = next + ID_BLOCK;
+        }
+        ids.set((next + 1, end));
+        next
+    })
+}
+
+/// Submits the child `task` (already counted in its parent frame) with `accesses` to
+/// `tracker`, on `worker`, the worker running the parent's body.
+#[inline]
+pub(crate) fn submit(
+    tracker: &DepTracker<Task>,
+    accesses: &[Access],
+    task: Task,
+    worker: &WorkerThread,
+) {
+    match tracker.submit(accesses, task) {
+        Submitted::Ready(ready) => push_ready(ready, worker),
+        Submitted::Deferred => {}
+        Submitted::Cancelled(task) => task.cancel(worker),
+    }
+}
+
+/// Completes a dependent task whose body just returned (`panicked`: by unwinding), on
+/// `worker`, and schedules what that releases.
+#[inline]
+pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerThread) {
+    let on_release = |released: Released<Task>| match released {
+        Released::Ready(ready) => push_ready(ready, worker),
+        Released::Cancelled(task) => task.cancel(worker),
+    };
+    if panicked {
+        handle.complete_panicked(on_release);
+    } else {
+        handle.complete(on_release);
+    }
+}
+
+#[inline]
+fn push_ready(ready: Ready<Task>, worker: &WorkerThread) {
+    let Ready {
+        handle,
+        payload: mut task,
+    } = ready;
+    task.attach_depend(handle);
+    worker.push(task);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_never_zero() {
+        let mut seen: Vec<u64> = (0..3000).map(|_| fresh_id()).collect();
+        let other: Vec<u64> = std::thread::spawn(|| (0..3000).map(|_| fresh_id()).collect())
+            .join()
+            .expect("id thread");
+        seen.extend(other);
+        assert!(seen.iter().all(|&id| id != 0));
+        let n = seen.len();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), n);
+    }
+}

@@ -1,0 +1,463 @@
+//! Dependent tasks through the runtime: ordering among siblings, waiting for deferred children
+//! (taskwait, taskgroup, scope end), panics in predecessors, one worker, and the safe data API's
+//! refusals.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use common::{runtime, within};
+use numatask_sched::SchedError;
+use numatask_sched::data::Blocks;
+use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::dependences::CANCELLED;
+
+fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// A chain of `n` updates of one block, each appending its index: the log must be in order.
+fn chain_in_program_order(workers: usize, n: usize) {
+    let rt = runtime(workers);
+    let mut cell = vec![0u64; 4];
+    let log = Mutex::new(Vec::new());
+    rt.scope(|s| {
+        let blocks = Blocks::new(&mut cell, 4).expect("blocks");
+        for i in 0..n {
+            let log = &log;
+            s.task()
+                .updates(&blocks[0])
+                .spawn(move |_, (c,)| {
+                    assert_eq!(c[0], i as u64, "task {i} saw its predecessor's write");
+                    c[0] += 1;
+                    log.lock().expect("log").push(i);
+                })
+                .expect("no conflict");
+        }
+    });
+    assert_eq!(cell[0], n as u64);
+    let log = log.into_inner().expect("log");
+    assert_eq!(log, (0..n).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_chain_of_updates_runs_in_program_order_with_one_worker() {
+    within(60, || chain_in_program_order(1, 2000));
+}
+
+#[test]
+fn a_chain_of_updates_runs_in_program_order_with_several_workers() {
+    within(60, || chain_in_program_order(3, 2000));
+}
+
+#[test]
+fn readers_run_concurrently_between_writers() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut data = vec![0u32; 64];
+        let inside = AtomicUsize::new(0);
+        let overlapped = AtomicBool::new(false);
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut data, 64).expect("blocks");
+            s.task()
+                .writes(&blocks[0])
+                .spawn(|_, (d,)| d.fill(7))
+                .expect("spawn");
+            for _ in 0..2 {
+                let (inside, overlapped) = (&inside, &overlapped);
+                s.task()
+                    .reads(&blocks[0])
+                    .spawn(move |_, (d,)| {
+                        assert!(d.iter().all(|&x| x == 7));
+                        inside.fetch_add(1, Ordering::SeqCst);
+                        // Both readers are ready together: give the other one time to start.
+                        for _ in 0..200 {
+                            if inside.load(Ordering::SeqCst) == 2 {
+                                overlapped.store(true, Ordering::SeqCst);
+                                break;
+                            }
+                            thread::sleep(Duration::from_millis(1));
+                        }
+                    })
+                    .expect("spawn");
+            }
+            s.task()
+                .updates(&blocks[0])
+                .spawn(|_, (d,)| d.iter_mut().for_each(|x| *x += 1))
+                .expect("spawn");
+        });
+        assert!(data.iter().all(|&x| x == 8));
+        assert!(
+            overlapped.load(Ordering::SeqCst),
+            "two readers of one block ran at the same time"
+        );
+    });
+}
+
+#[test]
+fn taskwait_waits_for_deferred_children() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut v = vec![0u64; 8];
+        rt.scope(|s| {
+            s.spawn(|s| {
+                let blocks = Blocks::new(&mut v, 1).expect("blocks");
+                for round in 0..50u64 {
+                    for i in 1..8 {
+                        s.task()
+                            .reads(&blocks[i - 1])
+                            .updates(&blocks[i])
+                            .spawn(move |_, (prev, this)| this[0] = prev[0] + round)
+                            .expect("spawn");
+                    }
+                    s.task()
+                        .updates(&blocks[0])
+                        .spawn(|_, (first,)| first[0] += 1)
+                        .expect("spawn");
+                }
+                s.taskwait();
+            });
+        });
+        // After round r: v[0] = r + 1 and v[i] = v[i - 1] as it was when task i ran.
+        assert_eq!(v[0], 50);
+        assert_eq!(v[1], 49 + 49);
+        assert_eq!(v[7], 49 + 7 * 49);
+    });
+}
+
+#[test]
+fn taskwait_returns_only_after_the_last_dependent_child() {
+    within(60, || {
+        let rt = runtime(2);
+        let done = AtomicUsize::new(0);
+        let mut v = vec![0u8; 16];
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 16).expect("blocks");
+            for _ in 0..100 {
+                let done = &done;
+                s.task()
+                    .updates(&blocks[0])
+                    .spawn(move |_, _| {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .expect("spawn");
+            }
+            s.taskwait();
+            assert_eq!(done.load(Ordering::Relaxed), 100);
+        });
+    });
+}
+
+#[test]
+fn a_taskgroup_waits_for_its_dependent_tasks_which_follow_earlier_siblings() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut v = vec![0u64; 2];
+        let slow_done = AtomicBool::new(false);
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 1).expect("blocks");
+            let slow_done = &slow_done;
+            // Spawned before the group: the group's tasks still depend on it (siblings).
+            s.task()
+                .writes(&blocks[0])
+                .spawn(move |_, (a,)| {
+                    thread::sleep(Duration::from_millis(30));
+                    a[0] = 10;
+                    slow_done.store(true, Ordering::SeqCst);
+                })
+                .expect("spawn");
+            s.taskgroup(|g| {
+                g.task()
+                    .reads(&blocks[0])
+                    .writes(&blocks[1])
+                    .spawn(|_, (a, b)| b[0] = a[0] + 1)
+                    .expect("spawn");
+            });
+            // The group waited for its task, which waited for the writer.
+            assert!(slow_done.load(Ordering::SeqCst));
+        });
+        assert_eq!(v, [10, 11]);
+    });
+}
+
+#[test]
+fn the_scope_end_waits_for_dependent_tasks() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut v = vec![0u32; 100];
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 10).expect("blocks");
+            for step in 0..10u32 {
+                for b in &blocks {
+                    s.task()
+                        .updates(b)
+                        .spawn(move |_, (x,)| x.iter_mut().for_each(|x| *x = *x * 2 + step))
+                        .expect("spawn");
+                }
+            }
+        });
+        let expect = (0..10u32).fold(0u32, |x, step| x * 2 + step);
+        assert!(v.iter().all(|&x| x == expect));
+    });
+}
+
+#[test]
+fn a_panic_cancels_the_dependent_tasks_and_resumes_at_taskwait() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut v = vec![0u32; 3];
+        let ran = AtomicUsize::new(0);
+        let after = rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 1).expect("blocks");
+            let ran = &ran;
+            s.task()
+                .writes(&blocks[0])
+                .spawn(|_, _| panic!("writer failed"))
+                .expect("spawn");
+            // Depends on the panicking writer directly, then transitively.
+            s.task()
+                .reads(&blocks[0])
+                .writes(&blocks[1])
+                .spawn(move |_, _| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .expect("spawn");
+            s.task()
+                .reads(&blocks[1])
+                .spawn(move |_, _| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .expect("spawn");
+            // Independent of it.
+            s.task()
+                .writes(&blocks[2])
+                .spawn(|_, (c,)| c[0] = 5)
+                .expect("spawn");
+            let first = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
+            assert_eq!(
+                message(first.expect_err("the writer's panic resumes")),
+                "writer failed"
+            );
+            assert_eq!(
+                ran.load(Ordering::SeqCst),
+                0,
+                "dependent tasks were cancelled"
+            );
+            // The bytes stay poisoned: a later task on them is cancelled, and says so.
+            s.task()
+                .reads(&blocks[0])
+                .spawn(move |_, _| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .expect("spawn");
+            let second = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
+            message(second.expect_err("the cancellation is reported"))
+        });
+        assert_eq!(after, CANCELLED);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(v[2], 5);
+        // The runtime is still usable.
+        assert_eq!(rt.scope(|s| s.spawn_with_result(|_| 3).join()), 3);
+    });
+}
+
+#[test]
+fn a_panic_in_a_predecessor_with_one_worker_does_not_hang() {
+    within(60, || {
+        let rt = runtime(1);
+        let mut v = vec![0u8; 4];
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let blocks = Blocks::new(&mut v, 1).expect("blocks");
+                s.task()
+                    .updates(&blocks[0])
+                    .spawn(|_, _| panic!("first"))
+                    .expect("spawn");
+                for i in 1..4 {
+                    s.task()
+                        .reads(&blocks[i - 1])
+                        .updates(&blocks[i])
+                        .spawn(|_, (_, x)| x[0] = 1)
+                        .expect("spawn");
+                }
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("the panic reaches the scope end")),
+            "first"
+        );
+        assert_eq!(v, [0, 0, 0, 0]);
+    });
+}
+
+#[test]
+fn mutually_exclusive_updates_never_run_at_the_same_time() {
+    within(60, || {
+        let rt = runtime(3);
+        let mut v = vec![0u64; 1];
+        let inside = AtomicUsize::new(0);
+        let max_inside = AtomicUsize::new(0);
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 1).expect("blocks");
+            for _ in 0..200 {
+                let (inside, max_inside) = (&inside, &max_inside);
+                s.task()
+                    .mutex_updates(&blocks[0])
+                    .spawn(move |_, (x,)| {
+                        let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        max_inside.fetch_max(n, Ordering::SeqCst);
+                        x[0] += 1;
+                        thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .expect("spawn");
+            }
+        });
+        assert_eq!(v[0], 200);
+        assert_eq!(max_inside.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn concurrent_updates_share_the_data_and_order_later_readers() {
+    within(60, || {
+        use std::sync::atomic::AtomicU64;
+        let rt = runtime(2);
+        let mut counters: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+        let mut seen = vec![0u64; 1];
+        rt.scope(|s| {
+            let c = Blocks::new(&mut counters, 4).expect("blocks");
+            let out = Blocks::new(&mut seen, 1).expect("blocks");
+            for _ in 0..100 {
+                s.task()
+                    .concurrent_updates(&c[0])
+                    .spawn(|_, (c,)| {
+                        c[0].fetch_add(1, Ordering::Relaxed);
+                    })
+                    .expect("spawn");
+            }
+            s.task()
+                .reads(&c[0])
+                .writes(&out[0])
+                .spawn(|_, (c, o)| o[0] = c[0].load(Ordering::Relaxed))
+                .expect("spawn");
+        });
+        assert_eq!(seen[0], 100, "the reader ran after every set member");
+    });
+}
+
+#[test]
+fn a_task_cannot_write_bytes_it_also_declares_otherwise() {
+    within(60, || {
+        let rt = runtime(1);
+        let mut v = vec![0u32; 15];
+        let ran = AtomicBool::new(false);
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 5).expect("blocks");
+            let overlap = blocks.region(3..7).expect("region");
+            let ran = &ran;
+            let r = s
+                .task()
+                .reads(&blocks[0])
+                .writes(&overlap)
+                .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
+            assert_eq!(
+                r,
+                Err(SchedError::ConflictingAccesses {
+                    first: 0,
+                    first_kind: AccessKind::In,
+                    second: 1,
+                    second_kind: AccessKind::Out,
+                })
+            );
+            let r = s
+                .task()
+                .updates(&blocks[1])
+                .updates(&blocks[1])
+                .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
+            assert!(matches!(r, Err(SchedError::ConflictingAccesses { .. })));
+            // Reading a region twice is fine, and so are adjacent writes.
+            s.task()
+                .reads(&blocks[0])
+                .reads(&overlap)
+                .writes(&blocks[2])
+                .spawn(|_, (a, b, c)| c[0] = a[4] + b[0])
+                .expect("reads may overlap");
+        });
+        assert!(!ran.load(Ordering::SeqCst), "a refused task never runs");
+    });
+}
+
+thread_local! {
+    /// Handles smuggled past the type system's `Send` checks, to check the runtime binding.
+    static SMUGGLED: std::cell::RefCell<Option<Blocks<'static, u32>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+#[test]
+fn handles_bound_to_one_task_are_refused_for_another_tasks_children() {
+    within(60, || {
+        let rt = runtime(1);
+        let data: &'static mut [u32] = Box::leak(vec![0u32; 8].into_boxed_slice());
+        rt.scope(|s| {
+            let blocks = Blocks::new(data, 4).expect("blocks");
+            s.task()
+                .updates(&blocks[0])
+                .spawn(|_, (x,)| x[0] = 1)
+                .expect("the first task binds the blocks");
+            SMUGGLED.with(|b| *b.borrow_mut() = Some(blocks));
+            // With one worker, this child runs on this thread and finds the blocks.
+            s.spawn(|s| {
+                let r = SMUGGLED.with(|b| {
+                    let b = b.borrow();
+                    let blocks = b.as_ref().expect("smuggled");
+                    s.task().updates(&blocks[0]).spawn(|_, (x,)| x[0] = 2)
+                });
+                assert_eq!(r, Err(SchedError::ForeignRegion));
+            });
+            s.taskwait();
+            SMUGGLED.with(|b| b.borrow_mut().take());
+        });
+    });
+}
+
+#[test]
+fn raw_dependences_order_c_like_byte_ranges() {
+    within(60, || {
+        let rt = runtime(2);
+        let mut buf = vec![0u64; 256];
+        rt.scope(|s| {
+            let (p, n) = (buf.as_mut_ptr() as usize, buf.len());
+            for round in 0..20u64 {
+                // The whole buffer, then its halves: every byte is ordered.
+                let whole = Access::new(p, n * 8, AccessKind::InOut).intensive();
+                // SAFETY: each task touches only the bytes it declares; the buffer outlives
+                // the scope; plain numbers may be written from any thread.
+                unsafe {
+                    s.spawn_depend(&[whole], move |_| {
+                        let p = p as *mut u64;
+                        (0..n).for_each(|i| *p.add(i) = *p.add(i) * 2 + round);
+                    });
+                    for half in 0..2 {
+                        let start = half * n / 2;
+                        let acc = Access::new(p + start * 8, n / 2 * 8, AccessKind::InOut);
+                        s.spawn_depend(&[acc], move |_| {
+                            let p = p as *mut u64;
+                            (start..start + n / 2).for_each(|i| *p.add(i) += 1);
+                        });
+                    }
+                }
+            }
+        });
+        let expect = (0..20u64).fold(0, |x, round| (x * 2 + round) + 1);
+        assert!(buf.iter().all(|&x| x == expect));
+    });
+}
