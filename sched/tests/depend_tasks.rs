@@ -461,3 +461,47 @@ fn raw_dependences_order_c_like_byte_ranges() {
         assert!(buf.iter().all(|&x| x == expect));
     });
 }
+
+#[test]
+fn a_dependent_tasks_footprint_is_its_depend_list() {
+    use numatask_alloc::{Distribution, NumaVec};
+    within(60, || {
+        let path = std::env::temp_dir().join(format!(
+            "numatask-depend-footprint-{}.json",
+            std::process::id()
+        ));
+        let rt = numatask_sched::Runtime::builder()
+            .num_threads(2)
+            .proc_bind(false)
+            .trace(&path)
+            .build()
+            .expect("runtime");
+        // 4 KiB blocks in memory the allocator knows, so every byte has a known node.
+        let mut v = NumaVec::<f64>::zeroed(2048, Distribution::Fine).expect("numa vec");
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 512).expect("blocks");
+            for i in 1..blocks.len() {
+                s.task()
+                    .reads(&blocks[i - 1])
+                    .updates(&blocks[i])
+                    .intensive()
+                    .label("dependent")
+                    .spawn(|_, (a, b)| b[0] += a[0] + 1.0)
+                    .expect("spawn");
+            }
+        });
+        let records = rt.tracer().expect("tracing").records();
+        let dependent: Vec<_> = records.iter().filter(|r| r.label == "dependent").collect();
+        assert_eq!(dependent.len(), 3);
+        for r in dependent {
+            let d = r
+                .footprint
+                .as_ref()
+                .expect("a dependent task has a footprint");
+            assert_eq!(d.known(), 2 * 4096, "both declared blocks, by node");
+        }
+        drop(rt);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(v[512 * 3], 3.0);
+    });
+}

@@ -1,0 +1,270 @@
+//! Randomized dependent tasks through the runtime (`depend_random.rs` drives the tracker with
+//! its own small executor; this drives it through `Scope::spawn_depend`, the workers, the
+//! deques and the completion hook): 100,000 tasks with random `in`/`out`/`inout` sets over a
+//! few hundred overlapping byte ranges, for 1 to 4 workers, checked against an oracle computed
+//! in program order.
+//!
+//! The data is a buffer of `u32` cells; every task that writes stamps its cells with its id.
+//! The oracle knows, for every task, the stamps its cells must hold when it starts (those of
+//! its predecessors in program order, the last writer of each cell), folded into one hash;
+//! every task checks that hash before it writes. A task that ran too early (before a writer it
+//! should follow) or too late (after a later writer) sees other stamps. The stamps are
+//! `Relaxed` atomics, so the only thing that makes a predecessor's stamp visible is the
+//! runtime's own happens-before between dependent tasks.
+//!
+//! The tasks are submitted by a task, not the scope body, with a `taskwait` now and then and
+//! none at the end: that task's tracker goes away while its last children still wait in it.
+//! A second test adds a few panicking tasks and checks the oracle of cancellations.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use common::{runtime, within};
+use numatask_sched::depend::{Access, AccessKind};
+
+/// Cells of the buffer.
+const CELLS: usize = 1024;
+/// Ranges in the pool tasks draw their accesses from.
+const POOL: usize = 300;
+/// Most cells in one range.
+const MAX_RANGE: usize = 24;
+/// Most accesses of one task.
+const MAX_ACCESSES: usize = 4;
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// One task of the program.
+#[derive(Clone, Copy)]
+struct Spec {
+    /// `(first cell, cells, kind)` of each access.
+    accesses: [(usize, usize, AccessKind); MAX_ACCESSES],
+    count: usize,
+    /// What the task must see: the hash of the stamps of its cells, in declaration order.
+    expect: u64,
+    /// The task panics (after its check, before it writes).
+    panics: bool,
+    /// The oracle says it is cancelled: a task it depends on panicked or was cancelled.
+    cancelled: bool,
+}
+
+fn mix(hash: u64, cell: usize, stamp: u32) -> u64 {
+    (hash ^ ((cell as u64) << 32 | u64::from(stamp))).wrapping_mul(0x100_0000_01B3)
+}
+
+/// A random program of `n` tasks, `panics` of which panic, and its oracle.
+fn program(seed: u64, n: usize, panics: usize) -> Vec<Spec> {
+    let mut rng = Rng(seed);
+    let pool: Vec<(usize, usize)> = (0..POOL)
+        .map(|_| {
+            let len = 1 + rng.below(MAX_RANGE);
+            (rng.below(CELLS - len + 1), len)
+        })
+        .collect();
+    // In the last tenth of the program: poison spreads to most later tasks quickly.
+    let panicking: Vec<usize> = (0..panics).map(|_| n - 1 - rng.below(n / 10)).collect();
+    // Per cell: the last writer that ran (its stamp), whether the last writer group is
+    // poisoned, and whether a poisoned reader came since.
+    let mut stamp = vec![0u32; CELLS];
+    let mut writer_poisoned = vec![false; CELLS];
+    let mut readers_poisoned = vec![false; CELLS];
+    let mut specs = Vec::with_capacity(n);
+    for id in 0..n {
+        let count = 1 + rng.below(MAX_ACCESSES);
+        let mut accesses = [(0, 0, AccessKind::In); MAX_ACCESSES];
+        for a in accesses.iter_mut().take(count) {
+            let (start, len) = pool[rng.below(POOL)];
+            let kind = match rng.below(3) {
+                0 => AccessKind::In,
+                1 => AccessKind::Out,
+                _ => AccessKind::InOut,
+            };
+            *a = (start, len, kind);
+        }
+        let accesses_of = || accesses[..count].iter();
+        // Whether the task writes each cell (overlapping declarations merge, writes win).
+        let mut writes = std::collections::BTreeMap::new();
+        for &(start, len, kind) in accesses_of() {
+            for cell in start..start + len {
+                *writes.entry(cell).or_insert(false) |= kind.writes();
+            }
+        }
+        let cancelled = writes
+            .iter()
+            .any(|(&cell, &w)| writer_poisoned[cell] || (w && readers_poisoned[cell]));
+        let mut expect = 0xCBF2_9CE4_8422_2325;
+        for &(start, len, _) in accesses_of() {
+            for (cell, &st) in stamp.iter().enumerate().skip(start).take(len) {
+                expect = mix(expect, cell, st);
+            }
+        }
+        let panics = !cancelled && panicking.contains(&id);
+        let poisoned = cancelled || panics;
+        for (&cell, &w) in &writes {
+            if w {
+                if !poisoned {
+                    stamp[cell] = id as u32 + 1;
+                }
+                writer_poisoned[cell] = poisoned;
+                readers_poisoned[cell] = false;
+            } else {
+                readers_poisoned[cell] |= poisoned;
+            }
+        }
+        specs.push(Spec {
+            accesses,
+            count,
+            expect,
+            panics,
+            cancelled,
+        });
+    }
+    specs
+}
+
+/// What running a program observed.
+struct Observed {
+    wrong: AtomicUsize,
+    ran: Vec<AtomicBool>,
+}
+
+/// Runs `specs` on `workers` workers; returns what was observed and the scope's panic
+/// message, if any.
+fn run(specs: &[Spec], workers: usize) -> (Observed, Option<String>) {
+    let rt = runtime(workers);
+    let cells: Vec<AtomicU32> = (0..CELLS).map(|_| AtomicU32::new(0)).collect();
+    let observed = Observed {
+        wrong: AtomicUsize::new(0),
+        ran: (0..specs.len()).map(|_| AtomicBool::new(false)).collect(),
+    };
+    let base = cells.as_ptr() as usize;
+    let cell_bytes = size_of::<AtomicU32>();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| {
+            let (cells, observed) = (&cells, &observed);
+            s.spawn(move |s| {
+                for (id, spec) in specs.iter().enumerate() {
+                    let deps: Vec<Access> = spec.accesses[..spec.count]
+                        .iter()
+                        .map(|&(start, len, kind)| {
+                            Access::new(base + start * cell_bytes, len * cell_bytes, kind)
+                        })
+                        .collect();
+                    let spec = *spec;
+                    let body = move |_: &numatask_sched::Scope<'_>| {
+                        observed.ran[id].store(true, Ordering::Relaxed);
+                        let accesses = &spec.accesses[..spec.count];
+                        let mut seen = 0xCBF2_9CE4_8422_2325;
+                        for &(start, len, _) in accesses {
+                            for (cell, c) in cells.iter().enumerate().skip(start).take(len) {
+                                seen = mix(seen, cell, c.load(Ordering::Relaxed));
+                            }
+                        }
+                        if seen != spec.expect {
+                            observed.wrong.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if spec.panics {
+                            panic!("task {id} panics on purpose");
+                        }
+                        for &(start, len, kind) in accesses {
+                            if kind.writes() {
+                                for c in &cells[start..start + len] {
+                                    c.store(id as u32 + 1, Ordering::Relaxed);
+                                }
+                            }
+                        }
+                    };
+                    // SAFETY: the body touches only the cells it declares (atomics, so even a
+                    // runtime bug could not make this a data race), which outlive the scope.
+                    unsafe { s.spawn_depend(&deps, body) };
+                    if id % 25_000 == 24_999 {
+                        // Resumes a panic of the tasks so far, if any: keep going.
+                        let _ = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
+                    }
+                }
+            });
+        })
+    }));
+    let message = result.err().map(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    });
+    (observed, message)
+}
+
+#[test]
+fn every_task_sees_exactly_its_predecessors_writes_with_1_to_4_workers() {
+    let specs = program(0x5EED_0001, 100_000, 0);
+    assert!(specs.iter().all(|s| !s.cancelled));
+    for workers in 1..=4 {
+        let (observed, message) = within(120, {
+            let specs = specs.clone();
+            move || run(&specs, workers)
+        });
+        assert_eq!(message, None, "{workers} workers: no task panicked");
+        assert_eq!(
+            observed.wrong.load(Ordering::Relaxed),
+            0,
+            "{workers} workers: tasks saw stamps other than their predecessors'"
+        );
+        let ran = observed
+            .ran
+            .iter()
+            .filter(|r| r.load(Ordering::Relaxed))
+            .count();
+        assert_eq!(ran, specs.len(), "{workers} workers: every task ran");
+    }
+}
+
+#[test]
+fn panics_cancel_exactly_the_tasks_that_depend_on_them() {
+    let specs = program(0x5EED_0002, 20_000, 3);
+    let cancelled = specs.iter().filter(|s| s.cancelled).count();
+    assert!(specs.iter().any(|s| s.panics), "the program has panics");
+    assert!(
+        cancelled > 0 && cancelled < specs.len() / 4,
+        "the seed gives a useful program ({cancelled} cancelled)"
+    );
+    for workers in [1, 3] {
+        let (observed, message) = within(120, {
+            let specs = specs.clone();
+            move || run(&specs, workers)
+        });
+        let message = message.expect("a panic reaches the scope end");
+        assert!(
+            message.contains("panics on purpose") || message.contains("cancelled"),
+            "{message}"
+        );
+        assert_eq!(
+            observed.wrong.load(Ordering::Relaxed),
+            0,
+            "{workers} workers"
+        );
+        for (id, spec) in specs.iter().enumerate() {
+            assert_eq!(
+                observed.ran[id].load(Ordering::Relaxed),
+                !spec.cancelled,
+                "{workers} workers: task {id} ran iff the oracle does not cancel it"
+            );
+        }
+    }
+}
