@@ -35,7 +35,11 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 5 },
         omp: Vec::new(),
         only: None,
-        schedulers: vec![SchedulerKind::WorkStealing],
+        schedulers: if smoke {
+            SchedulerKind::ALL.to_vec()
+        } else {
+            vec![SchedulerKind::WorkStealing]
+        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {

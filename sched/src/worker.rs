@@ -119,8 +119,15 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn push(&self, task: Task) {
         if let Err(task) = self.queues.push(&self.ctx(), task) {
-            self.run_task(task, None);
+            self.run_inline(task);
         }
+    }
+
+    /// A spawned task the scheduler had no room for: the spawner runs it now.
+    #[cold]
+    #[inline(never)]
+    fn run_inline(&self, task: Task) {
+        self.run_task(task, None);
     }
 
     /// Runs `task`, which the `found` operation gave (`None`: the spawner runs it inline).
@@ -193,8 +200,8 @@ impl WorkerThread {
     fn main_loop(&self) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
+        let ctx = self.ctx();
         loop {
-            let ctx = self.ctx();
             let found = match self.queues.pop(&ctx) {
                 Some(task) => Some((task, Found::Pop)),
                 None => match self.queues.steal(&ctx) {
@@ -228,11 +235,11 @@ impl WorkerThread {
     ) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
+        let ctx = self.ctx();
         loop {
             if done() {
                 return;
             }
-            let ctx = self.ctx();
             let roomy = self.stack_has_room();
             if let Some(task) = self.queues.pop(&ctx) {
                 if roomy || task.is_descendant_of(frame) {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::within;
 use numatask_alloc::{NumaVec, Place, Preset, Topology};
+use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::locality_policy::{DealReason, LocalityModel};
 use numatask_sched::trace::QueueChoice;
@@ -115,6 +116,52 @@ fn a_task_whose_footprint_lies_on_node_k_runs_on_a_worker_of_node_k() {
         assert_eq!(summary.local_fraction(), Some(1.0));
         let json = std::fs::read_to_string(&path).expect("the trace file");
         assert_eq!(json.matches("\"task\":\"map\"").count(), 24);
+        drop(rt);
+        std::fs::remove_file(&path).expect("the trace file");
+    });
+}
+
+#[test]
+fn dependent_tasks_are_dealt_by_their_depend_list() {
+    preset_process();
+    let path = trace_path("depend");
+    within(120, move || {
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .proc_bind(false)
+            .trace(&path)
+            .build()
+            .expect("runtime starts");
+        const BLOCK: usize = (1 << 20) / 8;
+        let mut v = NumaVec::<u64>::filled(4 * BLOCK, 1, Place::OnNode(3)).unwrap();
+        let nodes = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, BLOCK)?;
+            for i in 1..blocks.len() {
+                let nodes = &nodes;
+                s.task()
+                    .reads(&blocks[i - 1])
+                    .updates(&blocks[i])
+                    .label("chain")
+                    .spawn(move |s, (prev, this)| {
+                        nodes.lock().unwrap().push(s.node());
+                        this[0] += prev[0];
+                    })?;
+            }
+            Ok::<(), numatask_sched::SchedError>(())
+        })
+        .expect("valid blocks");
+        assert_eq!(v[3 * BLOCK], 4, "the chain ran in order");
+        assert_eq!(nodes.into_inner().unwrap(), vec![3; 3]);
+        let chain = rt
+            .tracer()
+            .unwrap()
+            .records()
+            .into_iter()
+            .filter(|r| r.label == "chain")
+            .count();
+        assert_eq!(chain, 3);
         drop(rt);
         std::fs::remove_file(&path).expect("the trace file");
     });

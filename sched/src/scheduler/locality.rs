@@ -92,8 +92,24 @@ pub struct Locality {
     steal_floor: Box<[usize]>,
     /// For each node, the workers of the other nodes, nearest nodes first.
     remote_workers: Box<[Box<[usize]>]>,
+    /// The node of each worker.
+    worker_nodes: Box<[usize]>,
     injector: NodeQueue<Task>,
     vicinity: Option<u32>,
+}
+
+/// Where a worker took its last task from.
+#[derive(Clone, Copy, Debug)]
+enum Taken {
+    OwnDeque,
+    /// The deque of worker `.0` (of this node or another).
+    Deque(u32),
+    /// A node's queue.
+    Node {
+        node: u32,
+        reason: DealReason,
+        stolen: bool,
+    },
 }
 
 /// A task in a node queue, with the reason it was dealt there.
@@ -109,8 +125,9 @@ pub struct LocalityLocal {
     peers: Box<[usize]>,
     /// Where the next steal from peers starts (round robin).
     next_peer: Cell<usize>,
-    /// Where the last task handed out came from (for tracing).
-    origin: Cell<TaskOrigin>,
+    /// Where the last task handed out came from (for tracing; one byte written on the
+    /// deque fast path).
+    taken: Cell<Taken>,
     /// Scratch `D` vectors (all bytes; intensive bytes), reused by every deal.
     scratch: RefCell<(NodeBytes, NodeBytes)>,
 }
@@ -135,6 +152,13 @@ pub fn footprint_node_bytes(footprint: &[Access], num_nodes: usize) -> NodeBytes
         access.accumulate_footprint(&mut d);
     }
     d
+}
+
+/// Wakes a sleeper, out of line so that the push it follows stays small.
+#[cold]
+#[inline(never)]
+fn wake_one(sleep: &Sleep) {
+    sleep.new_work();
 }
 
 impl Locality {
@@ -195,12 +219,13 @@ impl Locality {
         // The pusher runs its own deque at the latest when it waits: the fence-free check is
         // enough (see `Sleep::sleepy_workers`).
         if ctx.sleep.sleepy_workers() != 0 {
-            ctx.sleep.new_work();
+            wake_one(ctx.sleep);
         }
         Ok(())
     }
 
     /// Algorithm 1 for a task with a footprint.
+    #[cold]
     #[inline(never)]
     fn deal(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
         let here = ctx.place.node;
@@ -282,9 +307,10 @@ impl Locality {
             return None;
         }
         let Dealt { task, reason } = queue.pop()?;
-        local.origin.set(TaskOrigin {
-            queue: QueueChoice::Node { node, reason },
-            stolen_from: stolen.then_some(node),
+        local.taken.set(Taken::Node {
+            node: node as u32,
+            reason,
+            stolen,
         });
         Some(task)
     }
@@ -310,11 +336,15 @@ impl Locality {
         }
     }
 
-    fn worker_node(&self, worker: usize) -> usize {
-        self.node_workers
-            .iter()
-            .position(|runs| runs.iter().any(|r| r.contains(&worker)))
-            .unwrap_or(0)
+    /// [`Scheduler::push`] out of line (see `WorkerQueues::push`).
+    #[inline(never)]
+    pub(crate) fn push_outlined(
+        &self,
+        local: &LocalityLocal,
+        ctx: &WorkerCtx<'_>,
+        task: Task,
+    ) -> Result<(), Task> {
+        self.push(local, ctx, task)
     }
 }
 
@@ -392,7 +422,7 @@ impl Scheduler for Locality {
                     deque: worker,
                     next_peer: Cell::new(peers.iter().position(|&p| p > place.index).unwrap_or(0)),
                     peers,
-                    origin: Cell::new(TaskOrigin::OWN_DEQUE),
+                    taken: Cell::new(Taken::OwnDeque),
                     scratch: RefCell::new((NodeBytes::new(n), NodeBytes::new(n))),
                 };
                 (local, stealer)
@@ -411,6 +441,7 @@ impl Scheduler for Locality {
             nearest_staffed,
             steal_floor,
             remote_workers,
+            worker_nodes: places.iter().map(node_of).collect(),
             injector: NodeQueue::new(),
             vicinity: config.vicinity,
         };
@@ -438,7 +469,7 @@ impl Scheduler for Locality {
     #[inline]
     fn pop(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> Option<Task> {
         if let Some(task) = local.deque.pop() {
-            local.origin.set(TaskOrigin::OWN_DEQUE);
+            local.taken.set(Taken::OwnDeque);
             return Some(task);
         }
         self.take_dealt(local, ctx.place.node.min(self.num_nodes - 1), false)
@@ -450,20 +481,14 @@ impl Scheduler for Locality {
             && let Some((at, task)) = self.steal_deques(&local.peers, local.next_peer.get())
         {
             local.next_peer.set(at);
-            local.origin.set(TaskOrigin {
-                queue: QueueChoice::OwnDeque,
-                stolen_from: Some(here),
-            });
+            local.taken.set(Taken::Deque(local.peers[at] as u32));
             return Some(task);
         }
         let remote = &self.remote_workers[here];
         if !remote.is_empty()
             && let Some((at, task)) = self.steal_deques(remote, 0)
         {
-            local.origin.set(TaskOrigin {
-                queue: QueueChoice::OwnDeque,
-                stolen_from: Some(self.worker_node(remote[at])),
-            });
+            local.taken.set(Taken::Deque(remote[at] as u32));
             return Some(task);
         }
         for candidate in self.model.steal_order(here) {
@@ -502,9 +527,27 @@ impl Scheduler for Locality {
     }
 
     fn origin(&self, local: &LocalityLocal, _ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
-        match found {
-            Found::Pop | Found::Steal => local.origin.get(),
-            Found::Injected => TaskOrigin::INJECTED,
+        match (found, local.taken.get()) {
+            (Found::Injected, _) => TaskOrigin::INJECTED,
+            (_, Taken::OwnDeque) => TaskOrigin::OWN_DEQUE,
+            (_, Taken::Deque(worker)) => TaskOrigin {
+                queue: QueueChoice::OwnDeque,
+                stolen_from: self.worker_nodes.get(worker as usize).copied(),
+            },
+            (
+                _,
+                Taken::Node {
+                    node,
+                    reason,
+                    stolen,
+                },
+            ) => TaskOrigin {
+                queue: QueueChoice::Node {
+                    node: node as usize,
+                    reason,
+                },
+                stolen_from: stolen.then_some(node as usize),
+            },
         }
     }
 }

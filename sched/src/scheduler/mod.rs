@@ -127,8 +127,10 @@ impl TaskOrigin {
 /// by the caller). A task made visible to workers other than the caller must be seen by a
 /// worker that is awake or will wake: `inject` must
 /// wake a sleeper reliably through [`Sleep`]; `push` may skip the wake-up when no worker is
-/// announced as sleepy without a fence, because the pushing worker itself runs its own
-/// children at the latest when it waits for them.
+/// announced as sleepy without a fence only for a task that the pushing worker itself takes
+/// (its own deque, its own node's queue), because it runs its own children at the latest when
+/// it waits for them. A task pushed where the pusher does not look (another node's queue)
+/// needs the reliable wake-up, and the workers woken must cover it in their `has_work`.
 pub trait Scheduler: Send + Sync + Sized + 'static {
     /// The state one worker owns (its deque, its steal cursor): created with the policy,
     /// moved to the worker's thread, used only there.
@@ -291,9 +293,14 @@ macro_rules! dispatch {
 }
 
 impl WorkerQueues {
+    /// The locality-aware push is called out of line, so that the work-stealing push stays
+    /// small enough to be inlined into the spawn path.
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        dispatch!(self, push(ctx, task))
+        match self {
+            WorkerQueues::WorkStealing(shared, local) => shared.push(local, ctx, task),
+            WorkerQueues::Locality(shared, local) => shared.push_outlined(local, ctx, task),
+        }
     }
 
     #[inline]
