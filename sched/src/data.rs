@@ -322,8 +322,8 @@ impl<T> fmt::Debug for Region<'_, T> {
 pub struct TaskBuilder<'s, 'scope, A> {
     scope: &'s Scope<'scope>,
     views: A,
-    accesses: [Access; MAX_ACCESSES],
-    count: usize,
+    /// Bit `i`: access `i` is marked intensive.
+    intensive: u8,
     label: Option<&'static str>,
     /// The first declaration error, reported by `spawn`.
     error: Option<SchedError>,
@@ -340,8 +340,7 @@ impl<'scope> Scope<'scope> {
         TaskBuilder {
             scope: self,
             views: (),
-            accesses: [Access::new(0, 0, AccessKind::In); MAX_ACCESSES],
-            count: 0,
+            intensive: 0,
             label: None,
             error: None,
         }
@@ -435,7 +434,7 @@ macro_rules! access_methods {
                         ptr: region.ptr,
                         len: region.len,
                     };
-                    self.declare(region, AccessKind::$kind, view)
+                    self.declare(region, view)
                 }
             )*
         }
@@ -463,20 +462,14 @@ access_methods! {
 }
 
 impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
-    fn declare<X, V>(
-        self,
-        region: &Region<'_, X>,
-        kind: AccessKind,
-        view: V,
-    ) -> TaskBuilder<'s, 'scope, A::Output>
+    fn declare<X, V>(self, region: &Region<'_, X>, view: V) -> TaskBuilder<'s, 'scope, A::Output>
     where
         A: Append<V>,
     {
         let TaskBuilder {
             scope,
             views,
-            mut accesses,
-            count,
+            intensive,
             label,
             mut error,
         } = self;
@@ -488,13 +481,10 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
                 _ => error = Some(SchedError::ForeignRegion),
             }
         }
-        // `A::Output` exists only for tuples of at most `MAX_ACCESSES`, so there is room.
-        accesses[count] = region.access(kind);
         TaskBuilder {
             scope,
             views: views.append(view),
-            accesses,
-            count: count + 1,
+            intensive,
             label,
             error,
         }
@@ -502,9 +492,12 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
 
     /// Marks the access declared last as the task's most access-intensive one (a hint for a
     /// locality-aware scheduler; it orders nothing). Without accesses it does nothing.
-    pub fn intensive(mut self) -> Self {
-        if let Some(last) = self.count.checked_sub(1) {
-            self.accesses[last] = self.accesses[last].intensive();
+    pub fn intensive(mut self) -> Self
+    where
+        A: sealed::Sealed,
+    {
+        if let Some(last) = A::LEN.checked_sub(1) {
+            self.intensive |= 1 << last;
         }
         self
     }
@@ -513,11 +506,6 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
     pub fn label(mut self, label: &'static str) -> Self {
         self.label = Some(label);
         self
-    }
-
-    /// The accesses declared so far.
-    pub fn accesses(&self) -> &[Access] {
-        &self.accesses[..self.count]
     }
 
     /// Spawns the task: `f` gets the task's [`Scope`] and the data of the declared regions,
@@ -536,7 +524,14 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let accesses = &self.accesses[..self.count];
+        let mut all = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
+        let accesses = &mut all[..A::LEN];
+        self.views.describe(accesses);
+        for (i, access) in accesses.iter_mut().enumerate() {
+            if self.intensive & (1 << i) != 0 {
+                *access = access.intensive();
+            }
+        }
         check_conflicts(accesses)?;
         let views = self.views;
         self.scope.spawn_dependent(accesses, self.label, move |s| {
@@ -580,7 +575,7 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
 /// of reference each gives is in its type; `Send` only when that reference may go to the
 /// thread that runs the task.
 macro_rules! views {
-    ($($(#[$doc:meta])* $view:ident => $out:ty, [$($send:tt)+];)*) => {$(
+    ($($(#[$doc:meta])* $view:ident => $kind:ident, $out:ty, [$($send:tt)+];)*) => {$(
         $(#[$doc])*
         pub struct $view<T> {
             ptr: NonNull<T>,
@@ -591,7 +586,17 @@ macro_rules! views {
         // may cross threads under this bound.
         unsafe impl<T: $($send)+> Send for $view<T> {}
 
-        impl<T> sealed::Sealed for $view<T> {}
+        impl<T> sealed::Sealed for $view<T> {
+            const LEN: usize = 1;
+
+            fn describe(&self, out: &mut [Access]) {
+                out[0] = Access::new(
+                    self.ptr.as_ptr() as usize,
+                    self.len * size_of::<T>(),
+                    AccessKind::$kind,
+                );
+            }
+        }
 
         impl<'t, T: 't> Views<'t> for $view<T> {
             type Out = $out;
@@ -640,21 +645,29 @@ impl<'t, T> FromRaw<'t, T> for &'t mut [T] {
 
 views! {
     /// A declared `in` access: the body gets `&[T]`.
-    Read => &'t [T], [Sync];
+    Read => In, &'t [T], [Sync];
     /// A declared `out` access: the body gets `&mut [T]`.
-    Write => &'t mut [T], [Send];
+    Write => Out, &'t mut [T], [Send];
     /// A declared `inout` access: the body gets `&mut [T]`.
-    Update => &'t mut [T], [Send];
+    Update => InOut, &'t mut [T], [Send];
     /// A declared `mutexinoutset` access: the body gets `&mut [T]`.
-    MutexUpdate => &'t mut [T], [Send];
+    MutexUpdate => MutexInOutSet, &'t mut [T], [Send];
     /// A declared `inoutset` access: the body gets `&[T]`.
-    ConcurrentUpdate => &'t [T], [Sync];
+    ConcurrentUpdate => InOutSet, &'t [T], [Sync];
 }
 
 mod sealed {
+    use crate::depend::Access;
+
     /// Keeps [`Views`](super::Views) and [`Append`](super::Append) to this module's types:
     /// a view made elsewhere could hand out references the runtime does not order.
-    pub trait Sealed {}
+    pub trait Sealed {
+        /// Number of accesses.
+        const LEN: usize;
+
+        /// Writes the accesses, in declaration order, to `out[..LEN]`.
+        fn describe(&self, out: &mut [Access]);
+    }
 }
 
 /// The data a task body gets for its declared accesses, for a body call of lifetime `'t`
@@ -683,7 +696,11 @@ pub trait Append<V>: sealed::Sealed {
     fn append(self, view: V) -> Self::Output;
 }
 
-impl sealed::Sealed for () {}
+impl sealed::Sealed for () {
+    const LEN: usize = 0;
+
+    fn describe(&self, _: &mut [Access]) {}
+}
 
 impl<'t> Views<'t> for () {
     type Out = ();
@@ -701,7 +718,20 @@ impl<V> Append<V> for () {
 
 macro_rules! tuples {
     ($(($($v:ident)+) => $next:ident;)*) => {$(
-        impl<$($v),+> sealed::Sealed for ($($v,)+) {}
+        impl<$($v: sealed::Sealed),+> sealed::Sealed for ($($v,)+) {
+            const LEN: usize = 0 $(+ $v::LEN)+;
+
+            #[allow(non_snake_case)]
+            fn describe(&self, out: &mut [Access]) {
+                let ($($v,)+) = self;
+                let mut at = 0;
+                $(
+                    $v.describe(&mut out[at..]);
+                    at += $v::LEN;
+                )+
+                let _ = at;
+            }
+        }
 
         impl<'t, $($v: Views<'t>),+> Views<'t> for ($($v,)+) {
             type Out = ($($v::Out,)+);
@@ -718,7 +748,7 @@ macro_rules! tuples {
     )*};
     (@append ($($v:ident)+) none) => {};
     (@append ($($v:ident)+) $next:ident) => {
-        impl<$($v,)+ $next> Append<$next> for ($($v,)+) {
+        impl<$($v: sealed::Sealed,)+ $next> Append<$next> for ($($v,)+) {
             type Output = ($($v,)+ $next);
 
             #[allow(non_snake_case)]

@@ -13,7 +13,7 @@
 //!   queue.
 //! - **Completion.** Right after the body of a dependent task returns (or panics), the worker
 //!   that ran it completes its handle; every successor that this releases is pushed by that
-//!   worker, with its handle stored in its frame first ([`Task::attach_depend`]). Nothing on
+//!   worker, with its handle stored in its frame first (`Task::attach_depend`). Nothing on
 //!   this path takes a lock shared by all tasks: one lock per finished node and per released
 //!   successor, atomics for the rest.
 //! - **Panics.** The tracker cancels every task that depends, directly or not, on a task that

@@ -1,0 +1,620 @@
+//! Dependent tasks: BOTS-style SparseLU (lu0, fwd, bdiv, bmod on `bs x bs` float blocks of an
+//! `nb x nb` block matrix with the BOTS null-block pattern; one task per block operation,
+//! `depend` on the blocks, fill-in blocks allocated by the creating task), in one run against
+//! the same program in C with OpenMP `depend` clauses under libgomp and LLVM libomp
+//! (`bench/c/sparselu_omp.c`, built by `scripts/bench-sparselu.sh`). Both drivers call the same
+//! C kernels (`bench/c/sparselu_kernels.c`, compiled by `build.rs` with `-O3`), so the runtime
+//! is the only difference; the checksums must agree, and the run fails if they do not.
+//!
+//! ```text
+//! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
+//! cargo bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 \
+//!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
+//! ```
+//!
+//! Rows (`--only` selects rows whose name contains the word):
+//!
+//! - `serial`: the kernels in program order on one thread, no runtime (the work to share).
+//! - `numatask`: the safe API: the matrix blocks live in one [`NumaVec`] arena
+//!   (`OMP_DATA_DISTRIBUTION` places it), cut by [`Blocks`]; each task declares
+//!   `.reads(..)`/`.updates(..)` on its blocks and gets them as slices. A fill-in block is the
+//!   next free block of the arena, claimed by the creating task (zero pages, like `calloc`).
+//! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
+//! - `numatask-empty`, `numatask-nodeps-empty`: the same task graph with empty kernels, with
+//!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
+//!   their difference the cost of dependence tracking (printed as `ns_per_task`).
+//!
+//! Rows of a scheduler other than work stealing are named `numatask[<policy>]`. Timings are the
+//! median of `--reps` runs after one warm-up run, like the C driver.
+
+use std::ffi::c_int;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use numatask::alloc::{Distribution, NumaVec};
+use numatask::sched::data::Blocks;
+use numatask::sched::depend::{Access, AccessKind};
+use numatask::sched::{Runtime, SchedulerKind, Scope};
+
+unsafe extern "C" {
+    fn sparselu_block_present(nb: c_int, ii: c_int, jj: c_int) -> c_int;
+    fn sparselu_fill_block(block: *mut f32, bs: c_int, seed: *mut c_int);
+    fn sparselu_seed() -> c_int;
+    fn sparselu_lu0(diag: *mut f32, bs: c_int);
+    fn sparselu_fwd(diag: *const f32, col: *mut f32, bs: c_int);
+    fn sparselu_bdiv(diag: *const f32, row: *mut f32, bs: c_int);
+    fn sparselu_bmod(row: *const f32, col: *const f32, inner: *mut f32, bs: c_int);
+}
+
+/// The C kernels on slices of `bs * bs` elements.
+mod kernels {
+    use super::*;
+
+    fn check(bs: usize, blocks: &[usize]) -> c_int {
+        assert!(
+            blocks.iter().all(|&len| len == bs * bs),
+            "blocks of bs * bs"
+        );
+        c_int::try_from(bs).expect("bs fits in an int")
+    }
+
+    pub fn present(nb: usize, ii: usize, jj: usize) -> bool {
+        // SAFETY: a pure function of its arguments.
+        unsafe { sparselu_block_present(nb as c_int, ii as c_int, jj as c_int) != 0 }
+    }
+
+    pub fn seed() -> c_int {
+        // SAFETY: a pure function.
+        unsafe { sparselu_seed() }
+    }
+
+    pub fn fill(block: &mut [f32], bs: usize, seed: &mut c_int) {
+        let bs = check(bs, &[block.len()]);
+        // SAFETY: `block` holds bs * bs floats; the kernel writes exactly those.
+        unsafe { sparselu_fill_block(block.as_mut_ptr(), bs, seed) }
+    }
+
+    pub fn lu0(diag: &mut [f32], bs: usize) {
+        let bs = check(bs, &[diag.len()]);
+        // SAFETY: bs * bs floats, exclusively ours.
+        unsafe { sparselu_lu0(diag.as_mut_ptr(), bs) }
+    }
+
+    pub fn fwd(diag: &[f32], col: &mut [f32], bs: usize) {
+        let bs = check(bs, &[diag.len(), col.len()]);
+        // SAFETY: bs * bs floats each; `col` is exclusively ours and does not alias `diag`.
+        unsafe { sparselu_fwd(diag.as_ptr(), col.as_mut_ptr(), bs) }
+    }
+
+    pub fn bdiv(diag: &[f32], row: &mut [f32], bs: usize) {
+        let bs = check(bs, &[diag.len(), row.len()]);
+        // SAFETY: as for `fwd`.
+        unsafe { sparselu_bdiv(diag.as_ptr(), row.as_mut_ptr(), bs) }
+    }
+
+    pub fn bmod(row: &[f32], col: &[f32], inner: &mut [f32], bs: usize) {
+        let bs = check(bs, &[row.len(), col.len(), inner.len()]);
+        // SAFETY: bs * bs floats each; `inner` is exclusively ours and aliases neither input.
+        unsafe { sparselu_bmod(row.as_ptr(), col.as_ptr(), inner.as_mut_ptr(), bs) }
+    }
+}
+
+/// The block matrix: an arena of `nb * nb` block slots (only the used ones are ever touched)
+/// and which slot holds block `(ii, jj)`.
+struct Matrix {
+    nb: usize,
+    bs: usize,
+    arena: NumaVec<f32>,
+    slots: Vec<Option<usize>>,
+    next_free: usize,
+}
+
+impl Matrix {
+    /// The BOTS matrix: present blocks filled in row-major order, one seed sequence.
+    fn generate(nb: usize, bs: usize, place: Distribution) -> Matrix {
+        let n = bs * bs;
+        let mut m = Matrix {
+            nb,
+            bs,
+            arena: NumaVec::zeroed(nb * nb * n, place).expect("matrix arena"),
+            slots: vec![None; nb * nb],
+            next_free: 0,
+        };
+        let mut seed = kernels::seed();
+        for ii in 0..nb {
+            for jj in 0..nb {
+                if kernels::present(nb, ii, jj) {
+                    let slot = m.claim();
+                    m.slots[ii * nb + jj] = Some(slot);
+                    kernels::fill(&mut m.arena[slot * n..(slot + 1) * n], bs, &mut seed);
+                }
+            }
+        }
+        m
+    }
+
+    fn claim(&mut self) -> usize {
+        self.next_free += 1;
+        self.next_free - 1
+    }
+
+    /// BOTS' checksum, in matrix order, printed as C's `%.6e`.
+    fn checksum(&self) -> String {
+        let n = self.bs * self.bs;
+        let mut sum = 0.0f64;
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Some(slot) = slot {
+                let block = &self.arena[slot * n..(slot + 1) * n];
+                for (k, &x) in block.iter().enumerate() {
+                    sum += f64::from(x) * ((i + k) % 7 + 1) as f64;
+                }
+            }
+        }
+        c_exponent(sum)
+    }
+}
+
+/// `x` as C's `printf("%.6e")` writes it.
+fn c_exponent(x: f64) -> String {
+    let s = format!("{x:.6e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let exp: i32 = exp.parse().expect("an exponent");
+            let sign = if exp < 0 { '-' } else { '+' };
+            format!("{mantissa}e{sign}{:02}", exp.abs())
+        }
+        None => s,
+    }
+}
+
+/// What a task body does: the real kernel, or nothing (to measure the runtime alone).
+#[derive(Clone, Copy, PartialEq)]
+enum Work {
+    Kernels,
+    Empty,
+}
+
+/// The task graph in program order: calls `task(op, blocks)` for every block operation of an
+/// `nb x nb` block matrix whose block `(ii, jj)` is in slot `slots[ii * nb + jj]`, claiming
+/// fill-in blocks (`next_free`) as BOTS allocates them: in the creating task, before the bmod
+/// that needs them. Returns the number of tasks.
+fn for_each_task(
+    nb: usize,
+    slots: &mut [Option<usize>],
+    next_free: &mut usize,
+    mut task: impl FnMut(Op, [usize; 3]),
+) -> u64 {
+    let mut tasks = 0;
+    for kk in 0..nb {
+        let diag = slots[kk * nb + kk].expect("diagonal blocks are present");
+        task(Op::Lu0, [diag, 0, 0]);
+        tasks += 1;
+        for jj in kk + 1..nb {
+            if let Some(col) = slots[kk * nb + jj] {
+                task(Op::Fwd, [diag, col, 0]);
+                tasks += 1;
+            }
+        }
+        for ii in kk + 1..nb {
+            if let Some(row) = slots[ii * nb + kk] {
+                task(Op::Bdiv, [diag, row, 0]);
+                tasks += 1;
+            }
+        }
+        for ii in kk + 1..nb {
+            let Some(row) = slots[ii * nb + kk] else {
+                continue;
+            };
+            for jj in kk + 1..nb {
+                let Some(col) = slots[kk * nb + jj] else {
+                    continue;
+                };
+                let inner = *slots[ii * nb + jj].get_or_insert_with(|| {
+                    *next_free += 1;
+                    *next_free - 1
+                });
+                task(Op::Bmod, [row, col, inner]);
+                tasks += 1;
+            }
+        }
+    }
+    tasks
+}
+
+/// A block operation.
+#[derive(Clone, Copy)]
+enum Op {
+    Lu0,
+    Fwd,
+    Bdiv,
+    Bmod,
+}
+
+/// The kernels in program order on this thread.
+fn sparselu_serial(m: &mut Matrix) -> u64 {
+    let (bs, n) = (m.bs, m.bs * m.bs);
+    let arena = &mut m.arena;
+    for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, [a, b, c]| {
+        let p = arena.as_mut_ptr();
+        // SAFETY: the slots of one operation are distinct blocks inside the arena, and no
+        // other reference into the arena is live meanwhile.
+        let block = |i: usize| unsafe { std::slice::from_raw_parts_mut(p.add(i * n), n) };
+        match op {
+            Op::Lu0 => kernels::lu0(block(a), bs),
+            Op::Fwd => kernels::fwd(block(a), block(b), bs),
+            Op::Bdiv => kernels::bdiv(block(a), block(b), bs),
+            Op::Bmod => kernels::bmod(block(a), block(b), block(c), bs),
+        }
+    })
+}
+
+/// SparseLU with the safe API: the body of the OpenMP `single`.
+fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Work) -> u64 {
+    let start = Instant::now();
+    let bs = m.bs;
+    let blocks = Blocks::new(&mut m.arena, bs * bs).expect("blocks");
+    let real = work == Work::Kernels;
+    let tasks = for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, [a, b, c]| {
+        let spawned = match op {
+            Op::Lu0 => s
+                .task()
+                .updates(&blocks[a])
+                .label("lu0")
+                .spawn(move |_, (d,)| {
+                    if real {
+                        kernels::lu0(d, bs)
+                    }
+                }),
+            Op::Fwd => s
+                .task()
+                .reads(&blocks[a])
+                .updates(&blocks[b])
+                .intensive()
+                .label("fwd")
+                .spawn(move |_, (d, col)| {
+                    if real {
+                        kernels::fwd(d, col, bs)
+                    }
+                }),
+            Op::Bdiv => s
+                .task()
+                .reads(&blocks[a])
+                .updates(&blocks[b])
+                .intensive()
+                .label("bdiv")
+                .spawn(move |_, (d, row)| {
+                    if real {
+                        kernels::bdiv(d, row, bs)
+                    }
+                }),
+            Op::Bmod => s
+                .task()
+                .reads(&blocks[a])
+                .reads(&blocks[b])
+                .updates(&blocks[c])
+                .intensive()
+                .label("bmod")
+                .spawn(move |_, (row, col, inner)| {
+                    if real {
+                        kernels::bmod(row, col, inner, bs)
+                    }
+                }),
+        };
+        spawned.expect("the blocks of one operation are distinct");
+    });
+    created(start);
+    s.taskwait();
+    tasks
+}
+
+/// How long the last run's task-creating body took before its final `taskwait`, in ns (the
+/// creation rate bounds the speed-up: one thread creates every task).
+static CREATE_NS: AtomicU64 = AtomicU64::new(0);
+
+fn created(start: Instant) {
+    CREATE_NS.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+/// An arena address sent into a task (the raw API's closures are C-like: they carry
+/// addresses).
+#[derive(Clone, Copy)]
+struct Addr(usize);
+
+/// SparseLU with the raw API (`depend` on byte ranges, raw pointers in the bodies), or, with
+/// `depend` false, the same tasks spawned without dependences (only meaningful with empty
+/// kernels: it measures the spawn alone).
+fn sparselu_raw(s: &Scope<'_>, m: &mut Matrix, work: Work, depend: bool) -> u64 {
+    let start = Instant::now();
+    let (bs, n) = (m.bs, m.bs * m.bs);
+    let base = m.arena.as_mut_ptr() as usize;
+    let bytes = n * size_of::<f32>();
+    let real = work == Work::Kernels;
+    let tasks = for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, slots| {
+        let addr = |i: usize| Addr(base + slots[i] * bytes);
+        let (a, b, c) = (addr(0), addr(1), addr(2));
+        let acc = |x: Addr, kind| Access::new(x.0, bytes, kind);
+        let body = move |_: &Scope<'_>| {
+            if !real {
+                return;
+            }
+            // SAFETY: the runtime ordered this task after every conflicting access of these
+            // blocks (the depend list below), which are distinct blocks of the arena.
+            unsafe {
+                let s = |x: Addr| std::slice::from_raw_parts_mut(x.0 as *mut f32, n);
+                match op {
+                    Op::Lu0 => kernels::lu0(s(a), bs),
+                    Op::Fwd => kernels::fwd(s(a), s(b), bs),
+                    Op::Bdiv => kernels::bdiv(s(a), s(b), bs),
+                    Op::Bmod => kernels::bmod(s(a), s(b), s(c), bs),
+                }
+            }
+        };
+        if !depend {
+            s.spawn(body);
+            return;
+        }
+        let deps: &[Access] = match op {
+            Op::Lu0 => &[acc(a, AccessKind::InOut)],
+            Op::Fwd | Op::Bdiv => &[
+                acc(a, AccessKind::In),
+                acc(b, AccessKind::InOut).intensive(),
+            ],
+            Op::Bmod => &[
+                acc(a, AccessKind::In),
+                acc(b, AccessKind::In),
+                acc(c, AccessKind::InOut).intensive(),
+            ],
+        };
+        // SAFETY: the body touches only the blocks it declares, which live in the arena until
+        // the scope ends.
+        unsafe { s.spawn_depend(deps, body) };
+    });
+    created(start);
+    s.taskwait();
+    tasks
+}
+
+struct Args {
+    nb: usize,
+    bs: usize,
+    threads: Vec<usize>,
+    reps: usize,
+    omp: Vec<String>,
+    only: Option<String>,
+    schedulers: Vec<SchedulerKind>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
+    // run checks that every variant computes the serial checksum.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let mut args = Args {
+        nb: if smoke { 12 } else { 120 },
+        bs: if smoke { 8 } else { 25 },
+        threads: if smoke { vec![1, 2] } else { Vec::new() },
+        reps: if smoke { 1 } else { 3 },
+        omp: Vec::new(),
+        only: None,
+        schedulers: if smoke {
+            SchedulerKind::ALL.to_vec()
+        } else {
+            vec![SchedulerKind::WorkStealing]
+        },
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        let number = |v: String, what: &str| v.parse::<usize>().map_err(|e| format!("{what}: {e}"));
+        match a.as_str() {
+            "--nb" => args.nb = number(value()?, "--nb")?,
+            "--bs" => args.bs = number(value()?, "--bs")?,
+            "--reps" => args.reps = number(value()?, "--reps")?,
+            "--threads" => {
+                args.threads = value()?
+                    .split(',')
+                    .map(|t| number(t.trim().to_string(), "--threads"))
+                    .collect::<Result<_, _>>()?
+            }
+            "--omp" => args.omp.push(value()?),
+            "--only" => args.only = Some(value()?),
+            "--scheduler" => {
+                args.schedulers = value()?
+                    .split(',')
+                    .map(|k| k.parse().map_err(|e| format!("--scheduler: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.threads.is_empty() {
+        args.threads = vec![std::thread::available_parallelism().map_or(1, |n| n.get())];
+    }
+    if !(1..=1000).contains(&args.nb)
+        || !(1..=1000).contains(&args.bs)
+        || !(1..=100).contains(&args.reps)
+        || args.threads.contains(&0)
+    {
+        return Err("need 1 <= nb, bs <= 1000, 1 <= reps <= 100 and thread counts >= 1".into());
+    }
+    Ok(args)
+}
+
+/// What `reps` timed runs measured (medians), and what the last one computed.
+struct Timing {
+    median: Duration,
+    /// Time spent creating tasks (numatask rows only; zero for the serial run).
+    create: Duration,
+    tasks: u64,
+    checksum: String,
+}
+
+/// Runs `run` on a fresh matrix `reps + 1` times (the first is a warm-up).
+fn time_reps(args: &Args, place: Distribution, mut run: impl FnMut(&mut Matrix) -> u64) -> Timing {
+    let mut times = Vec::with_capacity(args.reps);
+    let mut creates = Vec::with_capacity(args.reps);
+    let (mut tasks, mut checksum) = (0, String::new());
+    for rep in 0..=args.reps {
+        let mut m = Matrix::generate(args.nb, args.bs, place);
+        CREATE_NS.store(0, Ordering::Relaxed);
+        let t = Instant::now();
+        tasks = run(&mut m);
+        let d = t.elapsed();
+        if rep > 0 {
+            times.push(d);
+            creates.push(Duration::from_nanos(CREATE_NS.load(Ordering::Relaxed)));
+        }
+        checksum = m.checksum();
+    }
+    times.sort();
+    creates.sort();
+    Timing {
+        median: times[times.len() / 2],
+        create: creates[creates.len() / 2],
+        tasks,
+        checksum,
+    }
+}
+
+fn report(name: &str, threads: usize, args: &Args, t: &Timing) {
+    let create = if t.create.is_zero() {
+        String::new()
+    } else {
+        format!(" create_s={:.6}", t.create.as_secs_f64())
+    };
+    println!(
+        "sparselu runtime={name} threads={threads} nb={} bs={} tasks={} median_s={:.6} checksum={}{create}",
+        args.nb,
+        args.bs,
+        t.tasks,
+        t.median.as_secs_f64(),
+        t.checksum,
+    );
+}
+
+/// For the empty-kernel rows: cost per task, and creation cost per task.
+fn report_overhead(name: &str, threads: usize, args: &Args, t: &Timing) {
+    let per_task = |d: Duration| d.as_secs_f64() * 1e9 / t.tasks as f64;
+    println!(
+        "sparselu runtime={name} threads={threads} nb={} bs={} tasks={} median_s={:.6} ns_per_task={:.1} create_ns_per_task={:.1}",
+        args.nb,
+        args.bs,
+        t.tasks,
+        t.median.as_secs_f64(),
+        per_task(t.median),
+        per_task(t.create),
+    );
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sparselu bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let place = match Distribution::from_env() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("sparselu bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let serial = time_reps(&args, place, sparselu_serial);
+    if wants("serial") {
+        report("serial", 1, &args, &serial);
+    }
+    let expect = &serial.checksum;
+    let check = |name: &str, threads: usize, got: &str| {
+        assert_eq!(
+            got, expect,
+            "{name} with {threads} threads: checksum differs from the serial run"
+        );
+    };
+    for &threads in &args.threads {
+        for &kind in &args.schedulers {
+            let rt = Runtime::builder()
+                .num_threads(threads)
+                .scheduler(kind)
+                .build()
+                .expect("numatask runtime");
+            let named = |base: &str| match kind {
+                SchedulerKind::WorkStealing => base.to_string(),
+                other => format!("{base}[{other}]"),
+            };
+            let name = named("numatask");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m| {
+                    rt.scope(|s| sparselu_numatask(s, m, Work::Kernels))
+                });
+                check(&name, threads, &r.checksum);
+                report(&name, threads, &args, &r);
+            }
+            let name = named("numatask-raw");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m| {
+                    rt.scope(|s| sparselu_raw(s, m, Work::Kernels, true))
+                });
+                check(&name, threads, &r.checksum);
+                report(&name, threads, &args, &r);
+            }
+            let name = named("numatask-empty");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m| {
+                    rt.scope(|s| sparselu_numatask(s, m, Work::Empty))
+                });
+                report_overhead(&name, threads, &args, &r);
+            }
+            let name = named("numatask-raw-empty");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m| {
+                    rt.scope(|s| sparselu_raw(s, m, Work::Empty, true))
+                });
+                report_overhead(&name, threads, &args, &r);
+            }
+            let name = named("numatask-nodeps-empty");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m| {
+                    rt.scope(|s| sparselu_raw(s, m, Work::Empty, false))
+                });
+                report_overhead(&name, threads, &args, &r);
+            }
+        }
+        for bin in &args.omp {
+            let out = Command::new(bin)
+                .args([
+                    args.nb.to_string(),
+                    args.bs.to_string(),
+                    args.reps.to_string(),
+                ])
+                .env("OMP_NUM_THREADS", threads.to_string())
+                .env("OMP_PROC_BIND", "true")
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {
+                    let line = String::from_utf8_lossy(&o.stdout);
+                    print!("{line}");
+                    let theirs = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("checksum="))
+                        .unwrap_or("(none)");
+                    assert_eq!(
+                        theirs, expect,
+                        "{bin} with {threads} threads: its checksum differs from numatask's"
+                    );
+                }
+                Ok(o) => {
+                    eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr));
+                    std::process::exit(1);
+                }
+                Err(e) => {
+                    eprintln!("{bin}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+}
