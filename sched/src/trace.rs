@@ -75,7 +75,7 @@ pub struct TaskRecord {
     pub stolen_distance: Option<u32>,
     /// Start, nanoseconds since the tracer was created.
     pub start_ns: u64,
-    /// End, nanoseconds since the tracer was created.
+    /// End, nanoseconds since the tracer was created (equal to `start_ns` while the task runs).
     pub end_ns: u64,
     /// Bytes per node of the task's depend list, when it has one.
     pub footprint: Option<NodeBytes>,
@@ -159,6 +159,30 @@ impl Tracer {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(record);
+        }
+    }
+
+    /// Appends the record of a task that starts now on `record.worker` (its `end_ns` is a
+    /// placeholder until [`end`](Self::end)) and returns its position for `end`. Recording at
+    /// the start means a task is in the trace before anyone can see it finished: a trace
+    /// written right after a scope returns holds all of its tasks.
+    pub fn start(&self, record: TaskRecord) -> usize {
+        match self.buffers.get(record.worker) {
+            Some(buffer) => {
+                let mut buffer = buffer.lock().unwrap_or_else(|p| p.into_inner());
+                buffer.push(record);
+                buffer.len() - 1
+            }
+            None => usize::MAX,
+        }
+    }
+
+    /// Sets the end of the record that [`start`](Self::start) returned `at` for on `worker`.
+    pub fn end(&self, worker: usize, at: usize, end_ns: u64) {
+        if let Some(buffer) = self.buffers.get(worker)
+            && let Some(r) = buffer.lock().unwrap_or_else(|p| p.into_inner()).get_mut(at)
+        {
+            r.end_ns = end_ns;
         }
     }
 
@@ -432,6 +456,18 @@ mod tests {
         // Balanced brackets: a cheap well-formedness check without a JSON parser.
         assert_eq!(json.matches('{').count(), json.matches('}').count());
         assert_eq!(json.matches('[').count(), json.matches(']').count());
+    }
+
+    #[test]
+    fn a_started_task_is_recorded_at_once_and_its_end_set_later() {
+        let t = Tracer::new(vec![0, 1], None);
+        let mut r = record(1, 1, None, None);
+        r.end_ns = r.start_ns;
+        let at = t.start(r);
+        assert_eq!(t.summary().tasks, 1, "in the trace while it runs");
+        assert_eq!(t.records()[0].end_ns, 1_000);
+        t.end(1, at, 9_000);
+        assert_eq!(t.records()[0].end_ns, 9_000);
     }
 
     #[test]

@@ -158,18 +158,18 @@ impl WorkerThread {
                 .then(|| topology.distance(from, node))
         });
         let start_ns = tracer.now_ns();
-        task.execute(self);
-        let end_ns = tracer.now_ns();
-        tracer.record(TaskRecord {
+        let at = tracer.start(TaskRecord {
             label,
             worker: self.place.index,
             node,
             queue: origin.queue,
             stolen_distance,
             start_ns,
-            end_ns,
+            end_ns: start_ns,
             footprint,
         });
+        task.execute(self);
+        tracer.end(self.place.index, at, tracer.now_ns());
     }
 
     /// Wakes worker `worker` if it sleeps (it waits for something this thread finished).
