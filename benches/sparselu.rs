@@ -24,7 +24,9 @@
 //!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
 //!   their difference the cost of dependence tracking (printed as `ns_per_task`).
 //!
-//! Rows of a scheduler other than work stealing are named `numatask[<policy>]`. Timings are the
+//! Rows of a scheduler other than work stealing are named `numatask[<policy>]`, and built with
+//! `--features bench-mimalloc` (mimalloc as the global allocator) `numatask+mimalloc`. Timings
+//! are the
 //! median of `--reps` runs after one warm-up run, like the C driver.
 
 use std::ffi::c_int;
@@ -36,6 +38,20 @@ use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedulerKind, Scope};
+
+/// With `--features bench-mimalloc`: every allocation of this process (task frames that miss
+/// the frame caches, dependence-tracker nodes) goes to mimalloc instead of glibc's malloc, whose
+/// arena lock serializes the frees of blocks allocated by the task-creating thread.
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// How rows name the global allocator.
+const ALLOCATOR: &str = if cfg!(feature = "bench-mimalloc") {
+    "+mimalloc"
+} else {
+    ""
+};
 
 unsafe extern "C" {
     fn sparselu_block_present(nb: c_int, ii: c_int, jj: c_int) -> c_int;
@@ -542,8 +558,8 @@ fn main() {
                 .build()
                 .expect("numatask runtime");
             let named = |base: &str| match kind {
-                SchedulerKind::WorkStealing => base.to_string(),
-                other => format!("{base}[{other}]"),
+                SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
+                other => format!("{base}[{other}]{ALLOCATOR}"),
             };
             let name = named("numatask");
             if wants(&name) {

@@ -502,9 +502,12 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         self
     }
 
-    /// Names the task in traces (see [`crate::trace`]).
+    /// Names the task in traces (see [`crate::trace`]). Free when the runtime does not trace
+    /// (the label is then not stored).
     pub fn label(mut self, label: &'static str) -> Self {
-        self.label = Some(label);
+        if self.scope.is_tracing() {
+            self.label = Some(label);
+        }
         self
     }
 

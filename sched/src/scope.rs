@@ -207,6 +207,11 @@ impl<'scope> Scope<'scope> {
         self.worker().push(Task::from_header(frame));
     }
 
+    /// Whether the runtime records tasks (then task labels are worth storing).
+    pub(crate) fn is_tracing(&self) -> bool {
+        self.worker().registry().tracer.is_some()
+    }
+
     /// The dependences of this task's children (see [`crate::dependences`]).
     pub(crate) fn child_deps(&self) -> &ChildDeps {
         let mut task_scope = self;
