@@ -1,0 +1,113 @@
+/* Blocked Cholesky with OpenMP 4 tasks and depend clauses, one task per tile operation: the
+ * peer of numatask's benches/cholesky.rs. Built with gcc -fopenmp (libgomp) and clang -fopenmp
+ * (LLVM libomp) by scripts/bench-cholesky.sh.
+ *
+ * usage: cholesky_omp NT BS [REPS]
+ * prints: cholesky_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "cholesky.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Tile (i, j), i >= j, of the lower triangle. */
+#define TILE(m, i, j) (m[(i) * ((i) + 1) / 2 + (j)])
+
+static double **genmat(int nt, int bs) {
+    double **m = calloc((size_t)nt * (nt + 1) / 2, sizeof *m);
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j <= i; j++) {
+            TILE(m, i, j) = malloc((size_t)bs * bs * sizeof(double));
+            cholesky_fill_tile(TILE(m, i, j), nt, bs, i, j);
+        }
+    return m;
+}
+
+static long cholesky(double **m, int nt, int bs) {
+    long tasks = 0;
+    const size_t n = (size_t)bs * bs;
+#pragma omp parallel
+#pragma omp single
+    {
+        for (int k = 0; k < nt; k++) {
+            double *d = TILE(m, k, k);
+#pragma omp task firstprivate(d) depend(inout: d[0:n])
+            cholesky_potrf(d, bs);
+            tasks++;
+            for (int i = k + 1; i < nt; i++) {
+                double *b = TILE(m, i, k);
+#pragma omp task firstprivate(d, b) depend(in: d[0:n]) depend(inout: b[0:n])
+                cholesky_trsm(d, b, bs);
+                tasks++;
+            }
+            for (int i = k + 1; i < nt; i++) {
+                double *a = TILE(m, i, k), *c = TILE(m, i, i);
+#pragma omp task firstprivate(a, c) depend(in: a[0:n]) depend(inout: c[0:n])
+                cholesky_syrk(a, c, bs);
+                tasks++;
+                for (int j = k + 1; j < i; j++) {
+                    double *b = TILE(m, j, k), *cc = TILE(m, i, j);
+#pragma omp task firstprivate(a, b, cc) depend(in: a[0:n], b[0:n]) depend(inout: cc[0:n])
+                    cholesky_gemm(a, b, cc, bs);
+                    tasks++;
+                }
+            }
+        }
+#pragma omp taskwait
+    }
+    return tasks;
+}
+
+/* The lower triangle of L, weighted by position. */
+static double checksum(double **m, int nt, int bs) {
+    double s = 0;
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j <= i; j++)
+            for (int r = 0; r < bs; r++)
+                for (int c = 0; c < bs; c++)
+                    if (i != j || c <= r)
+                        s += TILE(m, i, j)[r * bs + c] * ((i + j + r + c) % 7 + 1);
+    return s;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: %s NT BS [REPS]\n", argv[0]); return 2; }
+    int nt = atoi(argv[1]), bs = atoi(argv[2]), reps = argc > 3 ? atoi(argv[3]) : 3;
+    if (nt < 1 || nt > 1000 || bs < 1 || bs > 1000 || reps < 1 || reps > 100) {
+        fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+#ifdef RUNTIME_NAME
+    const char *name = RUNTIME_NAME;
+#else
+    const char *name = "openmp";
+#endif
+    double times[100], sum = 0;
+    long tasks = 0;
+    int threads = omp_get_max_threads();
+    for (int r = 0; r <= reps; r++) { /* rep 0 warms the team up */
+        double **m = genmat(nt, bs);
+        double t0 = now();
+        tasks = cholesky(m, nt, bs);
+        double t = now() - t0;
+        if (r > 0) times[r - 1] = t;
+        sum = checksum(m, nt, bs);
+        for (int i = 0; i < nt * (nt + 1) / 2; i++) free(m[i]);
+        free(m);
+    }
+    qsort(times, reps, sizeof times[0], cmp);
+    printf("cholesky_omp runtime=%s threads=%d nt=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
+           name, threads, nt, bs, tasks, times[reps / 2], sum);
+    return 0;
+}

@@ -1,0 +1,401 @@
+//! Dependent tasks: blocked (tiled) Cholesky factorization of an `nt x nt` tile matrix of
+//! `bs x bs` doubles, lower triangle (potrf, trsm, syrk, gemm; one task per tile operation,
+//! `depend` on the tiles), in one run against the same program in C with OpenMP `depend`
+//! clauses under libgomp and LLVM libomp (`bench/c/cholesky_omp.c`, built by
+//! `scripts/bench-cholesky.sh`). Both drivers call the same C kernels
+//! (`bench/c/cholesky_kernels.c`, compiled by `build.rs` with `-O3`); the checksums must agree.
+//!
+//! ```text
+//! scripts/bench-cholesky.sh --nt 40 --bs 64 --threads 1,2 --reps 3   # builds the C peers too
+//! cargo bench --bench cholesky -- --nt 40 --bs 64 --threads 1,2 [--omp target/bench-c/cholesky_gomp ...]
+//! ```
+//!
+//! Rows: `serial` (the kernels in program order, no runtime), `numatask` (the safe API: the
+//! tiles in one [`NumaVec`] arena cut by [`Blocks`], `.reads(..)`/`.updates(..)` per task), and
+//! `numatask[<policy>]` for `--scheduler` policies other than work stealing. Timings are the
+//! median of `--reps` runs after one warm-up run, like the C driver.
+
+use std::ffi::c_int;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use numatask::alloc::{Distribution, NumaVec};
+use numatask::sched::data::Blocks;
+use numatask::sched::{Runtime, SchedulerKind, Scope};
+
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+unsafe extern "C" {
+    fn cholesky_fill_tile(tile: *mut f64, nt: c_int, bs: c_int, ti: c_int, tj: c_int);
+    fn cholesky_potrf(diag: *mut f64, bs: c_int);
+    fn cholesky_trsm(l: *const f64, b: *mut f64, bs: c_int);
+    fn cholesky_syrk(a: *const f64, c: *mut f64, bs: c_int);
+    fn cholesky_gemm(a: *const f64, b: *const f64, c: *mut f64, bs: c_int);
+}
+
+/// The C kernels on slices of `bs * bs` elements.
+mod kernels {
+    use super::*;
+
+    fn check(bs: usize, tiles: &[usize]) -> c_int {
+        assert!(tiles.iter().all(|&len| len == bs * bs), "tiles of bs * bs");
+        c_int::try_from(bs).expect("bs fits in an int")
+    }
+
+    pub fn fill(tile: &mut [f64], nt: usize, bs: usize, ti: usize, tj: usize) {
+        let b = check(bs, &[tile.len()]);
+        // SAFETY: `tile` holds bs * bs doubles; the kernel writes exactly those.
+        unsafe { cholesky_fill_tile(tile.as_mut_ptr(), nt as c_int, b, ti as c_int, tj as c_int) }
+    }
+
+    pub fn potrf(diag: &mut [f64], bs: usize) {
+        let bs = check(bs, &[diag.len()]);
+        // SAFETY: bs * bs doubles, exclusively ours.
+        unsafe { cholesky_potrf(diag.as_mut_ptr(), bs) }
+    }
+
+    pub fn trsm(l: &[f64], b: &mut [f64], bs: usize) {
+        let bs = check(bs, &[l.len(), b.len()]);
+        // SAFETY: bs * bs doubles each; `b` is exclusively ours and does not alias `l`.
+        unsafe { cholesky_trsm(l.as_ptr(), b.as_mut_ptr(), bs) }
+    }
+
+    pub fn syrk(a: &[f64], c: &mut [f64], bs: usize) {
+        let bs = check(bs, &[a.len(), c.len()]);
+        // SAFETY: as for `trsm`.
+        unsafe { cholesky_syrk(a.as_ptr(), c.as_mut_ptr(), bs) }
+    }
+
+    pub fn gemm(a: &[f64], b: &[f64], c: &mut [f64], bs: usize) {
+        let bs = check(bs, &[a.len(), b.len(), c.len()]);
+        // SAFETY: bs * bs doubles each; `c` is exclusively ours and aliases neither input.
+        unsafe { cholesky_gemm(a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), bs) }
+    }
+}
+
+/// Index of tile `(i, j)`, `i >= j`, in the packed lower triangle.
+fn tile(i: usize, j: usize) -> usize {
+    i * (i + 1) / 2 + j
+}
+
+/// The lower triangle's tiles in one arena.
+struct Matrix {
+    nt: usize,
+    bs: usize,
+    tiles: NumaVec<f64>,
+}
+
+impl Matrix {
+    fn generate(nt: usize, bs: usize, place: Distribution) -> Matrix {
+        let n = bs * bs;
+        let mut tiles = NumaVec::zeroed(nt * (nt + 1) / 2 * n, place).expect("tile arena");
+        for i in 0..nt {
+            for j in 0..=i {
+                let t = tile(i, j);
+                kernels::fill(&mut tiles[t * n..(t + 1) * n], nt, bs, i, j);
+            }
+        }
+        Matrix { nt, bs, tiles }
+    }
+
+    /// The C driver's checksum (the lower triangle of L, weighted by position), as `%.6e`.
+    fn checksum(&self) -> String {
+        let (nt, bs) = (self.nt, self.bs);
+        let mut s = 0.0f64;
+        for i in 0..nt {
+            for j in 0..=i {
+                let t = &self.tiles[tile(i, j) * bs * bs..];
+                for r in 0..bs {
+                    for c in 0..bs {
+                        if i != j || c <= r {
+                            s += t[r * bs + c] * ((i + j + r + c) % 7 + 1) as f64;
+                        }
+                    }
+                }
+            }
+        }
+        c_exponent(s)
+    }
+}
+
+/// `x` as C's `printf("%.6e")` writes it.
+fn c_exponent(x: f64) -> String {
+    let s = format!("{x:.6e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let exp: i32 = exp.parse().expect("an exponent");
+            let sign = if exp < 0 { '-' } else { '+' };
+            format!("{mantissa}e{sign}{:02}", exp.abs())
+        }
+        None => s,
+    }
+}
+
+/// A tile operation and its tiles.
+#[derive(Clone, Copy)]
+enum Op {
+    Potrf(usize),
+    Trsm(usize, usize),
+    Syrk(usize, usize),
+    Gemm(usize, usize, usize),
+}
+
+/// The task graph in program order (the C driver's loop nest). Returns the number of tasks.
+fn for_each_task(nt: usize, mut task: impl FnMut(Op)) -> u64 {
+    let mut tasks = 0;
+    for k in 0..nt {
+        task(Op::Potrf(tile(k, k)));
+        tasks += 1;
+        for i in k + 1..nt {
+            task(Op::Trsm(tile(k, k), tile(i, k)));
+            tasks += 1;
+        }
+        for i in k + 1..nt {
+            task(Op::Syrk(tile(i, k), tile(i, i)));
+            tasks += 1;
+            for j in k + 1..i {
+                task(Op::Gemm(tile(i, k), tile(j, k), tile(i, j)));
+                tasks += 1;
+            }
+        }
+    }
+    tasks
+}
+
+fn cholesky_serial(m: &mut Matrix) -> u64 {
+    let (bs, n) = (m.bs, m.bs * m.bs);
+    let p = m.tiles.as_mut_ptr();
+    for_each_task(m.nt, |op| {
+        // SAFETY: the tiles of one operation are distinct tiles inside the arena, and no other
+        // reference into the arena is live meanwhile.
+        let t = |i: usize| unsafe { std::slice::from_raw_parts_mut(p.add(i * n), n) };
+        match op {
+            Op::Potrf(d) => kernels::potrf(t(d), bs),
+            Op::Trsm(l, b) => kernels::trsm(t(l), t(b), bs),
+            Op::Syrk(a, c) => kernels::syrk(t(a), t(c), bs),
+            Op::Gemm(a, b, c) => kernels::gemm(t(a), t(b), t(c), bs),
+        }
+    })
+}
+
+/// Cholesky with the safe API: the body of the OpenMP `single`.
+fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix) -> u64 {
+    let bs = m.bs;
+    let tiles = Blocks::new(&mut m.tiles, bs * bs).expect("tiles");
+    let tasks = for_each_task(m.nt, |op| {
+        let spawned = match op {
+            Op::Potrf(d) => s
+                .task()
+                .updates(&tiles[d])
+                .label("potrf")
+                .spawn(move |_, (d,)| kernels::potrf(d, bs)),
+            Op::Trsm(l, b) => s
+                .task()
+                .reads(&tiles[l])
+                .updates(&tiles[b])
+                .intensive()
+                .label("trsm")
+                .spawn(move |_, (l, b)| kernels::trsm(l, b, bs)),
+            Op::Syrk(a, c) => s
+                .task()
+                .reads(&tiles[a])
+                .updates(&tiles[c])
+                .intensive()
+                .label("syrk")
+                .spawn(move |_, (a, c)| kernels::syrk(a, c, bs)),
+            Op::Gemm(a, b, c) => s
+                .task()
+                .reads(&tiles[a])
+                .reads(&tiles[b])
+                .updates(&tiles[c])
+                .intensive()
+                .label("gemm")
+                .spawn(move |_, (a, b, c)| kernels::gemm(a, b, c, bs)),
+        };
+        spawned.expect("the tiles of one operation are distinct");
+    });
+    s.taskwait();
+    tasks
+}
+
+struct Args {
+    nt: usize,
+    bs: usize,
+    threads: Vec<usize>,
+    reps: usize,
+    omp: Vec<String>,
+    only: Option<String>,
+    schedulers: Vec<SchedulerKind>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
+    // run checks that every variant computes the serial checksum.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let mut args = Args {
+        nt: if smoke { 8 } else { 40 },
+        bs: if smoke { 8 } else { 64 },
+        threads: if smoke { vec![1, 2] } else { Vec::new() },
+        reps: if smoke { 1 } else { 3 },
+        omp: Vec::new(),
+        only: None,
+        schedulers: if smoke {
+            SchedulerKind::ALL.to_vec()
+        } else {
+            vec![SchedulerKind::WorkStealing]
+        },
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        let number = |v: String, what: &str| v.parse::<usize>().map_err(|e| format!("{what}: {e}"));
+        match a.as_str() {
+            "--nt" => args.nt = number(value()?, "--nt")?,
+            "--bs" => args.bs = number(value()?, "--bs")?,
+            "--reps" => args.reps = number(value()?, "--reps")?,
+            "--threads" => {
+                args.threads = value()?
+                    .split(',')
+                    .map(|t| number(t.trim().to_string(), "--threads"))
+                    .collect::<Result<_, _>>()?
+            }
+            "--omp" => args.omp.push(value()?),
+            "--only" => args.only = Some(value()?),
+            "--scheduler" => {
+                args.schedulers = value()?
+                    .split(',')
+                    .map(|k| k.parse().map_err(|e| format!("--scheduler: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.threads.is_empty() {
+        args.threads = vec![std::thread::available_parallelism().map_or(1, |n| n.get())];
+    }
+    if !(1..=1000).contains(&args.nt)
+        || !(1..=1000).contains(&args.bs)
+        || !(1..=100).contains(&args.reps)
+        || args.threads.contains(&0)
+    {
+        return Err("need 1 <= nt, bs <= 1000, 1 <= reps <= 100 and thread counts >= 1".into());
+    }
+    Ok(args)
+}
+
+/// Runs `run` on a fresh matrix `reps + 1` times (the first is a warm-up): the median time,
+/// the task count and the last checksum.
+fn time_reps(
+    args: &Args,
+    place: Distribution,
+    mut run: impl FnMut(&mut Matrix) -> u64,
+) -> (Duration, u64, String) {
+    let mut times = Vec::with_capacity(args.reps);
+    let (mut tasks, mut checksum) = (0, String::new());
+    for rep in 0..=args.reps {
+        let mut m = Matrix::generate(args.nt, args.bs, place);
+        let t = Instant::now();
+        tasks = run(&mut m);
+        if rep > 0 {
+            times.push(t.elapsed());
+        }
+        checksum = m.checksum();
+    }
+    times.sort();
+    (times[times.len() / 2], tasks, checksum)
+}
+
+fn report(name: &str, threads: usize, args: &Args, (d, tasks, checksum): &(Duration, u64, String)) {
+    println!(
+        "cholesky runtime={name} threads={threads} nt={} bs={} tasks={tasks} median_s={:.6} checksum={checksum}",
+        args.nt,
+        args.bs,
+        d.as_secs_f64()
+    );
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("cholesky bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let place = match Distribution::from_env() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("cholesky bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let allocator = if cfg!(feature = "bench-mimalloc") {
+        "+mimalloc"
+    } else {
+        ""
+    };
+    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let serial = time_reps(&args, place, cholesky_serial);
+    if wants("serial") {
+        report("serial", 1, &args, &serial);
+    }
+    let expect = &serial.2;
+    for &threads in &args.threads {
+        for &kind in &args.schedulers {
+            let name = match kind {
+                SchedulerKind::WorkStealing => format!("numatask{allocator}"),
+                other => format!("numatask[{other}]{allocator}"),
+            };
+            if !wants(&name) {
+                continue;
+            }
+            let rt = Runtime::builder()
+                .num_threads(threads)
+                .scheduler(kind)
+                .build()
+                .expect("numatask runtime");
+            let r = time_reps(&args, place, |m| rt.scope(|s| cholesky_numatask(s, m)));
+            assert_eq!(
+                &r.2, expect,
+                "{name} with {threads} threads: checksum differs from the serial run"
+            );
+            report(&name, threads, &args, &r);
+        }
+        for bin in &args.omp {
+            let out = Command::new(bin)
+                .args([
+                    args.nt.to_string(),
+                    args.bs.to_string(),
+                    args.reps.to_string(),
+                ])
+                .env("OMP_NUM_THREADS", threads.to_string())
+                .env("OMP_PROC_BIND", "true")
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {
+                    let line = String::from_utf8_lossy(&o.stdout);
+                    print!("{line}");
+                    let theirs = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("checksum="))
+                        .unwrap_or("(none)");
+                    assert_eq!(
+                        theirs, expect,
+                        "{bin} with {threads} threads: its checksum differs from numatask's"
+                    );
+                }
+                Ok(o) => {
+                    eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr));
+                    std::process::exit(1);
+                }
+                Err(e) => {
+                    eprintln!("{bin}: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+}
