@@ -227,6 +227,7 @@ struct Args {
     reps: usize,
     omp: Vec<String>,
     only: Option<String>,
+    skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
 }
 
@@ -241,6 +242,7 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 3 },
         omp: Vec::new(),
         only: None,
+        skip: Vec::new(),
         schedulers: if smoke {
             SchedulerKind::ALL.to_vec()
         } else {
@@ -263,6 +265,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
+            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => {
                 args.schedulers = value()?
                     .split(',')
@@ -337,7 +340,10 @@ fn main() {
     } else {
         ""
     };
-    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let wants = |name: &str| {
+        args.only.as_deref().is_none_or(|o| name.contains(o))
+            && !args.skip.iter().any(|k| name.contains(k.as_str()))
+    };
     let serial = time_reps(&args, place, cholesky_serial);
     if wants("serial") {
         report("serial", 1, &args, &serial);

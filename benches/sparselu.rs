@@ -12,7 +12,8 @@
 //!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
 //! ```
 //!
-//! Rows (`--only` selects rows whose name contains the word):
+//! Rows (`--only WORD` keeps the rows whose name contains `WORD`, `--skip W1,W2` drops those
+//! whose name contains one of them):
 //!
 //! - `serial`: the kernels in program order on one thread, no runtime (the work to share).
 //! - `numatask`: the safe API: the matrix blocks live in one [`NumaVec`] arena
@@ -398,6 +399,7 @@ struct Args {
     reps: usize,
     omp: Vec<String>,
     only: Option<String>,
+    skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
 }
 
@@ -412,6 +414,7 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 3 },
         omp: Vec::new(),
         only: None,
+        skip: Vec::new(),
         schedulers: if smoke {
             SchedulerKind::ALL.to_vec()
         } else {
@@ -434,6 +437,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
+            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => {
                 args.schedulers = value()?
                     .split(',')
@@ -538,7 +542,10 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let wants = |name: &str| {
+        args.only.as_deref().is_none_or(|o| name.contains(o))
+            && !args.skip.iter().any(|k| name.contains(k.as_str()))
+    };
     let serial = time_reps(&args, place, sparselu_serial);
     if wants("serial") {
         report("serial", 1, &args, &serial);

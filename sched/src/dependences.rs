@@ -15,7 +15,9 @@
 //!   that ran it completes its handle; every successor that this releases is pushed by that
 //!   worker, with its handle stored in its frame first (`Task::attach_depend`). Nothing on
 //!   this path takes a lock shared by all tasks: one lock per finished node and per released
-//!   successor, atomics for the rest.
+//!   successor, atomics for the rest. Every released task after the first wakes a sleeping
+//!   worker, if there is one: a completion that releases a row of tasks makes that much
+//!   parallel work at once.
 //! - **Panics.** The tracker cancels every task that depends, directly or not, on a task that
 //!   panicked (see [`crate::depend`], "Panics"). A cancelled task's closure is dropped unrun
 //!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait` (or the
@@ -90,10 +92,23 @@ pub(crate) fn submit(
 
 /// Completes a dependent task whose body just returned (`panicked`: by unwinding), on
 /// `worker`, and schedules what that releases.
+///
+/// The first task released goes to this worker's deque like a spawned child: this worker
+/// runs it next unless someone steals it. Each further one is parallel work that may be
+/// waiting for a sleeping worker, so it also wakes one (`Sleep::new_work`: a fence and a load
+/// when nobody sleeps); the plain push only wakes sleepers it sees without a fence, which
+/// may leave a sleeper asleep while a completion releases a whole row of tasks.
 #[inline]
 pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerThread) {
-    let on_release = |released: Released<Task>| match released {
-        Released::Ready(ready) => push_ready(ready, worker),
+    let mut released = 0usize;
+    let on_release = |r: Released<Task>| match r {
+        Released::Ready(ready) => {
+            push_ready(ready, worker);
+            released += 1;
+            if released > 1 {
+                worker.registry().sleep.new_work();
+            }
+        }
         Released::Cancelled(task) => task.cancel(worker),
     };
     if panicked {

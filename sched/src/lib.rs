@@ -35,9 +35,42 @@
 //! # Ok::<(), numatask_sched::SchedError>(())
 //! ```
 //!
+//! **Dependent tasks** (OpenMP's `depend` clauses, among the children of one task): cut data
+//! into [`data::Blocks`], declare what each task reads and writes with [`Scope::task`], and the
+//! task starts once the earlier sibling tasks it conflicts with finished; its body gets the
+//! blocks as `&[T]` / `&mut [T]`, and the runtime's order is what makes that sound (see
+//! [`data`]). [`Scope::spawn_depend`] is the raw, `unsafe` form on byte ranges.
+//!
+//! ```
+//! use numatask_alloc::{Distribution, NumaVec};
+//! use numatask_sched::{Runtime, data::Blocks};
+//!
+//! let rt = Runtime::builder().num_threads(2).build()?;
+//! let mut v = NumaVec::<f64>::filled(4096, 1.0, Distribution::Fine)?;
+//! rt.scope(|s| {
+//!     let blocks = Blocks::new(&mut v, 1024)?;
+//!     // Scale every block, then add each block into the next: the sums wait for the scaling
+//!     // of both blocks they touch, and run in order along the chain.
+//!     for b in &blocks {
+//!         s.task().updates(b).spawn(|_, (x,)| x.iter_mut().for_each(|x| *x *= 2.0))?;
+//!     }
+//!     for i in 1..blocks.len() {
+//!         s.task()
+//!             .reads(&blocks[i - 1])
+//!             .updates(&blocks[i])
+//!             .spawn(|_, (prev, this)| this[0] += prev[0])?;
+//!     }
+//!     Ok::<(), numatask_sched::SchedError>(())
+//! })?;
+//! assert_eq!(v[3 * 1024], 8.0); // 2 + (2 + (2 + 2))
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
-//! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`].
+//! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`],
+//! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
+//! (the safe handles).
 #[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]
