@@ -100,6 +100,9 @@ struct WorkerSleep {
 pub struct Sleep {
     /// Workers between announcing themselves and waking up.
     sleepy: CachePadded<AtomicUsize>,
+    /// Workers awake and looking for work (in their back-off rounds): a task pushed now will be
+    /// found by one of them, so a push need not wake a sleeper ([`Sleep::should_wake_for_push`]).
+    searching: CachePadded<AtomicUsize>,
     terminated: AtomicBool,
     /// Where the next scan for a sleeper starts, so that wake-ups rotate over the workers.
     next_scan: AtomicUsize,
@@ -110,12 +113,17 @@ pub struct Sleep {
 #[derive(Debug, Default, Clone)]
 pub struct IdleState {
     rounds: u32,
+    /// Whether this worker counts itself in `Sleep::searching`.
+    searching: bool,
 }
 
 impl IdleState {
     /// A worker that has just found work (or just started).
     pub fn new() -> Self {
-        IdleState { rounds: 0 }
+        IdleState {
+            rounds: 0,
+            searching: false,
+        }
     }
 }
 
@@ -124,6 +132,7 @@ impl Sleep {
     pub fn new(n_workers: usize) -> Self {
         Sleep {
             sleepy: CachePadded::new(AtomicUsize::new(0)),
+            searching: CachePadded::new(AtomicUsize::new(0)),
             terminated: AtomicBool::new(false),
             next_scan: AtomicUsize::new(0),
             workers: (0..n_workers)
@@ -147,6 +156,15 @@ impl Sleep {
     #[inline]
     pub fn work_found(&self, idle: &mut IdleState) {
         idle.rounds = 0;
+        self.stop_searching(idle);
+    }
+
+    #[inline]
+    fn stop_searching(&self, idle: &mut IdleState) {
+        if idle.searching {
+            idle.searching = false;
+            self.searching.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// Called by worker `worker` each time it looked for work and found none: backs off for
@@ -164,6 +182,10 @@ impl Sleep {
         if self.is_terminated() {
             return;
         }
+        if !idle.searching {
+            idle.searching = true;
+            self.searching.fetch_add(1, Ordering::Relaxed);
+        }
         if idle.rounds < SPIN_ROUNDS {
             for _ in 0..1u32 << idle.rounds {
                 spin_loop();
@@ -176,6 +198,7 @@ impl Sleep {
             idle.rounds += 1;
             return;
         }
+        self.stop_searching(idle);
         match self.workers.get(worker) {
             Some(place) => self.sleep(place, has_work),
             None => thread::yield_now(),
@@ -296,8 +319,19 @@ impl Sleep {
     /// but without the fence it may miss a worker that is announcing itself right now. That
     /// is only safe for work that a thread which is awake will run anyway (such as a task in
     /// the pusher's own deque); otherwise call `new_work` directly.
+    #[inline]
     pub fn sleepy_workers(&self) -> usize {
         self.sleepy.load(Ordering::Relaxed)
+    }
+
+    /// Whether a push of work that an awake thread runs anyway (see
+    /// [`sleepy_workers`](Self::sleepy_workers)) should wake a sleeper: only when some worker
+    /// sleeps and none is awake and searching, since a searching worker will find the work.
+    /// Without this throttle a producer whose tasks are stolen at once wakes a sleeper, a
+    /// system call, on every push (measured: 2 µs per spawn with 31 idle workers).
+    #[inline]
+    pub fn should_wake_for_push(&self) -> bool {
+        self.sleepy.load(Ordering::Relaxed) != 0 && self.searching.load(Ordering::Relaxed) == 0
     }
 }
 

@@ -218,7 +218,7 @@ impl Locality {
         local.deque.push(task)?;
         // The pusher runs its own deque at the latest when it waits: the fence-free check is
         // enough (see `Sleep::sleepy_workers`).
-        if ctx.sleep.sleepy_workers() != 0 {
+        if ctx.sleep.should_wake_for_push() {
             wake_one(ctx.sleep);
         }
         Ok(())

@@ -86,7 +86,7 @@ impl Scheduler for WorkStealing {
     #[inline]
     fn push(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
         local.deque.push(task)?;
-        if ctx.sleep.sleepy_workers() != 0 {
+        if ctx.sleep.should_wake_for_push() {
             ctx.sleep.new_work();
         }
         Ok(())
