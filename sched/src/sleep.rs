@@ -156,14 +156,22 @@ impl Sleep {
     #[inline]
     pub fn work_found(&self, idle: &mut IdleState) {
         idle.rounds = 0;
-        self.stop_searching(idle);
+        // The last searcher found work: there may be more, and pushes do not wake sleepers
+        // while someone searches, so hand the search on to a sleeper (as tokio's scheduler
+        // does). Parallelism ramps up one wake-up per successful search, not one per push.
+        if idle.searching && self.stop_searching(idle) && self.sleepy.load(Ordering::Relaxed) != 0 {
+            self.new_work();
+        }
     }
 
+    /// Leaves the searching count; true if this worker was the last searcher.
     #[inline]
-    fn stop_searching(&self, idle: &mut IdleState) {
+    fn stop_searching(&self, idle: &mut IdleState) -> bool {
         if idle.searching {
             idle.searching = false;
-            self.searching.fetch_sub(1, Ordering::Relaxed);
+            self.searching.fetch_sub(1, Ordering::Relaxed) == 1
+        } else {
+            false
         }
     }
 
@@ -198,7 +206,7 @@ impl Sleep {
             idle.rounds += 1;
             return;
         }
-        self.stop_searching(idle);
+        let _ = self.stop_searching(idle);
         match self.workers.get(worker) {
             Some(place) => self.sleep(place, has_work),
             None => thread::yield_now(),
