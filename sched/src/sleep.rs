@@ -164,6 +164,14 @@ impl Sleep {
         }
     }
 
+    /// Ends an idle period without work found (e.g. the awaited tasks finished): the worker
+    /// leaves the searching count. Call it before dropping an [`IdleState`] that may count.
+    #[inline]
+    pub fn end_search(&self, idle: &mut IdleState) {
+        idle.rounds = 0;
+        let _ = self.stop_searching(idle);
+    }
+
     /// Leaves the searching count; true if this worker was the last searcher.
     #[inline]
     fn stop_searching(&self, idle: &mut IdleState) -> bool {

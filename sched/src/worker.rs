@@ -238,13 +238,14 @@ impl WorkerThread {
         let ctx = self.ctx();
         loop {
             if done() {
+                sleep.end_search(&mut idle);
                 return;
             }
             let roomy = self.stack_has_room();
             if let Some(task) = self.queues.pop(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
-                    self.run_task(task, Some(Found::Pop));
                     sleep.work_found(&mut idle);
+                    self.run_task(task, Some(Found::Pop));
                 } else {
                     // Short of stack: an unrelated task goes where idle workers take it.
                     self.registry.scheduler.inject(task, sleep);
@@ -254,12 +255,13 @@ impl WorkerThread {
             before_block();
             if roomy {
                 if let Some(task) = self.queues.steal(&ctx) {
-                    self.run_task(task, Some(Found::Steal));
                     sleep.work_found(&mut idle);
+                    self.run_task(task, Some(Found::Steal));
                     continue;
                 }
             }
             if done() {
+                sleep.end_search(&mut idle);
                 return;
             }
             sleep.no_work_found(&mut idle, self.index(), || {
