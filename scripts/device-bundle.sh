@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds everything the many-core measurements need into device-bundle/ (ignored by git), to be
+# carried to a machine without Rust: the release bench binaries (fib, sparselu, cholesky and any
+# other harness-less bench), the C/OpenMP peers built with gcc (libgomp) and clang (LLVM
+# libomp), and clang's libomp.so.5, which such machines often lack. There:
+#   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
+#       --omp ./fib_gomp --omp ./fib_libomp
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+out=device-bundle
+rm -rf "$out" && mkdir -p "$out/lib"
+cargo bench --no-run --message-format=json 2>/dev/null |
+    grep '"kind":\["bench"\]' | grep '"harness":false\|"test":false' |
+    sed -n 's/.*"name":"\([a-z_]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' |
+    while read -r name exe; do
+        cp "$exe" "$out/$name" && strip "$out/$name"
+    done
+c=bench/c
+# fib's C peer is one file; SparseLU's and Cholesky's kernels are compiled once by gcc with the
+# flags build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
+# both OpenMP peers, so that the runtime is the only difference (as scripts/bench-sparselu.sh).
+gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/fib_omp.c" -o "$out/fib_gomp"
+clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
+for name in sparselu cholesky; do
+    [[ -f $c/${name}_omp.c ]] || continue
+    gcc -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -I"$c" \
+        -c "$c/${name}_kernels.c" -o "$out/${name}_kernels.o"
+    gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
+        -o "$out/${name}_gomp" -lm
+    clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
+        -o "$out/${name}_libomp" -lm
+    rm "$out/${name}_kernels.o"
+done
+cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
+    cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
+ls -la "$out"
