@@ -1,0 +1,328 @@
+//! A NUMA cost MODEL, for what a one-node machine cannot show: what the paper's 8-node machine
+//! would pay for the memory accesses of a run, given where each task ran and where its data lies.
+//! Everything it prints is labelled MODEL: it is arithmetic on measured traces, not a
+//! measurement of a NUMA machine.
+//!
+//! # Inputs (all real data from the run)
+//!
+//! - from the runtime's tracer (`NUMATASK_TRACE` / `RuntimeBuilder::trace`), for every task:
+//!   the worker and node that ran it and its footprint in bytes per node (its depend list looked
+//!   up in the allocator's placement registry), and the distance of any steal;
+//! - from a [`Probe`] in the task bodies ([`timed`]): the task's compute time, measured as the
+//!   thread's CPU time on this machine (immune to the time slicing of 48 emulated workers on a
+//!   few real cores), and the same footprint, computed by the task itself as a cross-check of
+//!   the trace.
+//!
+//! # The model
+//!
+//! - **Latency proportional to the OS distance**: a byte on node `j` read by a task on node `n`
+//!   costs `lat(n, j) = distance(n, j) / distance(n, n)` times a local byte (1.0 local, 1.6 and
+//!   2.2 on the paper's Opteron 6172 preset, whose OS distances are 10, 16 and 22). This is the
+//!   paper's own reading of the distance table ("an approximation of the maximum latency"); its
+//!   measured average NUMA factor, 1.19, is milder, so the model exaggerates remote costs.
+//! - **Memory time of a task** = `sum_j D[j] * lat(n, j) / B_core`: its footprint streamed once
+//!   at `B_core` (default 2 GB/s, about one Opteron 6172 core's share of its node's memory
+//!   bandwidth when all six stream).
+//! - **Task time** = compute time (CPU time measured here) + memory time. The compute time
+//!   includes this machine's own, local, memory traffic, so the model charges local bytes twice;
+//!   the bias is the same in every configuration of a benchmark.
+//! - **Load balance, by emulation**: with a probe, every task occupies its worker for
+//!   `dilation x` its task time (it sleeps out the rest after computing), so the runtime's real
+//!   schedulers deal, steal and wait on dependences in a time-dilated run in which the 48
+//!   workers of the preset are busy exactly as long as the model says, while using only a
+//!   fraction of the real cores (48 / dilation). The *emulated makespan* is the run's wall time
+//!   divided by the dilation; the busiest worker's total task time is printed next to it.
+//! - **Bandwidth contention**: node `j`'s memory serves `sum over tasks of D[j]` bytes at most
+//!   at `B_node` (default 12 GB/s), so the run takes at least `max_j bytes_j / B_node`.
+//! - **MODEL time** = max(emulated makespan, contention bound).
+//!
+//! Not modelled: caches (every footprint byte is charged), link contention on the interconnect,
+//! write-backs, prefetching, and the Opteron's slower cores (compute time is this machine's).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use numatask::alloc::{NodeBytes, Topology};
+use numatask::sched::Scope;
+use numatask::sched::depend::Access;
+use numatask::sched::trace::TaskRecord;
+
+/// The MODEL's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelParams {
+    /// Local streaming bandwidth of one core, GB/s.
+    pub core_gbps: f64,
+    /// Memory bandwidth of one node, GB/s.
+    pub node_gbps: f64,
+    /// How many times longer than its modelled time a task occupies its worker.
+    pub dilation: f64,
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        ModelParams {
+            core_gbps: 2.0,
+            node_gbps: 12.0,
+            dilation: 64.0,
+        }
+    }
+}
+
+impl ModelParams {
+    /// One line for table titles.
+    pub fn describe(&self) -> String {
+        format!(
+            "latency = OS distance / local distance, B_core {} GB/s, B_node {} GB/s, time \
+             dilation {}x",
+            self.core_gbps, self.node_gbps, self.dilation
+        )
+    }
+}
+
+/// What a probe learned about one task.
+#[derive(Clone, Debug)]
+struct ProbeRecord {
+    worker: usize,
+    compute_s: f64,
+    memory_s: f64,
+    local_bytes: u64,
+    bytes: u64,
+}
+
+/// Times tasks and stretches them to their modelled duration (see the module docs).
+#[derive(Debug)]
+pub struct Probe {
+    nodes: usize,
+    distances: Vec<u32>,
+    params: ModelParams,
+    records: Mutex<Vec<ProbeRecord>>,
+}
+
+impl Probe {
+    /// A probe for `topology` (the topology the runtime places its workers on).
+    pub fn new(topology: &Topology, params: ModelParams) -> Probe {
+        Probe {
+            nodes: topology.num_nodes(),
+            distances: topology.distance_matrix().to_vec(),
+            params,
+            records: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The model's parameters.
+    pub fn params(&self) -> &ModelParams {
+        &self.params
+    }
+
+    /// `lat(from, to)`: the cost of a byte on node `to` for a task on node `from`, relative to
+    /// a local byte.
+    pub fn latency(&self, from: usize, to: usize) -> f64 {
+        let n = self.nodes;
+        if from >= n || to >= n {
+            return 1.0;
+        }
+        let local = self.distances[from * n + from].max(1);
+        f64::from(self.distances[from * n + to]) / f64::from(local)
+    }
+
+    /// Memory time of a footprint `d` read from node `node`, in seconds (bytes of unknown
+    /// placement count as local).
+    pub fn memory_seconds(&self, d: &NodeBytes, node: usize) -> f64 {
+        let weighted: f64 = d
+            .per_node()
+            .iter()
+            .enumerate()
+            .map(|(j, &b)| b as f64 * self.latency(node, j))
+            .sum::<f64>()
+            + d.unknown() as f64;
+        weighted / (self.params.core_gbps * 1e9)
+    }
+
+    fn footprint(&self, accesses: &[Access]) -> NodeBytes {
+        let mut d = NodeBytes::new(self.nodes);
+        for a in accesses {
+            a.accumulate_footprint(&mut d);
+        }
+        d
+    }
+
+    /// Evaluates the MODEL for the run whose tasks `trace` holds and whose parallel section
+    /// took `wall`. Fails when the trace and the probe disagree on the tasks or their bytes.
+    pub fn evaluate(&self, trace: &[TaskRecord], wall: Duration) -> Result<Evaluation, String> {
+        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let mut served = vec![0u64; self.nodes];
+        let (mut memory_s, mut local, mut bytes, mut tasks) = (0.0, 0u64, 0u64, 0usize);
+        let mut steals = BTreeMap::new();
+        for r in trace {
+            if let Some(d) = r.stolen_distance {
+                *steals.entry(d).or_insert(0u64) += 1;
+            }
+            let Some(f) = &r.footprint else { continue };
+            tasks += 1;
+            memory_s += self.memory_seconds(f, r.node);
+            local += f.on(r.node) + f.unknown();
+            bytes += f.known() + f.unknown();
+            for (j, &b) in f.per_node().iter().enumerate() {
+                if let Some(s) = served.get_mut(j) {
+                    *s += b;
+                }
+            }
+        }
+        let probed_local: u64 = records.iter().map(|r| r.local_bytes).sum();
+        let probed_bytes: u64 = records.iter().map(|r| r.bytes).sum();
+        if tasks != records.len() || local != probed_local || bytes != probed_bytes {
+            return Err(format!(
+                "the trace ({tasks} tasks with a footprint, {local} of {bytes} bytes local) and \
+                 the tasks' own probes ({} tasks, {probed_local} of {probed_bytes} bytes local) \
+                 disagree",
+                records.len()
+            ));
+        }
+        let mut per_worker: BTreeMap<usize, f64> = BTreeMap::new();
+        for r in records.iter() {
+            *per_worker.entry(r.worker).or_default() += r.compute_s + r.memory_s;
+        }
+        Ok(Evaluation {
+            tasks,
+            local_fraction: (bytes > 0).then(|| local as f64 / bytes as f64),
+            compute_s: records.iter().map(|r| r.compute_s).sum(),
+            memory_s,
+            busiest_worker_s: per_worker.values().copied().fold(0.0, f64::max),
+            emulated_s: wall.as_secs_f64() / self.params.dilation,
+            contention_s: served.iter().copied().max().unwrap_or(0) as f64
+                / (self.params.node_gbps * 1e9),
+            steals,
+        })
+    }
+}
+
+/// Runs one task body `f` whose footprint (depend list) is `footprint`: directly without a
+/// probe; with one, measures its compute time, adds its modelled memory time on the node of
+/// the worker running it, records both, and occupies the worker until `dilation x` their sum
+/// has passed since the task started.
+pub fn timed<R>(
+    probe: Option<&Probe>,
+    s: &Scope<'_>,
+    footprint: &[Access],
+    f: impl FnOnce() -> R,
+) -> R {
+    let Some(probe) = probe else {
+        return f();
+    };
+    let start = Instant::now();
+    let cpu = thread_cpu_time();
+    let result = f();
+    let compute_s = (thread_cpu_time().saturating_sub(cpu)).as_secs_f64();
+    let node = s.node();
+    let d = probe.footprint(footprint);
+    let memory_s = probe.memory_seconds(&d, node);
+    probe
+        .records
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(ProbeRecord {
+            worker: s.worker_index(),
+            compute_s,
+            memory_s,
+            local_bytes: d.on(node) + d.unknown(),
+            bytes: d.known() + d.unknown(),
+        });
+    let until = start + Duration::from_secs_f64(probe.params.dilation * (compute_s + memory_s));
+    let now = Instant::now();
+    if until > now {
+        std::thread::sleep(until - now);
+    }
+    result
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_THREAD_CPUTIME_ID always exists on
+    // Linux. On failure `ts` stays zero, which only makes the task's compute time zero.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// The MODEL's verdict on one run.
+#[derive(Clone, Debug)]
+pub struct Evaluation {
+    /// Tasks with a footprint.
+    pub tasks: usize,
+    /// Fraction of footprint bytes on the executing node.
+    pub local_fraction: Option<f64>,
+    /// Sum of the tasks' measured compute times, s.
+    pub compute_s: f64,
+    /// Sum of the tasks' modelled memory times, s.
+    pub memory_s: f64,
+    /// The largest sum of task times of one worker, s.
+    pub busiest_worker_s: f64,
+    /// Wall time of the parallel section / dilation, s.
+    pub emulated_s: f64,
+    /// `max_j bytes served by node j / B_node`, s.
+    pub contention_s: f64,
+    /// Steals by the distance they crossed (from the trace).
+    pub steals: BTreeMap<u32, u64>,
+}
+
+impl Evaluation {
+    /// MODEL time: the emulated makespan, or the contention bound if that is longer.
+    pub fn model_s(&self) -> f64 {
+        self.emulated_s.max(self.contention_s)
+    }
+
+    /// Steals as `distance:count` pairs.
+    pub fn steals_text(&self) -> String {
+        if self.steals.is_empty() {
+            return "-".into();
+        }
+        self.steals
+            .iter()
+            .map(|(d, n)| format!("{d}:{n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A MODEL table of one benchmark: one row per configuration, MODEL time normalized to the row
+/// named `baseline`.
+pub fn table(title: &str, rows: &[(String, Evaluation)], baseline: &str) -> String {
+    let base = rows
+        .iter()
+        .find(|(name, _)| name == baseline)
+        .map(|(_, e)| e.model_s());
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = writeln!(
+        out,
+        "| config | tasks | local bytes | compute s | memory s | busiest worker ms | emulated \
+         ms | contention ms | MODEL ms | MODEL vs {baseline} | steals (distance:count) |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, e) in rows {
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {:.3} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            e.tasks,
+            e.local_fraction
+                .map_or("-".into(), |l| format!("{:.1}%", 100.0 * l)),
+            e.compute_s,
+            e.memory_s,
+            1e3 * e.busiest_worker_s,
+            1e3 * e.emulated_s,
+            1e3 * e.contention_s,
+            1e3 * e.model_s(),
+            base.map_or("-".into(), |b| format!("{:.2}", e.model_s() / b)),
+            e.steals_text()
+        );
+    }
+    out
+}
