@@ -17,17 +17,19 @@
 //!
 //! Options: `--scheduler ws|locality`, `--distribution standard|fine|coarse`,
 //! `--size tiny|small|medium|large` (default small), `--reps N` (default 3, after one warm-up),
-//! `--threads N`, `--model` (one traced, time-dilated run evaluated by the cost MODEL; see
-//! `suite/cost_model.rs`), `--dilation K`.
+//! `--threads N`, `--model` (traced, time-dilated runs, one unless `--reps` says more, each in
+//! a fresh runtime, evaluated by the cost MODEL of `suite/cost_model.rs`; the fastest run is
+//! shown), `--dilation K`.
 
 mod suite;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use numatask::alloc::{Distribution, Topology};
-use numatask::sched::{RuntimeBuilder, SchedulerKind};
+use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
-use suite::cost_model::{ModelParams, Probe, table};
+use suite::cost_model::{Evaluation, ModelParams, Probe, table};
 use suite::{Benchmark, Size, measure};
 
 const USAGE: &str = "usage: paper <map|reduction|vecmul|matmul|jacobi|sparselu> \
@@ -44,6 +46,15 @@ struct Args {
     threads: Option<usize>,
     model: bool,
     dilation: f64,
+    /// Whether `--reps` was given.
+    reps_given: bool,
+}
+
+impl Args {
+    /// Runs of the MODEL: `--reps` if given, otherwise one.
+    fn model_runs(&self) -> usize {
+        if self.reps_given { self.reps } else { 1 }
+    }
 }
 
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
@@ -58,6 +69,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         threads: None,
         model: false,
         dilation: ModelParams::default().dilation,
+        reps_given: false,
     };
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
@@ -78,6 +90,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     .ok()
                     .filter(|&n| n >= 1)
                     .ok_or(format!("--reps '{v}': expected a number >= 1"))?;
+                parsed.reps_given = true;
             }
             "--threads" => {
                 let v = value("--threads")?;
@@ -135,17 +148,18 @@ fn main() -> ExitCode {
                 std::process::id()
             )));
         }
-        let rt = builder.build().map_err(|e| e.to_string())?;
-        Ok((distribution, rt))
+        // Fail here, on a bad setting, rather than after allocating.
+        let rt = builder.clone().build().map_err(|e| e.to_string())?;
+        Ok((distribution, builder, rt))
     };
-    let (distribution, rt) = match setup() {
+    let (distribution, builder, rt) = match setup() {
         Ok(x) => x,
         Err(e) => {
             eprintln!("paper: {e}");
             return ExitCode::from(2);
         }
     };
-    match run(&args, distribution, &rt) {
+    match run(&args, distribution, &builder, rt) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("paper {}: {e}", args.benchmark);
@@ -157,7 +171,8 @@ fn main() -> ExitCode {
 fn run(
     args: &Args,
     distribution: Distribution,
-    rt: &numatask::Runtime,
+    builder: &RuntimeBuilder,
+    rt: Runtime,
 ) -> Result<(), suite::BoxError> {
     let topology = Topology::current()?;
     let mut instance = args.benchmark.prepare(args.size, distribution)?;
@@ -178,38 +193,8 @@ fn run(
         distribution,
         args.benchmark.heuristic()
     );
-    if args.model {
-        let probe = Probe::new(
-            rt.topology(),
-            ModelParams {
-                dilation: args.dilation,
-                ..ModelParams::default()
-            },
-        );
-        let timings = measure(instance.as_mut(), rt, 0, 1, Some(&probe))?;
-        let records = rt.tracer().map(|t| t.records()).unwrap_or_default();
-        let evaluation = probe.evaluate(&records, timings.median())?;
-        println!(
-            "  verified: {} (one run stretched {}x in time)",
-            timings.checksum,
-            probe.params().dilation
-        );
-        let name = format!("{}+{}", rt.settings().scheduler, distribution);
-        print!(
-            "{}",
-            table(
-                &format!(
-                    "MODEL of {} on {} ({})",
-                    args.benchmark,
-                    topology.source(),
-                    probe.params().describe()
-                ),
-                &[(name.clone(), evaluation)],
-                &name
-            )
-        );
-    } else {
-        let timings = measure(instance.as_mut(), rt, 1, args.reps, None)?;
+    if !args.model {
+        let timings = measure(instance.as_mut(), &rt, 1, args.reps, Duration::ZERO, None)?;
         let reps: Vec<String> = timings
             .reps
             .iter()
@@ -222,13 +207,57 @@ fn run(
             reps.join(" "),
             timings.checksum
         );
+        return finish(&rt);
     }
-    if rt.tracer().is_some() {
-        // Writes the trace file and prints the runtime's locality summary (local and remote
-        // footprint bytes per node, steals by distance), covering every run above.
-        if let Some(Err(e)) = rt.finish_trace() {
-            return Err(format!("writing the trace: {e}").into());
-        }
+    // MODEL: each run in a fresh runtime, so that each trace holds one run.
+    let params = ModelParams {
+        dilation: args.dilation,
+        ..ModelParams::default()
+    };
+    let name = format!("{}+{}", rt.settings().scheduler, distribution);
+    let mut rt = Some(rt);
+    let mut runs = Vec::new();
+    for _ in 0..args.model_runs() {
+        let rt = match rt.take() {
+            Some(rt) => rt,
+            None => builder.clone().build()?,
+        };
+        let probe = Probe::new(rt.topology(), params);
+        let timings = measure(instance.as_mut(), &rt, 0, 1, Duration::ZERO, Some(&probe))?;
+        let records = rt.tracer().map(|t| t.records()).unwrap_or_default();
+        let evaluation = probe.evaluate(&records, timings.median())?;
+        println!(
+            "  run {}: MODEL {:.3} ms, verified: {} (stretched {}x in time)",
+            runs.len(),
+            1e3 * evaluation.model_s(),
+            timings.checksum,
+            probe.params().dilation
+        );
+        finish(&rt)?;
+        runs.push(evaluation);
+    }
+    let evaluation = Evaluation::best_of(runs).ok_or("no model run")?;
+    print!(
+        "{}",
+        table(
+            &format!(
+                "MODEL of {} on {} ({})",
+                args.benchmark,
+                topology.source(),
+                params.describe()
+            ),
+            &[(name.clone(), evaluation)],
+            &name
+        )
+    );
+    Ok(())
+}
+
+/// When tracing: writes the trace file and prints the runtime's locality summary (local and
+/// remote footprint bytes per node, steals by distance) of every run in `rt`.
+fn finish(rt: &Runtime) -> Result<(), suite::BoxError> {
+    if let Some(Err(e)) = rt.finish_trace() {
+        return Err(format!("writing the trace: {e}").into());
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
-use super::{BoxError, Instance, Size, alloc, first_difference, mib, sum_checksum, whole};
+use super::{BoxError, Instance, Size, alloc, first_difference, size_text, sum_checksum, whole};
 
 /// The factor every element is scaled by.
 const ALPHA: f32 = 1.5;
@@ -64,7 +64,7 @@ impl Map {
     }
 
     fn initial(v: usize, i: usize) -> f32 {
-        ((v * 31 + i) % 1000) as f32
+        ((v * 31 + i) & 1023) as f32
     }
 }
 
@@ -73,7 +73,7 @@ impl Instance for Map {
         format!(
             "map: {} vectors of {} (one allocation and one task each)",
             self.params.vectors,
-            mib(self.params.len * 4)
+            size_text(self.params.len * 4)
         )
     }
 

@@ -21,7 +21,7 @@ use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
-use super::{BoxError, Instance, Size, SplitMix64, alloc, mib, sum_checksum};
+use super::{BoxError, Instance, Size, SplitMix64, alloc, size_text, sum_checksum};
 
 /// Matmul's input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +51,8 @@ pub struct Matmul {
     a: Vec<NumaVec<f32>>,
     b: Vec<NumaVec<f32>>,
     c: Vec<NumaVec<f32>>,
+    /// Whether `a` and `b` hold their values (`compute` never changes them).
+    initialized: bool,
 }
 
 impl Matmul {
@@ -64,7 +66,13 @@ impl Matmul {
         let a = matrix()?;
         let b = matrix()?;
         let c = matrix()?;
-        Ok(Matmul { params, a, b, c })
+        Ok(Matmul {
+            params,
+            a,
+            b,
+            c,
+            initialized: false,
+        })
     }
 
     /// Element `(row, col)` of a block matrix.
@@ -107,16 +115,18 @@ impl Instance for Matmul {
         format!(
             "matmul: {n} x {n} floats, {nb} x {nb} blocks of {bs} x {bs} ({} each, one \
              allocation per block), one task per C block reading {nb} blocks of A and of B",
-            mib(bs * bs * 4),
+            size_text(bs * bs * 4),
             n = nb * bs
         )
     }
 
     fn init(&mut self) {
-        let mut rng = SplitMix64::new(0xA11CE);
-        for block in self.a.iter_mut().chain(self.b.iter_mut()) {
-            for x in block.iter_mut() {
-                *x = rng.small_int(2);
+        if !std::mem::replace(&mut self.initialized, true) {
+            let mut rng = SplitMix64::new(0xA11CE);
+            for block in self.a.iter_mut().chain(self.b.iter_mut()) {
+                for x in block.iter_mut() {
+                    *x = rng.small_int(2);
+                }
             }
         }
         for block in &mut self.c {

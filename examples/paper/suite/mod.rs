@@ -192,7 +192,8 @@ pub trait Instance {
     /// What runs, in one line (sizes, tasks, bytes).
     fn describe(&self) -> String;
 
-    /// Writes the initial values, sequentially on the calling thread (not timed).
+    /// Writes the initial values, sequentially on the calling thread (not timed): all of them
+    /// the first time, afterwards those the last `compute` changed.
     fn init(&mut self);
 
     /// The parallel section (timed): every task in `rt`, each declaring its footprint, and
@@ -260,18 +261,23 @@ impl Timings {
     }
 }
 
-/// Runs `instance` `warmup + reps` times in `rt` (fresh initial values each time), times the
-/// parallel sections after the warm-up, and verifies the last one. A wrong result is an `Err`
-/// naming the benchmark.
+/// Runs `instance` `warmup` times, then at least `reps` times and until the timed runs add up
+/// to `min_time` (at most 30 runs), with fresh initial values each time; times the parallel
+/// sections after the warm-up and verifies the last one. A wrong result is an `Err`.
 pub fn measure(
     instance: &mut dyn Instance,
     rt: &Runtime,
     warmup: usize,
     reps: usize,
+    min_time: Duration,
     probe: Option<&Probe>,
 ) -> Result<Timings, BoxError> {
+    const MAX_REPS: usize = 30;
     let mut times = Vec::with_capacity(reps);
-    for rep in 0..warmup + reps.max(1) {
+    let mut rep = 0;
+    while times.len() < reps.max(1)
+        || (times.iter().sum::<Duration>() < min_time && times.len() < MAX_REPS)
+    {
         instance.init();
         let start = Instant::now();
         instance.compute(rt, probe)?;
@@ -279,6 +285,7 @@ pub fn measure(
         if rep >= warmup {
             times.push(elapsed);
         }
+        rep += 1;
     }
     let checksum = instance
         .verify()
@@ -352,7 +359,11 @@ pub fn sum_checksum<'a>(values: impl IntoIterator<Item = &'a f32>) -> String {
     format!("{sum:.6e}")
 }
 
-/// Bytes as MiB with two decimals.
-pub fn mib(bytes: usize) -> String {
-    format!("{:.2} MiB", bytes as f64 / f64::from(1u32 << 20))
+/// Bytes in KiB or MiB.
+pub fn size_text(bytes: usize) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.2} MiB", bytes as f64 / f64::from(1u32 << 20))
+    }
 }

@@ -20,7 +20,7 @@ use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
-use super::{BoxError, Instance, Size, SplitMix64, alloc, mib, mix64};
+use super::{BoxError, Instance, Size, SplitMix64, alloc, mix64, size_text};
 
 /// Reduction's input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,8 +42,8 @@ impl Params {
                 depth: 4,
             },
             Size::Small => Params {
-                len: 1 << 22,
-                depth: 6,
+                len: 1 << 21,
+                depth: 5,
             },
             Size::Medium => Params {
                 len: 1 << 25,
@@ -83,6 +83,8 @@ impl Multiset {
 pub struct Reduction {
     params: Params,
     both: NumaVec<f32>,
+    /// The generated leaves (empty until the first `init`), and what they add up to.
+    leaves: Vec<f32>,
     input: Multiset,
 }
 
@@ -95,6 +97,7 @@ impl Reduction {
         Ok(Reduction {
             both: alloc(2 * params.len, distribution)?,
             params,
+            leaves: Vec::new(),
             input: Multiset::default(),
         })
     }
@@ -127,18 +130,20 @@ fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
     lo
 }
 
-/// Stable merge of `a` and `b` into `out` (`out.len() == a.len() + b.len()`).
+/// Stable merge of `a` and `b` into `out` (`out.len() == a.len() + b.len()`), with selects
+/// instead of branches in the loop.
 fn merge(a: &[f32], b: &[f32], out: &mut [f32]) {
-    let (mut i, mut j) = (0, 0);
-    for o in out.iter_mut() {
-        if j == b.len() || (i < a.len() && a[i] <= b[j]) {
-            *o = a[i];
-            i += 1;
-        } else {
-            *o = b[j];
-            j += 1;
-        }
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        let take_a = x <= y;
+        out[k] = if take_a { x } else { y };
+        i += usize::from(take_a);
+        j += usize::from(!take_a);
+        k += 1;
     }
+    out[k..k + a.len() - i].copy_from_slice(&a[i..]);
+    out[k + a.len() - i..].copy_from_slice(&b[j..]);
 }
 
 /// One task of a level: input pieces `a` and `b`, output piece `out` (element ranges of the
@@ -156,7 +161,7 @@ impl Instance for Reduction {
             "reduction: {} floats ({}, plus as much scratch, one allocation), {} sorted leaves, \
              {} levels of {} merge tasks",
             p.len,
-            mib(p.len * 4),
+            size_text(p.len * 4),
             1usize << p.depth,
             p.depth,
             1usize << (p.depth - 1)
@@ -165,19 +170,23 @@ impl Instance for Reduction {
 
     fn init(&mut self) {
         let (n, leaf) = (self.params.len, self.params.leaf());
-        let mut rng = SplitMix64::new(0x5EED);
-        // Random walks starting below 2^16 with steps below 256 stay below 2^24 for leaves of
-        // up to 2^16 values, so every value is an exact integer in f32.
-        let step = (1u64 << 24) / leaf.max(1 << 16) as u64;
-        for run in self.both[..n].chunks_mut(leaf) {
-            let mut v = rng.below(1 << 16);
-            for x in run {
-                *x = v as f32;
-                v += rng.below(step);
+        if self.leaves.is_empty() {
+            let mut rng = SplitMix64::new(0x5EED);
+            // Random walks starting below 2^16 with steps below 2^24 / max(leaf, 2^16) stay
+            // below 2^24, so every value is an exact integer in f32.
+            let step = (1u64 << 24) / leaf.max(1 << 16) as u64;
+            self.leaves = Vec::with_capacity(n);
+            for _ in 0..n / leaf {
+                let mut v = rng.below(1 << 16);
+                for _ in 0..leaf {
+                    self.leaves.push(v as f32);
+                    v += rng.below(step);
+                }
             }
+            self.input = Multiset::of(&self.leaves);
         }
-        self.both[n..].fill(0.0);
-        self.input = Multiset::of(&self.both[..n]);
+        // The scratch half needs no reset: every level overwrites all of its output half.
+        self.both[..n].copy_from_slice(&self.leaves);
     }
 
     fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {

@@ -23,7 +23,7 @@ use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
-use super::{BoxError, Instance, Size, alloc, first_difference, mib, whole};
+use super::{BoxError, Instance, Size, alloc, first_difference, size_text, whole};
 
 unsafe extern "C" {
     fn sparselu_block_present(nb: c_int, ii: c_int, jj: c_int) -> c_int;
@@ -298,7 +298,7 @@ impl Instance for SparseLu {
         format!(
             "sparselu: {nb} x {nb} blocks of {bs} x {bs} floats ({} each), {present} present + \
              {} fill-in (one allocation per block), {} tasks ({} bmod)",
-            mib(p.bs * p.bs * 4),
+            size_text(p.bs * p.bs * 4),
             self.storage.len() - present,
             self.ops.len(),
             self.count(|op| matches!(op, Op::Bmod { .. })),

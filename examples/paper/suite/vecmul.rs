@@ -13,7 +13,7 @@ use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
 use super::{
-    BoxError, Instance, Size, SplitMix64, alloc, first_difference, mib, sum_checksum, whole,
+    BoxError, Instance, Size, SplitMix64, alloc, first_difference, size_text, sum_checksum, whole,
 };
 
 /// A 3D point.
@@ -60,6 +60,9 @@ pub struct Vecmul {
     a: Vec<NumaVec<Point>>,
     b: Vec<NumaVec<Point>>,
     c: Vec<NumaVec<Point>>,
+    /// Whether `a` and `b` hold their values (`compute` never changes them, and overwrites
+    /// every point of `c`).
+    initialized: bool,
 }
 
 impl Vecmul {
@@ -73,7 +76,13 @@ impl Vecmul {
         let a = array()?;
         let b = array()?;
         let c = array()?;
-        Ok(Vecmul { params, a, b, c })
+        Ok(Vecmul {
+            params,
+            a,
+            b,
+            c,
+            initialized: false,
+        })
     }
 }
 
@@ -98,11 +107,14 @@ impl Instance for Vecmul {
              one task per triple",
             self.params.vectors,
             self.params.points,
-            mib(self.params.points * 12)
+            size_text(self.params.points * 12)
         )
     }
 
     fn init(&mut self) {
+        if std::mem::replace(&mut self.initialized, true) {
+            return;
+        }
         let mut rng = SplitMix64::new(0xC0FFEE);
         for v in self.a.iter_mut().chain(self.b.iter_mut()) {
             for p in v.iter_mut() {

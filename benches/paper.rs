@@ -1,0 +1,564 @@
+//! The core paper's evaluation (Muddukrishna, Jonsson and Brorsson 2015, section 6): the six
+//! benchmarks of its Table 4 under every scheduler x data distribution, each configuration in a
+//! fresh runtime, with the distribution set per allocation (`NumaVec`, i.e.
+//! `omp_malloc_specific`). The benchmarks are those of `examples/paper` (shared module
+//! `examples/paper/suite`); every run verifies its result against a sequential computation and
+//! the bench stops with an error on a mismatch.
+//!
+//! Two modes:
+//!
+//! - **measure** (default on a real machine): wall time of the parallel section, the median of
+//!   at least `--reps` runs after a warm-up, printed as Figure 7 prints it: per benchmark, time
+//!   normalized to work stealing with fine distribution.
+//! - **model** (default on a synthetic topology such as `NUMATASK_TOPOLOGY=preset:opteron6172`):
+//!   `--model-runs` (default 3) traced, time-dilated runs per configuration, evaluated by the NUMA cost MODEL of
+//!   `examples/paper/suite/cost_model.rs` (distance-weighted footprint bytes, compute time
+//!   measured as CPU time, load balance by emulation, node bandwidth bound), and compared with
+//!   the orderings the paper reports. The Chrome traces (Perfetto timelines like the paper's
+//!   Figure 8) are left in `--trace-dir`.
+//!
+//! ```text
+//! cargo bench --bench paper -- --size small                    # this machine, measured
+//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench --bench paper -- --size small   # MODEL
+//! cargo bench --bench paper -- --size medium --only map,matmul --reps 10 --mode both
+//! ```
+//!
+//! Options: `--size tiny|small|medium|large`, `--reps N` (default 3: at least N timed runs, and at least
+//! `--min-time` seconds of them, default 0.1; at most 30), `--mode measure|model|both`, `--only b1,b2`,
+//! `--threads N`, `--dilation K`, `--model-runs N` (the fastest run is shown), `--core-gbps X`, `--node-gbps Y`, `--trace-dir DIR`.
+//! Without `--bench` (`cargo test --benches`, CI) it is a smoke run: tiny inputs, one
+//! repetition, both modes.
+
+#[path = "../examples/paper/suite/mod.rs"]
+mod suite;
+
+use std::fmt::Write as _;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use numatask::alloc::{Distribution, Topology};
+use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
+
+use suite::cost_model::{Evaluation, ModelParams, Probe, table};
+use suite::{Benchmark, BoxError, Size, measure};
+
+/// One scheduler x distribution combination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Config {
+    scheduler: SchedulerKind,
+    distribution: Distribution,
+}
+
+impl Config {
+    /// Figure 7's bars: each scheduler with each distribution.
+    fn all() -> Vec<Config> {
+        SchedulerKind::ALL
+            .into_iter()
+            .flat_map(|scheduler| {
+                Distribution::ALL
+                    .into_iter()
+                    .map(move |distribution| Config {
+                        scheduler,
+                        distribution,
+                    })
+            })
+            .collect()
+    }
+
+    /// The baseline everything is normalized to (Figure 9's; Figure 7's numactl interleave is
+    /// what fine distribution does).
+    const BASELINE: Config = Config {
+        scheduler: SchedulerKind::WorkStealing,
+        distribution: Distribution::Fine,
+    };
+
+    fn name(&self) -> String {
+        format!("{}+{}", self.scheduler, self.distribution)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Measure,
+    Model,
+    Both,
+}
+
+struct Args {
+    size: Size,
+    reps: usize,
+    min_time: Duration,
+    mode: Option<Mode>,
+    only: Vec<Benchmark>,
+    threads: Option<usize>,
+    model: ModelParams,
+    model_runs: usize,
+    trace_dir: PathBuf,
+}
+
+fn parse_args() -> Result<Args, String> {
+    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
+    // run checks that every benchmark still computes correctly in every configuration.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let mut args = Args {
+        size: if smoke { Size::Tiny } else { Size::Small },
+        reps: if smoke { 1 } else { 3 },
+        min_time: if smoke {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(100)
+        },
+        mode: smoke.then_some(Mode::Both),
+        only: Benchmark::ALL.to_vec(),
+        threads: None,
+        model: ModelParams {
+            dilation: if smoke {
+                4.0
+            } else {
+                ModelParams::default().dilation
+            },
+            ..ModelParams::default()
+        },
+        model_runs: if smoke { 1 } else { 3 },
+        trace_dir: if smoke {
+            std::env::temp_dir().join(format!("numatask-paper-smoke-{}", std::process::id()))
+        } else {
+            PathBuf::from("target/paper-traces")
+        },
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
+        let number = |text: String, min: f64| -> Result<f64, String> {
+            text.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= min)
+                .ok_or(format!("'{text}': expected a number >= {min}"))
+        };
+        match arg.as_str() {
+            "--size" => args.size = value()?.parse()?,
+            "--reps" => args.reps = number(value()?, 1.0)? as usize,
+            "--min-time" => args.min_time = Duration::from_secs_f64(number(value()?, 0.0)?),
+            "--mode" => {
+                args.mode = Some(match value()?.as_str() {
+                    "measure" => Mode::Measure,
+                    "model" => Mode::Model,
+                    "both" => Mode::Both,
+                    other => {
+                        return Err(format!("--mode '{other}': expected measure, model or both"));
+                    }
+                })
+            }
+            "--only" => {
+                args.only = value()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?
+            }
+            "--threads" => args.threads = Some(number(value()?, 1.0)? as usize),
+            "--dilation" => args.model.dilation = number(value()?, 1.0)?,
+            "--model-runs" => args.model_runs = number(value()?, 1.0)? as usize,
+            "--core-gbps" => args.model.core_gbps = number(value()?, 0.001)?,
+            "--node-gbps" => args.model.node_gbps = number(value()?, 0.001)?,
+            "--trace-dir" => args.trace_dir = PathBuf::from(value()?),
+            // cargo bench passes --bench; criterion-style filters are not used here.
+            "--bench" => {}
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("paper bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let topology = match Topology::current() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("paper bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mode = args.mode.unwrap_or(if topology.is_synthetic() {
+        Mode::Model
+    } else {
+        Mode::Measure
+    });
+    println!(
+        "paper bench: size {}, topology {} ({} node(s), {} cores{})",
+        args.size,
+        topology.source(),
+        topology.num_nodes(),
+        topology.num_cores(),
+        if topology.is_synthetic() {
+            ", synthetic: placement recorded, workers time-share the real cores"
+        } else {
+            ""
+        }
+    );
+    let result = (|| -> Result<(), BoxError> {
+        if matches!(mode, Mode::Measure | Mode::Both) {
+            run_measured(&args, &topology)?;
+        }
+        if matches!(mode, Mode::Model | Mode::Both) {
+            run_model(&args, &topology)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("paper bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A fresh runtime for `config`.
+fn runtime(args: &Args, config: Config, trace: Option<&Path>) -> Result<Runtime, BoxError> {
+    let mut builder = RuntimeBuilder::new().scheduler(config.scheduler);
+    if let Some(n) = args.threads {
+        builder = builder.num_threads(n);
+    }
+    if let Some(path) = trace {
+        builder = builder.trace(path);
+    }
+    Ok(builder.build()?)
+}
+
+fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
+    println!(
+        "\n== measured: wall time of the parallel section, median of >= {} runs after a warm-up",
+        args.reps
+    );
+    let mut rows = Vec::new();
+    for &benchmark in &args.only {
+        let mut times = Vec::new();
+        for config in Config::all() {
+            let rt = runtime(args, config, None)?;
+            let mut instance = benchmark.prepare(args.size, config.distribution)?;
+            if config == Config::all()[0] {
+                println!("{}", instance.describe());
+            }
+            let t = measure(instance.as_mut(), &rt, 1, args.reps, args.min_time, None)
+                .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
+            println!(
+                "  {:<18} {:>10.3} ms  ({} runs, verified: {})",
+                config.name(),
+                1e3 * t.median().as_secs_f64(),
+                t.reps.len(),
+                t.checksum
+            );
+            times.push((config, t.median().as_secs_f64()));
+        }
+        rows.push((benchmark, times));
+    }
+    print!(
+        "\n{}",
+        figure7(
+            &format!(
+                "Figure 7 style, MEASURED on {} ({} node(s), {} workers): time / time of {} \
+                 (ws+fine ms)",
+                topology.source(),
+                topology.num_nodes(),
+                args.threads.unwrap_or(topology.num_cores()),
+                Config::BASELINE.name()
+            ),
+            &rows,
+            Comparison::of_times(topology),
+        )
+    );
+    Ok(())
+}
+
+fn run_model(args: &Args, topology: &Topology) -> Result<(), BoxError> {
+    let dir = args.trace_dir.join(args.size.name());
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("creating the trace directory {}: {e}", dir.display()))?;
+    println!(
+        "\n== MODEL: {} traced runs per configuration (the fastest is shown), every task stretched \
+         to {}x its modelled time; Chrome traces in {}",
+        args.model_runs,
+        args.model.dilation,
+        dir.display()
+    );
+    let (mut rows, mut memory_rows) = (Vec::new(), Vec::new());
+    let mut description = args.model.describe();
+    for &benchmark in &args.only {
+        let mut evaluations = Vec::new();
+        for config in Config::all() {
+            let mut runs = Vec::with_capacity(args.model_runs);
+            for run in 0..args.model_runs {
+                let path = dir.join(format!("{benchmark}-{}-run{run}.json", config.name()));
+                let rt = runtime(args, config, Some(&path))?;
+                let probe = Probe::new(rt.topology(), args.model);
+                description = probe.params().describe();
+                let mut instance = benchmark.prepare(args.size, config.distribution)?;
+                if config == Config::all()[0] && run == 0 {
+                    println!("{}", instance.describe());
+                }
+                let t = measure(instance.as_mut(), &rt, 0, 1, Duration::ZERO, Some(&probe))
+                    .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
+                let records = rt.tracer().map(|t| t.records()).unwrap_or_default();
+                let evaluation = probe
+                    .evaluate(&records, t.median())
+                    .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
+                // The runtime prints a locality summary with every trace it writes; the tables
+                // below say the same for every configuration, so they are not shown.
+                if let Some(Err(e)) = without_stderr(|| rt.finish_trace()) {
+                    return Err(format!("writing {}: {e}", path.display()).into());
+                }
+                println!(
+                    "  {:<18} run {run}: MODEL {:>9.3} ms, {:>5.1}% local  (verified: {})",
+                    config.name(),
+                    1e3 * evaluation.model_s(),
+                    100.0 * evaluation.local_fraction.unwrap_or(0.0),
+                    t.checksum
+                );
+                runs.push(evaluation);
+            }
+            let best = Evaluation::best_of(runs).ok_or("no model run")?;
+            evaluations.push((config, best));
+        }
+        let named: Vec<(String, Evaluation)> = evaluations
+            .iter()
+            .map(|(c, e)| (c.name(), e.clone()))
+            .collect();
+        print!(
+            "\n{}",
+            table(
+                &format!(
+                    "MODEL of {benchmark} on {} ({}), Table 4 suggests {}",
+                    topology.source(),
+                    description,
+                    benchmark.heuristic()
+                ),
+                &named,
+                &Config::BASELINE.name()
+            )
+        );
+        println!();
+        rows.push((
+            benchmark,
+            evaluations.iter().map(|(c, e)| (*c, e.model_s())).collect(),
+        ));
+        memory_rows.push((
+            benchmark,
+            evaluations.iter().map(|(c, e)| (*c, e.memory_s)).collect(),
+        ));
+    }
+    println!(
+        "{}",
+        figure7(
+            &format!(
+                "MODEL memory cost alone (sum over tasks of footprint bytes x latency / B_core, \
+                 no compute, balance or contention) on {}, relative to {} (ws+fine ms)",
+                topology.source(),
+                Config::BASELINE.name()
+            ),
+            &memory_rows,
+            Comparison::None,
+        )
+    );
+    print!(
+        "{}",
+        figure7(
+            &format!(
+                "Figure 7 style, MODEL on {}: MODEL time / MODEL time of {} (ws+fine ms; {})",
+                topology.source(),
+                Config::BASELINE.name(),
+                description
+            ),
+            &rows,
+            Comparison::of_times(topology),
+        )
+    );
+    Ok(())
+}
+
+/// What the paper reports as the best configuration of `benchmark`, and whether `times`
+/// (seconds per configuration) agree.
+fn paper_verdict(benchmark: Benchmark, times: &[(Config, f64)]) -> (&'static str, String) {
+    let best = times
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, t)| (*c, *t));
+    let Some((best, best_time)) = best else {
+        return ("-", "-".into());
+    };
+    let time_of = |c: Config| times.iter().find(|(x, _)| *x == c).map(|(_, t)| *t);
+    match benchmark {
+        Benchmark::Map | Benchmark::Vecmul | Benchmark::Matmul => {
+            let target = Config {
+                scheduler: SchedulerKind::Locality,
+                distribution: Distribution::Coarse,
+            };
+            let verdict = match time_of(target) {
+                Some(_) if best == target => "agrees".to_owned(),
+                Some(t) => format!(
+                    "differs: {} is best, {} is {:.0}% slower",
+                    best.name(),
+                    target.name(),
+                    100.0 * (t / best_time - 1.0)
+                ),
+                None => "-".into(),
+            };
+            ("locality+coarse", verdict)
+        }
+        Benchmark::Reduction | Benchmark::Jacobi => {
+            let verdict = if best.distribution == Distribution::Fine {
+                "agrees".to_owned()
+            } else {
+                let fine = times
+                    .iter()
+                    .filter(|(c, _)| c.distribution == Distribution::Fine)
+                    .map(|(_, t)| *t)
+                    .fold(f64::INFINITY, f64::min);
+                format!(
+                    "differs: {} is best, the best fine is {:.0}% slower",
+                    best.name(),
+                    100.0 * (fine / best_time - 1.0)
+                )
+            };
+            ("fine", verdict)
+        }
+        Benchmark::SparseLu => {
+            // "SparseLU tasks have complex data access patterns which require a data
+            // distribution scheme more advanced than fine and coarse": neither helps.
+            let fine_coarse: Vec<f64> = times
+                .iter()
+                .filter(|(c, _)| c.distribution != Distribution::Standard)
+                .map(|(_, t)| *t)
+                .collect();
+            let (lo, hi) = fine_coarse
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+                    (lo.min(t), hi.max(t))
+                });
+            let spread = 100.0 * (hi / lo - 1.0);
+            let verdict = if spread <= 10.0 {
+                format!("agrees (fine and coarse within {spread:.0}%)")
+            } else {
+                format!("differs: fine and coarse {spread:.0}% apart")
+            };
+            ("no clear winner", verdict)
+        }
+    }
+}
+
+/// Whether a Figure 7 table is compared with the paper's orderings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Comparison {
+    /// Not at all (the numbers are not times).
+    None,
+    /// Times on one node: said to show no NUMA effect.
+    OneNode,
+    /// Times on several nodes.
+    Numa,
+}
+
+impl Comparison {
+    fn of_times(topology: &Topology) -> Comparison {
+        if topology.num_nodes() > 1 {
+            Comparison::Numa
+        } else {
+            Comparison::OneNode
+        }
+    }
+}
+
+/// Figure 7 as a table: one row per benchmark, each configuration's time divided by the
+/// baseline's, the best configuration and the paper's.
+fn figure7(title: &str, rows: &[(Benchmark, Vec<(Config, f64)>)], compare: Comparison) -> String {
+    let configs = Config::all();
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    let _ = write!(out, "| benchmark | {} ms |", Config::BASELINE.name());
+    for c in &configs {
+        let _ = write!(out, " {} |", c.name());
+    }
+    match compare {
+        Comparison::None => {
+            let _ = writeln!(out, " best |");
+            let _ = writeln!(out, "|---|---|{}---|", "---|".repeat(configs.len()));
+        }
+        _ => {
+            let _ = writeln!(out, " best | paper's best | vs paper |");
+            let _ = writeln!(out, "|---|---|{}---|---|---|", "---|".repeat(configs.len()));
+        }
+    }
+    for (benchmark, times) in rows {
+        let base = times
+            .iter()
+            .find(|(c, _)| *c == Config::BASELINE)
+            .map(|(_, t)| *t);
+        let _ = write!(
+            out,
+            "| {benchmark} | {} |",
+            base.map_or("-".into(), |b| format!("{:.3}", 1e3 * b))
+        );
+        for c in &configs {
+            let cell = times
+                .iter()
+                .find(|(x, _)| x == c)
+                .zip(base)
+                .map_or("-".into(), |((_, t), b)| format!("{:.2}", t / b));
+            let _ = write!(out, " {cell} |");
+        }
+        let best = times
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or("-".into(), |(c, _)| c.name());
+        let (expected, verdict) = paper_verdict(*benchmark, times);
+        match compare {
+            Comparison::None => {
+                let _ = writeln!(out, " {best} |");
+            }
+            Comparison::OneNode => {
+                let _ = writeln!(
+                    out,
+                    " {best} | {expected} | (one node: no NUMA effect to compare) |"
+                );
+            }
+            Comparison::Numa => {
+                let _ = writeln!(out, " {best} | {expected} | {verdict} |");
+            }
+        }
+    }
+    out
+}
+
+/// Runs `f` with standard error sent to /dev/null (restored afterwards, also on a panic).
+fn without_stderr<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(libc::c_int);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: `self.0` is the duplicate of standard error made below, still open;
+            // dup2 and close on valid descriptors have no memory-safety preconditions.
+            unsafe {
+                libc::dup2(self.0, libc::STDERR_FILENO);
+                libc::close(self.0);
+            }
+        }
+    }
+    let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") else {
+        return f();
+    };
+    // SAFETY: dup has no memory-safety preconditions; a negative result is checked.
+    let saved = unsafe { libc::dup(libc::STDERR_FILENO) };
+    if saved < 0 {
+        return f();
+    }
+    let _restore = Restore(saved);
+    // SAFETY: both descriptors are open; this only repoints descriptor 2 until `_restore`
+    // puts the saved one back.
+    unsafe { libc::dup2(null.as_raw_fd(), libc::STDERR_FILENO) };
+    f()
+}
