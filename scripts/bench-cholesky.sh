@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Blocked Cholesky with dependent tasks, numatask against C/OpenMP (libgomp, LLVM libomp) in one run,
 # all calling the same C kernels (bench/c/cholesky_kernels.c, one object code). Builds
-# bench/c/cholesky_omp.c with each OpenMP compiler found (gcc -fopenmp; clang -fopenmp with Debian's libomp-dev), then
-# runs the bench binary, which checks that every checksum agrees. Arguments go to the bench
-# binary, e.g.
+# bench/c/cholesky_omp.c with each OpenMP compiler found (gcc -fopenmp; clang -fopenmp with
+# Debian's libomp-dev), then runs the bench binary, which checks that every checksum agrees.
+# BENCH_BUILD_ONLY=1 builds the C peers, prints their paths and stops. Arguments go to the
+# bench binary, e.g.
 #   scripts/bench-cholesky.sh --nt 40 --bs 64 --threads 1,2 --reps 3
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,5 +29,11 @@ if command -v clang >/dev/null && clang -fopenmp -x c /dev/null -fsyntax-only 2>
         omp+=(--omp "$out/cholesky_libomp")
 else
     echo "clang with OpenMP not found: LLVM libomp is skipped (apt-get install clang libomp-dev)" >&2
+fi
+if [[ -n ${BENCH_BUILD_ONLY:-} ]]; then
+    # For carrying to another machine: the peers are in $out; the bench binary comes from
+    # `cargo bench --bench cholesky --no-run`.
+    printf '%s\n' "${omp[@]}" | grep -v '^--omp$'
+    exit 0
 fi
 cargo bench --quiet --bench cholesky -- "${omp[@]}" "$@"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SparseLU with dependent tasks, numatask against C/OpenMP (libgomp, LLVM libomp) in one run,
 # all calling the same C kernels (bench/c/sparselu_kernels.c, one object code). Builds
-# bench/c/sparselu_omp.c with each OpenMP compiler found (gcc -fopenmp; clang -fopenmp with Debian's libomp-dev), then
-# runs the bench binary, which checks that every checksum agrees. Arguments go to the bench
-# binary, e.g.
+# bench/c/sparselu_omp.c with each OpenMP compiler found (gcc -fopenmp; clang -fopenmp with
+# Debian's libomp-dev), then runs the bench binary, which checks that every checksum agrees.
+# BENCH_BUILD_ONLY=1 builds the C peers, prints their paths and stops. Arguments go to the
+# bench binary, e.g.
 #   scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3      # fine
 #   scripts/bench-sparselu.sh --nb 50 --bs 100 --threads 1,2 --reps 1      # coarse
 set -euo pipefail
@@ -29,5 +30,11 @@ if command -v clang >/dev/null && clang -fopenmp -x c /dev/null -fsyntax-only 2>
         omp+=(--omp "$out/sparselu_libomp")
 else
     echo "clang with OpenMP not found: LLVM libomp is skipped (apt-get install clang libomp-dev)" >&2
+fi
+if [[ -n ${BENCH_BUILD_ONLY:-} ]]; then
+    # For carrying to another machine: the peers are in $out; the bench binary comes from
+    # `cargo bench --bench sparselu --no-run`.
+    printf '%s\n' "${omp[@]}" | grep -v '^--omp$'
+    exit 0
 fi
 cargo bench --quiet --bench sparselu -- "${omp[@]}" "$@"
