@@ -104,7 +104,7 @@ impl Params {
     pub fn of(size: Size) -> Params {
         match size {
             Size::Tiny => Params { nb: 4, bs: 16 },
-            Size::Small => Params { nb: 16, bs: 50 },
+            Size::Small => Params { nb: 12, bs: 75 },
             Size::Medium => Params { nb: 24, bs: 150 },
             Size::Large => Params { nb: 32, bs: 250 },
         }
