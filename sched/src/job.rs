@@ -345,10 +345,10 @@ impl FrameCache {
 
     #[inline]
     fn alloc(&self, class: usize) -> NonNull<u8> {
-        if self.lists[class].get().is_null() {
-            self.take_batch(class);
+        let mut head = self.lists[class].get();
+        if head.is_null() && self.take_batch(class) {
+            head = self.lists[class].get();
         }
-        let head = self.lists[class].get();
         match NonNull::new(head) {
             Some(block) => {
                 // SAFETY: blocks in the list are free and ours; `next` was written when the
@@ -706,8 +706,7 @@ unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
             true
         }
     };
-    // SAFETY: the running task is held by nobody else: its `Task` was consumed to run it.
-    if let Some(handle) = unsafe { (*header.depend.get()).take() } {
+    if let Some(handle) = take_depend(header) {
         if panicked {
             // The panic goes straight to the parent (alive: this task is not finished), ahead
             // of the cancellations the completion may report there.
@@ -724,6 +723,20 @@ unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
         // SAFETY: `finish` returned true: the subtree is finished and the frame is ours.
         unsafe { finish_frame(frame, worker) };
     }
+}
+
+/// Takes the dependence handle of the task whose body just ran on this thread, if it has
+/// one (most tasks do not, and then nothing is written).
+#[inline(always)]
+fn take_depend(header: &Header) -> Option<DepHandle<Task>> {
+    let slot = header.depend.get();
+    // SAFETY: the running task is held by nobody else: its `Task` was consumed to run it, so
+    // this thread alone touches the slot.
+    if unsafe { (*slot).is_none() } {
+        return None;
+    }
+    // SAFETY: as above.
+    unsafe { (*slot).take() }
 }
 
 /// The `cancel` of a heap task: drops the closure unrun and finishes the frame, with the
