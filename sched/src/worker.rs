@@ -123,6 +123,13 @@ impl WorkerThread {
         }
     }
 
+    /// Runs a spawned task at once, on this thread, instead of queueing it (an undeferred
+    /// task: see [`crate::dependences`]).
+    #[inline]
+    pub(crate) fn run_undeferred(&self, task: Task) {
+        self.run_task(task, None);
+    }
+
     /// A spawned task the scheduler had no room for: the spawner runs it now.
     #[cold]
     #[inline(never)]
