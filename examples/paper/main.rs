@@ -29,7 +29,7 @@ use std::time::Duration;
 use numatask::alloc::{Distribution, Topology};
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
-use suite::cost_model::{Evaluation, ModelParams, Probe, table};
+use suite::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
 use suite::{Benchmark, Size, measure};
 
 const USAGE: &str = "usage: paper <map|reduction|vecmul|matmul|jacobi|sparselu> \
@@ -215,6 +215,11 @@ fn run(
         ..ModelParams::default()
     };
     let name = format!("{}+{}", rt.settings().scheduler, distribution);
+    let compute = calibrate(args.benchmark, args.size, params)?;
+    println!(
+        "  compute time per task (calibrated): {}",
+        compute.describe()
+    );
     let mut rt = Some(rt);
     let mut runs = Vec::new();
     for _ in 0..args.model_runs() {
@@ -222,7 +227,7 @@ fn run(
             Some(rt) => rt,
             None => builder.clone().build()?,
         };
-        let probe = Probe::new(rt.topology(), params);
+        let probe = Probe::new(rt.topology(), params, compute.clone());
         let timings = measure(instance.as_mut(), &rt, 0, 1, Duration::ZERO, Some(&probe))?;
         let records = rt.tracer().map(|t| t.records()).unwrap_or_default();
         let evaluation = probe.evaluate(&records, timings.median())?;

@@ -11,7 +11,11 @@
 //! - from a [`Probe`] in the task bodies ([`timed`]): the task's compute time, measured as the
 //!   thread's CPU time on this machine (immune to the time slicing of 48 emulated workers on a
 //!   few real cores), and the same footprint, computed by the task itself as a cross-check of
-//!   the trace.
+//!   the trace. Compute times come from a calibration run ([`calibrate`]: the benchmark under
+//!   work stealing with as many workers as real cores) and are averaged per kind of task (its
+//!   label: every task of a kind does the same work), so that every configuration is charged
+//!   the same compute for the same work: CPU time on a shared two-core VM varies by 10-30%
+//!   from run to run, which is not NUMA and would otherwise drown compute-bound benchmarks.
 //!
 //! # The model
 //!
@@ -23,9 +27,9 @@
 //! - **Memory time of a task** = `sum_j D[j] * lat(n, j) / B_core`: its footprint streamed once
 //!   at `B_core` (default 2 GB/s, about one Opteron 6172 core's share of its node's memory
 //!   bandwidth when all six stream).
-//! - **Task time** = compute time (CPU time measured here) + memory time. The compute time
-//!   includes this machine's own, local, memory traffic, so the model charges local bytes twice;
-//!   the bias is the same in every configuration of a benchmark.
+//! - **Task time** = compute time (the calibrated CPU time of its kind) + memory time. The
+//!   compute time includes this machine's own, local, memory traffic, so the model charges
+//!   local bytes twice; the bias is the same in every configuration of a benchmark.
 //! - **Load balance, by emulation**: with a probe, every task occupies its worker for
 //!   `dilation x` its task time (it sleeps out the rest after computing), so the runtime's real
 //!   schedulers deal, steal and wait on dependences in a time-dilated run in which the 48
@@ -44,10 +48,12 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use numatask::alloc::{NodeBytes, Topology};
-use numatask::sched::Scope;
+use numatask::alloc::{Distribution, NodeBytes, Topology};
 use numatask::sched::depend::Access;
 use numatask::sched::trace::TaskRecord;
+use numatask::sched::{RuntimeBuilder, Scope};
+
+use super::{Benchmark, BoxError, Size, measure};
 
 /// The MODEL's parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -84,31 +90,89 @@ impl ModelParams {
 /// What a probe learned about one task.
 #[derive(Clone, Debug)]
 struct ProbeRecord {
+    label: &'static str,
     worker: usize,
+    /// Its CPU time in this run.
+    measured_s: f64,
+    /// The compute time charged: the calibrated one of its kind, or the measured one.
     compute_s: f64,
     memory_s: f64,
     local_bytes: u64,
     bytes: u64,
 }
 
-/// Times tasks and stretches them to their modelled duration (see the module docs).
+/// The mean compute (CPU) time of each kind of task, by label, from a calibration run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ComputeTable(Vec<(&'static str, f64)>);
+
+impl ComputeTable {
+    /// The mean compute time of tasks labelled `label`.
+    pub fn get(&self, label: &str) -> Option<f64> {
+        self.0.iter().find(|(l, _)| *l == label).map(|(_, s)| *s)
+    }
+
+    /// `label: mean` pairs, in microseconds.
+    pub fn describe(&self) -> String {
+        self.0
+            .iter()
+            .map(|(l, s)| format!("{l} {:.0} us", 1e6 * s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Times tasks and, when emulating, stretches them to their modelled duration (see the module
+/// docs).
 #[derive(Debug)]
 pub struct Probe {
     nodes: usize,
     distances: Vec<u32>,
     params: ModelParams,
+    /// `Some` when emulating: the compute time charged per kind of task. `None` when
+    /// calibrating: tasks are timed, not stretched.
+    compute: Option<ComputeTable>,
     records: Mutex<Vec<ProbeRecord>>,
 }
 
 impl Probe {
-    /// A probe for `topology` (the topology the runtime places its workers on).
-    pub fn new(topology: &Topology, params: ModelParams) -> Probe {
+    /// A probe that emulates the MODEL on `topology` (the topology the runtime places its
+    /// workers on), charging the compute times of `compute`.
+    pub fn new(topology: &Topology, params: ModelParams, compute: ComputeTable) -> Probe {
+        Probe {
+            compute: Some(compute),
+            ..Probe::calibration(topology, params)
+        }
+    }
+
+    /// A probe that only measures compute times (see [`Probe::compute_table`]).
+    pub fn calibration(topology: &Topology, params: ModelParams) -> Probe {
         Probe {
             nodes: topology.num_nodes(),
             distances: topology.distance_matrix().to_vec(),
             params,
+            compute: None,
             records: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The mean measured compute time of each kind of task so far.
+    pub fn compute_table(&self) -> ComputeTable {
+        let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sums: Vec<(&'static str, f64, usize)> = Vec::new();
+        for r in records.iter() {
+            match sums.iter_mut().find(|(l, _, _)| *l == r.label) {
+                Some((_, sum, n)) => {
+                    *sum += r.measured_s;
+                    *n += 1;
+                }
+                None => sums.push((r.label, r.measured_s, 1)),
+            }
+        }
+        ComputeTable(
+            sums.into_iter()
+                .map(|(l, sum, n)| (l, sum / n as f64))
+                .collect(),
+        )
     }
 
     /// The model's parameters.
@@ -155,12 +219,14 @@ impl Probe {
         let mut served = vec![0u64; self.nodes];
         let (mut memory_s, mut local, mut bytes, mut tasks) = (0.0, 0u64, 0u64, 0usize);
         let mut steals = BTreeMap::new();
+        let mut workers = std::collections::BTreeSet::new();
         for r in trace {
             if let Some(d) = r.stolen_distance {
                 *steals.entry(d).or_insert(0u64) += 1;
             }
             let Some(f) = &r.footprint else { continue };
             tasks += 1;
+            workers.insert(r.worker);
             memory_s += self.memory_seconds(f, r.node);
             local += f.on(r.node) + f.unknown();
             bytes += f.known() + f.unknown();
@@ -186,6 +252,7 @@ impl Probe {
         }
         Ok(Evaluation {
             tasks,
+            workers_used: workers.len(),
             local_fraction: (bytes > 0).then(|| local as f64 / bytes as f64),
             compute_s: records.iter().map(|r| r.compute_s).sum(),
             memory_s,
@@ -199,13 +266,15 @@ impl Probe {
     }
 }
 
-/// Runs one task body `f` whose footprint (depend list) is `footprint`: directly without a
-/// probe; with one, measures its compute time, adds its modelled memory time on the node of
-/// the worker running it, records both, and occupies the worker until `dilation x` their sum
-/// has passed since the task started.
+/// Runs one task body `f` of kind `label` whose footprint (depend list) is `footprint`:
+/// directly without a probe; with one, measures its compute time and its modelled memory time
+/// on the node of the worker running it and records both; when the probe emulates, occupies
+/// the worker until `dilation x` (its kind's calibrated compute time + memory time) has passed
+/// since the task started.
 pub fn timed<R>(
     probe: Option<&Probe>,
     s: &Scope<'_>,
+    label: &'static str,
     footprint: &[Access],
     f: impl FnOnce() -> R,
 ) -> R {
@@ -215,7 +284,12 @@ pub fn timed<R>(
     let start = Instant::now();
     let cpu = thread_cpu_time();
     let result = f();
-    let compute_s = (thread_cpu_time().saturating_sub(cpu)).as_secs_f64();
+    let measured_s = (thread_cpu_time().saturating_sub(cpu)).as_secs_f64();
+    let compute_s = probe
+        .compute
+        .as_ref()
+        .and_then(|c| c.get(label))
+        .unwrap_or(measured_s);
     let node = s.node();
     let d = probe.footprint(footprint);
     let memory_s = probe.memory_seconds(&d, node);
@@ -224,18 +298,39 @@ pub fn timed<R>(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(ProbeRecord {
+            label,
             worker: s.worker_index(),
+            measured_s,
             compute_s,
             memory_s,
             local_bytes: d.on(node) + d.unknown(),
             bytes: d.known() + d.unknown(),
         });
-    let until = start + Duration::from_secs_f64(probe.params.dilation * (compute_s + memory_s));
-    let now = Instant::now();
-    if until > now {
-        std::thread::sleep(until - now);
+    if probe.compute.is_some() {
+        let modelled = Duration::from_secs_f64(probe.params.dilation * (compute_s + memory_s));
+        let now = Instant::now();
+        if start + modelled > now {
+            std::thread::sleep(start + modelled - now);
+        }
     }
     result
+}
+
+/// The compute times of `benchmark`'s kinds of tasks on this machine: one warm-up and two
+/// measured runs under work stealing with fine distribution and one worker per real core, on
+/// the current topology.
+pub fn calibrate(
+    benchmark: Benchmark,
+    size: Size,
+    params: ModelParams,
+) -> Result<ComputeTable, BoxError> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let rt = RuntimeBuilder::new().num_threads(cores).build()?;
+    let mut instance = benchmark.prepare(size, Distribution::Fine)?;
+    measure(instance.as_mut(), &rt, 0, 1, Duration::ZERO, None)?;
+    let probe = Probe::calibration(rt.topology(), params);
+    measure(instance.as_mut(), &rt, 0, 2, Duration::ZERO, Some(&probe))?;
+    Ok(probe.compute_table())
 }
 
 /// CPU time of the calling thread.
@@ -258,6 +353,8 @@ fn thread_cpu_time() -> Duration {
 pub struct Evaluation {
     /// Tasks with a footprint.
     pub tasks: usize,
+    /// Workers that ran at least one of them.
+    pub workers_used: usize,
     /// Fraction of footprint bytes on the executing node.
     pub local_fraction: Option<f64>,
     /// Sum of the tasks' measured compute times, s.
@@ -325,16 +422,17 @@ pub fn table(title: &str, rows: &[(String, Evaluation)], baseline: &str) -> Stri
     let _ = writeln!(out, "{title}");
     let _ = writeln!(
         out,
-        "| config | tasks | local bytes | compute s | memory s | busiest worker ms | emulated \
+        "| config | tasks | workers used | local bytes | compute s | memory s | busiest worker ms | emulated \
          ms | contention ms | MODEL ms | MODEL vs {baseline} | all runs, MODEL ms | steals \
          (distance:count) |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, e) in rows {
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {:.3} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {:.3} | {:.3} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
             e.tasks,
+            e.workers_used,
             e.local_fraction
                 .map_or("-".into(), |l| format!("{:.1}%", 100.0 * l)),
             e.compute_s,

@@ -13,6 +13,8 @@
 //!
 //! Verified bit for bit against a sequential row-major computation with the same arithmetic.
 
+use std::sync::{Arc, Mutex};
+
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
@@ -37,8 +39,9 @@ pub struct Params {
 
 impl Params {
     /// Figure 7's input is 16384 x 16384 with blocks of 512 (`Large`; the paper gives no sweep
-    /// count). From `Small` up a task's footprint (two blocks and halos) exceeds the paper
-    /// machine's `LLC / C`.
+    /// count). From `Small` up a task's footprint (two blocks and their halos, 1.1 MiB at
+    /// `Small`) exceeds the paper machine's `LLC / C` (853 KiB), so that the locality-aware
+    /// scheduler deals it.
     pub fn of(size: Size) -> Params {
         match size {
             Size::Tiny => Params {
@@ -48,7 +51,7 @@ impl Params {
             },
             Size::Small => Params {
                 nb: 8,
-                bs: 256,
+                bs: 384,
                 sweeps: 4,
             },
             Size::Medium => Params {
@@ -276,7 +279,7 @@ impl Instance for Jacobi {
                                     left,
                                     right,
                                 };
-                                timed(probe, s, &footprint, || {
+                                timed(probe, s, "jacobi", &footprint, || {
                                     sweep_block(&halo, out, edges, bs, top)
                                 });
                             })?;
@@ -288,24 +291,35 @@ impl Instance for Jacobi {
     }
 
     fn verify(&self) -> Result<String, String> {
-        let p = &self.params;
-        let n = p.n();
-        let mut u: Vec<f32> = (0..n * n).map(|k| Params::initial(k / n, k % n)).collect();
-        let mut next = vec![0.0f32; n * n];
-        for _ in 0..p.sweeps {
-            for i in 0..n {
-                for j in 0..n {
-                    let up = if i > 0 { u[(i - 1) * n + j] } else { TOP };
-                    let down = if i + 1 < n { u[(i + 1) * n + j] } else { 0.0 };
-                    let left = if j > 0 { u[i * n + j - 1] } else { 0.0 };
-                    let right = if j + 1 < n { u[i * n + j + 1] } else { 0.0 };
-                    next[i * n + j] = 0.25 * (((up + down) + left) + right);
-                }
-            }
-            std::mem::swap(&mut u, &mut next);
-        }
         let got = self.result_rows();
-        first_difference("grid", &got, &u)?;
+        first_difference("grid", &got, &reference(&self.params))?;
         Ok(sum_checksum(&got))
     }
+}
+
+/// The sequential computation, row-major, computed once per `Params`.
+fn reference(p: &Params) -> Arc<Vec<f32>> {
+    static CACHE: Mutex<Vec<(Params, Arc<Vec<f32>>)>> = Mutex::new(Vec::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, grid)) = cache.iter().find(|(q, _)| q == p) {
+        return Arc::clone(grid);
+    }
+    let n = p.n();
+    let mut u: Vec<f32> = (0..n * n).map(|k| Params::initial(k / n, k % n)).collect();
+    let mut next = vec![0.0f32; n * n];
+    for _ in 0..p.sweeps {
+        for i in 0..n {
+            for j in 0..n {
+                let up = if i > 0 { u[(i - 1) * n + j] } else { TOP };
+                let down = if i + 1 < n { u[(i + 1) * n + j] } else { 0.0 };
+                let left = if j > 0 { u[i * n + j - 1] } else { 0.0 };
+                let right = if j + 1 < n { u[i * n + j + 1] } else { 0.0 };
+                next[i * n + j] = 0.25 * (((up + down) + left) + right);
+            }
+        }
+        std::mem::swap(&mut u, &mut next);
+    }
+    let grid = Arc::new(u);
+    cache.push((*p, Arc::clone(&grid)));
+    grid
 }

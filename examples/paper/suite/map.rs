@@ -95,7 +95,7 @@ impl Instance for Map {
                     .label("map")
                     .spawn(move |s, (x,)| {
                         let footprint = [Access::of_slice(x, AccessKind::InOut)];
-                        timed(probe, s, &footprint, || {
+                        timed(probe, s, "map", &footprint, || {
                             x.iter_mut().for_each(|x| *x *= ALPHA)
                         });
                     })?;

@@ -160,7 +160,7 @@ impl Instance for Matmul {
                     let footprint = deps.clone();
                     let body = move |s: &_| {
                         let task = task;
-                        timed(probe, s, &footprint, || {
+                        timed(probe, s, "matmul", &footprint, || {
                             // SAFETY: `task.c` is a block of `bs * bs` floats that only this
                             // task accesses (it declares it `inout`, and each C block has one
                             // task); the allocation lives until the scope has returned.

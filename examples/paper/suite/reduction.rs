@@ -229,7 +229,7 @@ impl Instance for Reduction {
                                 Access::of_slice(b, AccessKind::In),
                                 Access::of_slice(out, AccessKind::Out),
                             ];
-                            timed(probe, s, &footprint, || merge(a, b, out));
+                            timed(probe, s, "merge", &footprint, || merge(a, b, out));
                         })?;
                 }
                 Ok::<(), SchedError>(())

@@ -342,7 +342,7 @@ impl Instance for SparseLu {
                             .updates(block(diag)?)
                             .label("lu0")
                             .spawn(move |s, (d,)| {
-                                timed(probe, s, &[inout(d)], || kernels::lu0(d, bs));
+                                timed(probe, s, "lu0", &[inout(d)], || kernels::lu0(d, bs));
                             })?
                     }
                     Op::Fwd { diag, col } => s
@@ -351,7 +351,9 @@ impl Instance for SparseLu {
                         .updates(block(col)?)
                         .label("fwd")
                         .spawn(move |s, (d, c)| {
-                            timed(probe, s, &[in_(d), inout(c)], || kernels::fwd(d, c, bs));
+                            timed(probe, s, "fwd", &[in_(d), inout(c)], || {
+                                kernels::fwd(d, c, bs)
+                            });
                         })?,
                     Op::Bdiv { diag, row } => s
                         .task()
@@ -359,7 +361,9 @@ impl Instance for SparseLu {
                         .updates(block(row)?)
                         .label("bdiv")
                         .spawn(move |s, (d, r)| {
-                            timed(probe, s, &[in_(d), inout(r)], || kernels::bdiv(d, r, bs));
+                            timed(probe, s, "bdiv", &[in_(d), inout(r)], || {
+                                kernels::bdiv(d, r, bs)
+                            });
                         })?,
                     Op::Bmod { row, col, inner } => s
                         .task()
@@ -368,7 +372,7 @@ impl Instance for SparseLu {
                         .updates(block(inner)?)
                         .label("bmod")
                         .spawn(move |s, (r, c, x)| {
-                            timed(probe, s, &[in_(r), in_(c), inout(x)], || {
+                            timed(probe, s, "bmod", &[in_(r), in_(c), inout(x)], || {
                                 kernels::bmod(r, c, x, bs)
                             });
                         })?,

@@ -142,7 +142,7 @@ impl Instance for Vecmul {
                             Access::of_slice(b, AccessKind::In),
                             Access::of_slice(c, AccessKind::Out),
                         ];
-                        timed(probe, s, &footprint, || cross(a, b, c));
+                        timed(probe, s, "vecmul", &footprint, || cross(a, b, c));
                     })?;
             }
             Ok(())
