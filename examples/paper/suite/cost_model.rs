@@ -106,6 +106,25 @@ struct ProbeRecord {
 pub struct ComputeTable(Vec<(&'static str, f64)>);
 
 impl ComputeTable {
+    /// The mean time of each label among `samples` of `(label, seconds)`.
+    pub fn mean_by_label(samples: impl IntoIterator<Item = (&'static str, f64)>) -> ComputeTable {
+        let mut sums: Vec<(&'static str, f64, usize)> = Vec::new();
+        for (label, s) in samples {
+            match sums.iter_mut().find(|(l, _, _)| *l == label) {
+                Some((_, sum, n)) => {
+                    *sum += s;
+                    *n += 1;
+                }
+                None => sums.push((label, s, 1)),
+            }
+        }
+        ComputeTable(
+            sums.into_iter()
+                .map(|(l, sum, n)| (l, sum / n as f64))
+                .collect(),
+        )
+    }
+
     /// The mean compute time of tasks labelled `label`.
     pub fn get(&self, label: &str) -> Option<f64> {
         self.0.iter().find(|(l, _)| *l == label).map(|(_, s)| *s)
@@ -158,21 +177,7 @@ impl Probe {
     /// The mean measured compute time of each kind of task so far.
     pub fn compute_table(&self) -> ComputeTable {
         let records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        let mut sums: Vec<(&'static str, f64, usize)> = Vec::new();
-        for r in records.iter() {
-            match sums.iter_mut().find(|(l, _, _)| *l == r.label) {
-                Some((_, sum, n)) => {
-                    *sum += r.measured_s;
-                    *n += 1;
-                }
-                None => sums.push((r.label, r.measured_s, 1)),
-            }
-        }
-        ComputeTable(
-            sums.into_iter()
-                .map(|(l, sum, n)| (l, sum / n as f64))
-                .collect(),
-        )
+        ComputeTable::mean_by_label(records.iter().map(|r| (r.label, r.measured_s)))
     }
 
     /// The model's parameters.

@@ -115,7 +115,7 @@ impl Reduction {
 
 /// How many of the first `k` outputs of the stable merge of `a` and `b` (ties taken from `a`
 /// first) come from `a`: the merge-path split.
-fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
+pub(crate) fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
     let (mut lo, mut hi) = (k.saturating_sub(b.len()), k.min(a.len()));
     while lo < hi {
         let i = (lo + hi) / 2;
@@ -132,7 +132,7 @@ fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
 
 /// Stable merge of `a` and `b` into `out` (`out.len() == a.len() + b.len()`), with selects
 /// instead of branches in the loop.
-fn merge(a: &[f32], b: &[f32], out: &mut [f32]) {
+pub(crate) fn merge(a: &[f32], b: &[f32], out: &mut [f32]) {
     let (mut i, mut j, mut k) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
