@@ -9,7 +9,9 @@
 //!
 //! - **measure** (default on a real machine): wall time of the parallel section, the median of
 //!   at least `--reps` runs after a warm-up, printed as Figure 7 prints it: per benchmark, time
-//!   normalized to work stealing with fine distribution.
+//!   normalized to work stealing with fine distribution. The six configurations of a benchmark
+//!   take turns, one run each per round, so that load from other processes on a shared machine
+//!   hits them alike.
 //! - **model** (default on a synthetic topology such as `NUMATASK_TOPOLOGY=preset:opteron6172`):
 //!   `--model-runs` (default 3) traced, time-dilated runs per configuration, evaluated by the NUMA cost MODEL of
 //!   `examples/paper/suite/cost_model.rs` (distance-weighted footprint bytes, compute time
@@ -37,13 +39,13 @@ use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use numatask::alloc::{Distribution, Topology};
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
 use suite::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
-use suite::{Benchmark, BoxError, Size, measure};
+use suite::{Benchmark, BoxError, Size, Timings, measure};
 
 /// One scheduler x distribution combination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,29 +237,69 @@ fn runtime(args: &Args, config: Config, trace: Option<&Path>) -> Result<Runtime,
 }
 
 fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
+    /// Rounds at most, whatever `--min-time` asks.
+    const MAX_ROUNDS: usize = 30;
     println!(
-        "\n== measured: wall time of the parallel section, median of >= {} runs after a warm-up",
+        "\n== measured: wall time of the parallel section; the six configurations take turns \
+         (one run each per round, so that load from elsewhere hits them alike), median of >= {} \
+         rounds after a warm-up round",
         args.reps
     );
     let mut rows = Vec::new();
     for &benchmark in &args.only {
-        let mut times = Vec::new();
+        // Every configuration in its own runtime, all alive at once so that they can take turns.
+        let mut runs = Vec::new();
         for config in Config::all() {
             let rt = runtime(args, config, None)?;
-            let mut instance = benchmark.prepare(args.size, config.distribution)?;
-            if config == Config::all()[0] {
+            let instance = benchmark.prepare(args.size, config.distribution)?;
+            if runs.is_empty() {
                 println!("{}", instance.describe());
             }
-            let t = measure(instance.as_mut(), &rt, 1, args.reps, args.min_time, None)
-                .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
+            runs.push((config, rt, instance, Vec::new()));
+        }
+        let mut round = 0;
+        loop {
+            for (config, rt, instance, times) in &mut runs {
+                instance.init();
+                let start = Instant::now();
+                instance
+                    .compute(rt, None)
+                    .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
+                // Round 0 is the warm-up.
+                if round > 0 {
+                    times.push(start.elapsed());
+                }
+            }
+            let least = runs
+                .iter()
+                .map(|(.., times)| times.iter().sum::<Duration>())
+                .min()
+                .unwrap_or_default();
+            if round >= args.reps && (least >= args.min_time || round >= MAX_ROUNDS) {
+                break;
+            }
+            round += 1;
+        }
+        let mut times = Vec::new();
+        for (config, _, instance, reps) in &runs {
+            let checksum = instance.verify().map_err(|e| {
+                format!(
+                    "{benchmark} {}: result differs from the sequential computation: {e}",
+                    config.name()
+                )
+            })?;
+            let median = Timings {
+                reps: reps.clone(),
+                checksum,
+            };
             println!(
                 "  {:<18} {:>10.3} ms  ({} runs, verified: {})",
                 config.name(),
-                1e3 * t.median().as_secs_f64(),
-                t.reps.len(),
-                t.checksum
+                1e3 * median.median().as_secs_f64(),
+                reps.len(),
+                median.checksum
             );
-            times.push((config, t.median().as_secs_f64()));
+            times.push((*config, median.median().as_secs_f64()));
         }
         rows.push((benchmark, times));
     }
