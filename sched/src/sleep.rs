@@ -220,6 +220,13 @@ impl Sleep {
             None => thread::yield_now(),
         }
         idle.rounds = 0;
+        // A woken worker searches: when its first steal succeeds, `work_found` hands the search
+        // on to the next sleeper, so a burst of tasks wakes the workers one after the other
+        // (without this, pushes saw a searcher and woke nobody, and the chain stopped).
+        if !self.is_terminated() {
+            idle.searching = true;
+            self.searching.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn sleep(&self, place: &WorkerSleep, has_work: impl Fn() -> bool) {
