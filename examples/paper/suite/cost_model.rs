@@ -34,11 +34,16 @@
 //!   `dilation x` its task time (it sleeps out the rest after computing), so the runtime's real
 //!   schedulers deal, steal and wait on dependences in a time-dilated run in which the 48
 //!   workers of the preset are busy exactly as long as the model says, while using only a
-//!   fraction of the real cores (48 / dilation). The *emulated makespan* is the run's wall time
-//!   divided by the dilation; the busiest worker's total task time is printed next to it.
+//!   fraction of the real cores (at most 48 / dilation). The *emulated makespan* is the run's
+//!   wall time divided by the dilation; the busiest worker's total task time is printed next to
+//!   it. Real-time delays of the run (task creation, wake-ups) shrink by the dilation, except
+//!   where a worker that was not woken waits for a (dilated) task to end: see
+//!   [`Evaluation::best_of`].
 //! - **Bandwidth contention**: node `j`'s memory serves `sum over tasks of D[j]` bytes at most
 //!   at `B_node` (default 12 GB/s), so the run takes at least `max_j bytes_j / B_node`.
-//! - **MODEL time** = max(emulated makespan, contention bound).
+//! - **MODEL time** = max(emulated makespan, contention bound), of the fastest of a few runs.
+//! - **Standard distribution** on a synthetic topology: see [`super::place`] (node 0, where the
+//!   main thread's first touch would put it).
 //!
 //! Not modelled: caches (every footprint byte is charged), link contention on the interconnect,
 //! write-backs, prefetching, and the Opteron's slower cores (compute time is this machine's).
