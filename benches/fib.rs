@@ -11,7 +11,8 @@
 //! `--scheduler` takes a comma-separated list of `NUMATASK_SCHEDULER` names (default `ws`); the
 //! numatask rows of a policy other than work stealing are named `numatask[<policy>]`.
 
-use std::process::Command;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use numatask::sched::{Runtime, SchedulerKind, Scope};
@@ -26,9 +27,9 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
-    // run checks that every variant still computes fib correctly.
-    let smoke = !std::env::args().any(|a| a == "--bench");
+    // Under `cargo test --benches` (CI) a quick smoke run checks that every variant still
+    // computes fib correctly.
+    let smoke = common::smoke();
     let mut args = Args {
         n: if smoke { 15 } else { 27 },
         threads: if smoke { vec![1, 2] } else { Vec::new() },
@@ -47,31 +48,17 @@ fn parse_args() -> Result<Args, String> {
         match a.as_str() {
             "--n" => args.n = value()?.parse().map_err(|e| format!("--n: {e}"))?,
             "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
-            "--threads" => {
-                args.threads = value()?
-                    .split(',')
-                    .map(|t| {
-                        t.trim()
-                            .parse::<usize>()
-                            .map_err(|e| format!("--threads: {e}"))
-                    })
-                    .collect::<Result<_, _>>()?
-            }
+            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
-            "--scheduler" => {
-                args.schedulers = value()?
-                    .split(',')
-                    .map(|k| k.parse().map_err(|e| format!("--scheduler: {e}")))
-                    .collect::<Result<_, _>>()?
-            }
+            "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
             // cargo bench passes --bench; criterion-style filters are not used here.
             "--bench" => {}
             other => return Err(format!("unknown argument {other}")),
         }
     }
     if args.threads.is_empty() {
-        args.threads = vec![std::thread::available_parallelism().map_or(1, |n| n.get())];
+        args.threads = common::all_cores();
     }
     if args.n > 40 || args.reps == 0 || args.threads.contains(&0) {
         return Err("need n <= 40, reps >= 1 and thread counts >= 1".into());
@@ -217,16 +204,8 @@ fn main() {
             report("rayon::scope", threads, n, d);
         }
         for bin in &args.omp {
-            let out = Command::new(bin)
-                .args([n.to_string(), args.reps.to_string()])
-                .env("OMP_NUM_THREADS", threads.to_string())
-                .env("OMP_PROC_BIND", "true")
-                .output();
-            match out {
-                Ok(o) if o.status.success() => print!("{}", String::from_utf8_lossy(&o.stdout)),
-                Ok(o) => eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr)),
-                Err(e) => eprintln!("{bin}: {e}"),
-            }
+            let peer_args = [n.to_string(), args.reps.to_string()];
+            common::run_omp_peer(bin, &peer_args, threads, None);
         }
     }
 }

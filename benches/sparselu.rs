@@ -30,8 +30,9 @@
 //! are the
 //! median of `--reps` runs after one warm-up run, like the C driver.
 
+mod common;
+
 use std::ffi::c_int;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -404,9 +405,9 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
-    // run checks that every variant computes the serial checksum.
-    let smoke = !std::env::args().any(|a| a == "--bench");
+    // Under `cargo test --benches` (CI) a quick smoke run checks that every variant computes
+    // the serial checksum.
+    let smoke = common::smoke();
     let mut args = Args {
         nb: if smoke { 12 } else { 120 },
         bs: if smoke { 8 } else { 25 },
@@ -429,27 +430,17 @@ fn parse_args() -> Result<Args, String> {
             "--nb" => args.nb = number(value()?, "--nb")?,
             "--bs" => args.bs = number(value()?, "--bs")?,
             "--reps" => args.reps = number(value()?, "--reps")?,
-            "--threads" => {
-                args.threads = value()?
-                    .split(',')
-                    .map(|t| number(t.trim().to_string(), "--threads"))
-                    .collect::<Result<_, _>>()?
-            }
+            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
             "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
-            "--scheduler" => {
-                args.schedulers = value()?
-                    .split(',')
-                    .map(|k| k.parse().map_err(|e| format!("--scheduler: {e}")))
-                    .collect::<Result<_, _>>()?
-            }
+            "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
             "--bench" => {}
             other => return Err(format!("unknown argument {other}")),
         }
     }
     if args.threads.is_empty() {
-        args.threads = vec![std::thread::available_parallelism().map_or(1, |n| n.get())];
+        args.threads = common::all_cores();
     }
     if !(1..=1000).contains(&args.nb)
         || !(1..=1000).contains(&args.bs)
@@ -607,37 +598,8 @@ fn main() {
             }
         }
         for bin in &args.omp {
-            let out = Command::new(bin)
-                .args([
-                    args.nb.to_string(),
-                    args.bs.to_string(),
-                    args.reps.to_string(),
-                ])
-                .env("OMP_NUM_THREADS", threads.to_string())
-                .env("OMP_PROC_BIND", "true")
-                .output();
-            match out {
-                Ok(o) if o.status.success() => {
-                    let line = String::from_utf8_lossy(&o.stdout);
-                    print!("{line}");
-                    let theirs = line
-                        .split_whitespace()
-                        .find_map(|w| w.strip_prefix("checksum="))
-                        .unwrap_or("(none)");
-                    assert_eq!(
-                        theirs, expect,
-                        "{bin} with {threads} threads: its checksum differs from numatask's"
-                    );
-                }
-                Ok(o) => {
-                    eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr));
-                    std::process::exit(1);
-                }
-                Err(e) => {
-                    eprintln!("{bin}: {e}");
-                    std::process::exit(1);
-                }
-            }
+            let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
+            common::run_omp_peer(bin, &peer_args, threads, Some(expect));
         }
     }
 }
