@@ -16,6 +16,11 @@ cargo bench --no-run --message-format=json 2>/dev/null |
     while read -r name exe; do
         cp "$exe" "$out/$name" && strip "$out/$name"
     done
+# SparseLU once more with mimalloc as the global allocator (the rows `numatask+mimalloc`), to
+# tell the runtime's cost from glibc malloc's under a producer that many threads free after.
+cargo bench --no-run --features bench-mimalloc --bench sparselu --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*sparselu[^"]*\)".*/\1/p' | head -1 |
+    while read -r exe; do cp "$exe" "$out/sparselu_mimalloc" && strip "$out/sparselu_mimalloc"; done
 c=bench/c
 # fib's C peer is one file; SparseLU's and Cholesky's kernels are compiled once by gcc with the
 # flags build.rs (the cc crate) uses for numatask's driver, and that one object is linked into

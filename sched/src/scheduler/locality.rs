@@ -270,6 +270,27 @@ impl Locality {
         Ok(())
     }
 
+    /// Algorithm 1's answer when it follows from the declaration alone, without a registry
+    /// lookup: no footprint; a single node (`D` has one entry, so its standard deviation is
+    /// 0 and the task stays on the current node); or fewer declared bytes than the threshold
+    /// (`sum(D)` never exceeds them). An access marked intensive always goes through
+    /// [`deal`](Self::deal), which it decides. This keeps dealing nearly free where it cannot
+    /// move a task, which is what the one-node overhead measurements check.
+    #[inline]
+    fn stays_local(&self, footprint: &[Access]) -> bool {
+        if footprint.is_empty() || self.num_nodes == 1 {
+            return true;
+        }
+        let mut declared = 0u64;
+        for access in footprint {
+            if access.intensive {
+                return false;
+            }
+            declared = declared.saturating_add(access.len as u64);
+        }
+        declared <= self.model.footprint_threshold()
+    }
+
     fn has_workers(&self, node: usize) -> bool {
         self.node_workers.get(node).is_some_and(|r| !r.is_empty())
     }
@@ -454,7 +475,7 @@ impl Scheduler for Locality {
 
     #[inline]
     fn push(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        if task.footprint().is_empty() {
+        if self.stays_local(task.footprint()) {
             self.push_local(local, ctx, task)
         } else {
             self.deal(local, ctx, task)
