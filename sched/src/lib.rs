@@ -71,6 +71,7 @@
 //! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles).
+mod blocks;
 #[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]

@@ -41,7 +41,8 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::job::{FrameCache, Header, Task};
+use crate::blocks::BlockCache;
+use crate::job::{Header, Task};
 use crate::runtime::Registry;
 use crate::scheduler::locality::footprint_node_bytes;
 use crate::scheduler::{Found, TaskOrigin, WorkerCtx, WorkerPlace, WorkerQueues};
@@ -57,7 +58,7 @@ thread_local! {
 pub(crate) struct WorkerThread {
     place: WorkerPlace,
     queues: WorkerQueues,
-    frames: FrameCache,
+    frames: BlockCache,
     registry: Arc<Registry>,
     /// An address near the top of this worker's stack (stacks grow down).
     stack_base: usize,
@@ -97,7 +98,7 @@ impl WorkerThread {
 
     /// The worker's cache of free task frames.
     #[inline]
-    pub(crate) fn frames(&self) -> &FrameCache {
+    pub(crate) fn frames(&self) -> &BlockCache {
         &self.frames
     }
 
@@ -194,7 +195,7 @@ impl WorkerThread {
         let worker = WorkerThread {
             place,
             queues,
-            frames: FrameCache::new(),
+            frames: BlockCache::new(),
             registry,
             stack_base: ptr::addr_of!(top) as usize,
             stack_size,

@@ -156,6 +156,7 @@
 mod access;
 mod mutex_set;
 mod node;
+mod node_ref;
 mod range_map;
 mod tracker;
 

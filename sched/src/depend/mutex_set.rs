@@ -18,7 +18,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use super::node::{DepHandle, Node, Ready, acquire_sets, lock};
+use super::node::{DepHandle, Ready, acquire_sets, lock};
+use super::node_ref::NodeRef;
 use crate::sync::{Arc, Mutex};
 
 /// One mutually exclusive set: who holds it and who waits for it, FIFO.
@@ -28,7 +29,7 @@ pub(crate) struct MutexSet<T> {
 
 struct SetState<T> {
     held: bool,
-    waiters: VecDeque<Arc<Node<T>>>,
+    waiters: VecDeque<NodeRef<T>>,
 }
 
 impl<T> MutexSet<T> {
@@ -44,10 +45,10 @@ impl<T> MutexSet<T> {
     /// Takes the set for `node`, or queues `node` on it and returns `false`. The caller holds
     /// `node`'s lock, and the waiter is resumed under that lock by [`MutexSet::release`], which
     /// therefore sees the caller's bookkeeping (`acquired`) complete.
-    pub(crate) fn try_acquire_or_wait(&self, node: &Arc<Node<T>>) -> bool {
+    pub(crate) fn try_acquire_or_wait(&self, node: &NodeRef<T>) -> bool {
         let mut state = lock(&self.state);
         if state.held {
-            state.waiters.push_back(Arc::clone(node));
+            state.waiters.push_back(node.clone());
             false
         } else {
             state.held = true;

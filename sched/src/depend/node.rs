@@ -1,7 +1,7 @@
 //! Task nodes: the predecessor counter, the successor list, and how a finished task releases the
 //! tasks waiting for it.
 //!
-//! Every submitted task gets one [`Node`], shared (`Arc`) by its [`DepHandle`], by the segments
+//! Every submitted task gets one [`Node`], shared (a counted [`NodeRef`]) by its [`DepHandle`], by the segments
 //! of the range map that name it, and by the successor lists of its predecessors. The protocol
 //! between the one thread registering a task and the threads completing its predecessors is
 //! described in the module documentation of [`crate::depend`] ("Memory-ordering contract"); the
@@ -15,6 +15,7 @@ use numatask_alloc::NodeBytes;
 
 use super::access::{Access, AccessList};
 use super::mutex_set::MutexSet;
+use super::node_ref::NodeRef;
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
 
@@ -90,12 +91,12 @@ impl<T> Drop for Node<T> {
         if links.successors.is_empty() {
             return;
         }
-        let mut stack: Vec<Arc<Node<T>>> = mem::take(&mut links.successors).into_iter().collect();
+        let mut stack: Vec<NodeRef<T>> = mem::take(&mut links.successors).into_iter().collect();
         while let Some(next) = stack.pop() {
-            if let Ok(mut node) = Arc::try_unwrap(next) {
+            next.drop_with(|node| {
                 let links = node.links.get_mut().unwrap_or_else(PoisonError::into_inner);
                 stack.extend(mem::take(&mut links.successors));
-            }
+            });
         }
     }
 }
@@ -106,26 +107,26 @@ impl<T> Drop for Node<T> {
 pub(crate) enum NodeList<T> {
     #[default]
     Empty,
-    One(Arc<Node<T>>),
-    Many(Vec<Arc<Node<T>>>),
+    One(NodeRef<T>),
+    Many(Vec<NodeRef<T>>),
 }
 
 impl<T> Clone for NodeList<T> {
     fn clone(&self) -> Self {
         match self {
             NodeList::Empty => NodeList::Empty,
-            NodeList::One(n) => NodeList::One(Arc::clone(n)),
+            NodeList::One(n) => NodeList::One(n.clone()),
             NodeList::Many(v) => NodeList::Many(v.clone()),
         }
     }
 }
 
 impl<T> NodeList<T> {
-    pub(crate) fn one(node: Arc<Node<T>>) -> Self {
+    pub(crate) fn one(node: NodeRef<T>) -> Self {
         NodeList::One(node)
     }
 
-    pub(crate) fn as_slice(&self) -> &[Arc<Node<T>>] {
+    pub(crate) fn as_slice(&self) -> &[NodeRef<T>] {
         match self {
             NodeList::Empty => &[],
             NodeList::One(n) => std::slice::from_ref(n),
@@ -137,7 +138,7 @@ impl<T> NodeList<T> {
         self.as_slice().is_empty()
     }
 
-    pub(crate) fn push(&mut self, node: Arc<Node<T>>) {
+    pub(crate) fn push(&mut self, node: NodeRef<T>) {
         match self {
             NodeList::Empty => *self = NodeList::One(node),
             NodeList::One(_) => {
@@ -157,7 +158,7 @@ impl<T> NodeList<T> {
     /// tasks and never written again keeps only the readers that still matter. Each scan of
     /// `n` entries either halves the list or precedes a doubling of the buffer, so the cost
     /// is amortized O(1) per push.
-    pub(crate) fn push_pruning(&mut self, node: Arc<Node<T>>) {
+    pub(crate) fn push_pruning(&mut self, node: NodeRef<T>) {
         if let NodeList::Many(v) = self
             && v.len() == v.capacity()
             && v.len() >= 8
@@ -187,11 +188,11 @@ impl<T> NodeList<T> {
 /// with the last reference to them, or leaked if they wait for a `mutexinoutset` the dropped
 /// task holds): the runtime must complete every handle it is given.
 pub struct DepHandle<T> {
-    node: Arc<Node<T>>,
+    node: NodeRef<T>,
 }
 
 impl<T> DepHandle<T> {
-    pub(crate) fn new(node: Arc<Node<T>>) -> Self {
+    pub(crate) fn new(node: NodeRef<T>) -> Self {
         DepHandle { node }
     }
 
@@ -267,7 +268,7 @@ pub enum Released<T> {
 /// Registers one task's edges: created by the tracker under its map lock, fed every
 /// predecessor the range map finds, then [`finish`](Registration::finish)ed.
 pub(crate) struct Registration<'a, T> {
-    node: Arc<Node<T>>,
+    node: NodeRef<T>,
     /// Successor-list entries made for this task, i.e. predecessor completions to wait for.
     edges: usize,
     /// A finished predecessor was poisoned.
@@ -286,7 +287,7 @@ pub(crate) enum Registered<T> {
 }
 
 impl<'a, T> Registration<'a, T> {
-    pub(crate) fn new(node: Arc<Node<T>>, sets: &'a mut Vec<Arc<MutexSet<T>>>) -> Self {
+    pub(crate) fn new(node: NodeRef<T>, sets: &'a mut Vec<Arc<MutexSet<T>>>) -> Self {
         sets.clear();
         Registration {
             node,
@@ -298,7 +299,7 @@ impl<'a, T> Registration<'a, T> {
     }
 
     /// The task being registered.
-    pub(crate) fn node(&self) -> &Arc<Node<T>> {
+    pub(crate) fn node(&self) -> &NodeRef<T> {
         &self.node
     }
 
@@ -306,9 +307,9 @@ impl<'a, T> Registration<'a, T> {
     /// matters). Called once per predecessor found, so the same predecessor can come twice
     /// (from two segments); all of one task's edges are made in one registration, under the
     /// map lock, so a duplicate is always the last entry of `pred`'s list.
-    pub(crate) fn link(&mut self, pred: &Arc<Node<T>>) {
+    pub(crate) fn link(&mut self, pred: &NodeRef<T>) {
         debug_assert!(
-            !Arc::ptr_eq(pred, &self.node),
+            !NodeRef::ptr_eq(pred, &self.node),
             "a task never waits for itself"
         );
         let flags = pred.flags.load(Ordering::Acquire);
@@ -328,11 +329,11 @@ impl<'a, T> Registration<'a, T> {
             .successors
             .as_slice()
             .last()
-            .is_some_and(|last| Arc::ptr_eq(last, &self.node))
+            .is_some_and(|last| NodeRef::ptr_eq(last, &self.node))
         {
             return;
         }
-        links.successors.push(Arc::clone(&self.node));
+        links.successors.push(self.node.clone());
         self.edges += 1;
     }
 
@@ -415,7 +416,7 @@ fn cancel_unlinked<T>(node: &Node<T>) {
 /// Called by whoever brought `node.pending` to zero: the task becomes ready, is cancelled (a
 /// predecessor was poisoned; the caller must then finish the returned node as poisoned), or
 /// waits for one of its mutually exclusive sets (`None`).
-fn release<T>(node: Arc<Node<T>>) -> Option<Outcome<T>> {
+fn release<T>(node: NodeRef<T>) -> Option<Outcome<T>> {
     // The AcqRel decrement that reached zero acquired every predecessor's POISONED store.
     let poisoned = node.flags.load(Ordering::Relaxed) & POISONED != 0;
     let mut links = lock(&node.links);
@@ -441,12 +442,12 @@ fn release<T>(node: Arc<Node<T>>) -> Option<Outcome<T>> {
 enum Outcome<T> {
     Ready(Ready<T>),
     /// Its node must be finished as poisoned; the payload goes to the runtime.
-    Cancelled(Arc<Node<T>>, T),
+    Cancelled(NodeRef<T>, T),
 }
 
 /// Takes the task's sets from `links.acquired` on, in address order; if one is held, queues
 /// the task on it and returns `false` (the holder's completion hands it over and carries on).
-pub(crate) fn acquire_sets<T>(node: &Arc<Node<T>>, links: &mut Links<T>) -> bool {
+pub(crate) fn acquire_sets<T>(node: &NodeRef<T>, links: &mut Links<T>) -> bool {
     while let Some(set) = links.sets.get(links.acquired) {
         if !set.try_acquire_or_wait(node) {
             return false;
@@ -457,9 +458,9 @@ pub(crate) fn acquire_sets<T>(node: &Arc<Node<T>>, links: &mut Links<T>) -> bool
 }
 
 /// The completion of `node` and, iteratively, of the tasks it cancels.
-fn finish<T>(node: Arc<Node<T>>, panicked: bool, on_release: &mut impl FnMut(Released<T>)) {
+fn finish<T>(node: NodeRef<T>, panicked: bool, on_release: &mut impl FnMut(Released<T>)) {
     // Cancelled successors to finish in turn; allocates only when something panicked.
-    let mut doomed: Vec<Arc<Node<T>>> = Vec::new();
+    let mut doomed: Vec<NodeRef<T>> = Vec::new();
     let mut current = node;
     let mut poison = panicked;
     loop {
@@ -508,7 +509,7 @@ fn finish<T>(node: Arc<Node<T>>, panicked: bool, on_release: &mut impl FnMut(Rel
 }
 
 impl<T> IntoIterator for NodeList<T> {
-    type Item = Arc<Node<T>>;
+    type Item = NodeRef<T>;
     type IntoIter = NodeListIter<T>;
 
     /// Iterates by value without allocating.
@@ -523,12 +524,12 @@ impl<T> IntoIterator for NodeList<T> {
 
 /// By-value iterator over a [`NodeList`].
 pub(crate) enum NodeListIter<T> {
-    One(Option<Arc<Node<T>>>),
-    Many(std::vec::IntoIter<Arc<Node<T>>>),
+    One(Option<NodeRef<T>>),
+    Many(std::vec::IntoIter<NodeRef<T>>),
 }
 
 impl<T> Iterator for NodeListIter<T> {
-    type Item = Arc<Node<T>>;
+    type Item = NodeRef<T>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {

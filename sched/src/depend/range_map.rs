@@ -44,7 +44,8 @@ use std::mem;
 
 use super::access::{AccessKind, Piece};
 use super::mutex_set::MutexSet;
-use super::node::{Node, NodeList, Registration};
+use super::node::{NodeList, Registration};
+use super::node_ref::NodeRef;
 use crate::sync::Arc;
 
 /// The map is never pruned below this many segments (a few MiB): below it, forgetting ranges
@@ -65,7 +66,7 @@ enum Group<T> {
     /// Nothing written since the tracker started (or since a pruning forgot the segment).
     None,
     /// An `out` or `inout` task.
-    Writer(Arc<Node<T>>),
+    Writer(NodeRef<T>),
     /// A run of consecutive accesses of one set kind.
     Set(Box<SetRun<T>>),
 }
@@ -84,7 +85,7 @@ impl<T> Clone for Group<T> {
     fn clone(&self) -> Self {
         match self {
             Group::None => Group::None,
-            Group::Writer(w) => Group::Writer(Arc::clone(w)),
+            Group::Writer(w) => Group::Writer(w.clone()),
             Group::Set(run) => Group::Set(Box::new(SetRun {
                 kind: run.kind,
                 members: run.members.clone(),
@@ -107,7 +108,7 @@ impl<T> Group<T> {
     fn members(&self) -> NodeList<T> {
         match self {
             Group::None => NodeList::Empty,
-            Group::Writer(w) => NodeList::one(Arc::clone(w)),
+            Group::Writer(w) => NodeList::one(w.clone()),
             Group::Set(run) => run.members.clone(),
         }
     }
@@ -137,11 +138,11 @@ impl<T> Segment<T> {
         match kind {
             AccessKind::In => {
                 self.group.link_members(reg);
-                self.readers.push_pruning(Arc::clone(reg.node()));
+                self.readers.push_pruning(reg.node().clone());
             }
             AccessKind::Out | AccessKind::InOut => {
                 self.link_readers_or_group(reg);
-                self.group = Group::Writer(Arc::clone(reg.node()));
+                self.group = Group::Writer(reg.node().clone());
                 self.readers.clear();
             }
             AccessKind::MutexInOutSet | AccessKind::InOutSet => {
@@ -150,7 +151,7 @@ impl<T> Segment<T> {
                     && self.readers.is_empty()
                 {
                     run.preds.as_slice().iter().for_each(|p| reg.link(p));
-                    run.members.push_pruning(Arc::clone(reg.node()));
+                    run.members.push_pruning(reg.node().clone());
                     if let Some(mutex) = &run.mutex {
                         reg.join_set(mutex);
                     }
@@ -165,7 +166,7 @@ impl<T> Segment<T> {
                 let mutex = (kind == AccessKind::MutexInOutSet).then(|| reg.fresh_set());
                 self.group = Group::Set(Box::new(SetRun {
                     kind,
-                    members: NodeList::one(Arc::clone(reg.node())),
+                    members: NodeList::one(reg.node().clone()),
                     preds,
                     mutex,
                 }));
