@@ -13,22 +13,30 @@ use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
-/// Block sizes of the frame cache; every block is aligned to [`CLASS_ALIGN`].
-const CLASS_SIZES: [usize; 3] = [128, 256, 512];
+/// Block sizes of the frame cache; every block is aligned to [`CLASS_ALIGN`]. (A dependence
+/// node is 168 bytes on 64-bit targets: the 192-byte class.)
+const CLASS_SIZES: [usize; 4] = [128, 192, 256, 512];
 const CLASS_ALIGN: usize = 64;
-/// Blocks a thread keeps per size class (at most 896 KiB per thread).
+/// Blocks a thread keeps per size class (at most 1088 KiB per thread).
 const CACHE_LIMIT: u32 = 1024;
 /// Blocks a worker hands to the shared pool, or takes from it, at once.
 const BATCH: u32 = 256;
-/// Batches the shared pool keeps per size class; beyond, blocks go back to the allocator.
+/// Bytes of free blocks the shared pool keeps per size class (256 MiB at most in all);
+/// beyond, blocks go back to the allocator.
 ///
-/// The pool holds at most 64Ki free blocks per class (56 MiB in all), reached only after a
-/// program had that many task frames or dependence nodes alive at once: it keeps the peak
-/// for the next task graph. A dependence tracker's nodes are all freed when its scope ends
-/// (tens of thousands for SparseLU with 120 x 120 blocks); with a pool of a few thousand
-/// blocks the next graph's creating thread took them back from glibc one by one, at about
-/// 600 cycles per task on average on the 32-core machine instead of under 200.
-const SHARED_LIMIT: usize = 256;
+/// The pool fills up only after a program had that many task frames or dependence nodes
+/// alive at once, and keeps that peak for the next task graph. A dependence tracker keeps the
+/// nodes of the last tasks on each range until its scope ends (every one of the 151,340
+/// tasks of SparseLU with 120 x 120 blocks, 28 MiB of nodes), and frees them all then: with
+/// a pool of a few thousand blocks, the next graph's creating thread got most of its nodes
+/// from glibc one by one, at about 600 cycles per task on the 32-core machine instead of
+/// under 200; with 64Ki blocks, still more than half of them.
+const SHARED_BYTES: usize = 64 << 20;
+
+/// Batches the shared pool keeps of `class`.
+const fn shared_limit(class: usize) -> usize {
+    SHARED_BYTES / (BATCH as usize * CLASS_SIZES[class])
+}
 
 pub(crate) const fn class_layout(class: usize) -> Layout {
     match Layout::from_size_align(CLASS_SIZES[class], CLASS_ALIGN) {
@@ -145,7 +153,7 @@ impl BlockCache {
         let mut shared = SHARED_BATCHES[class]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if shared.len() < SHARED_LIMIT {
+        if shared.len() < shared_limit(class) {
             shared.push(batch);
         } else {
             drop(shared);

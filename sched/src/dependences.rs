@@ -25,12 +25,13 @@
 //!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait` (or the
 //!   scope end) resumes the predecessor's own panic, which reaches the parent first. Tasks
 //!   spawned later on poisoned bytes are cancelled too, and report [`CANCELLED`].
-//! - **Memory.** A dependent task costs one frame (from the worker's frame cache; caches that
-//!   overflow and caches that run dry exchange batches, so a task-creating thread gets back
-//!   the frames the others freed) and one tracker node (from the global allocator). Nodes are
-//!   allocated by the creating thread and mostly freed by the others: glibc's allocator then
-//!   serializes those frees on the creating thread's arena lock, which a scalable allocator
-//!   (mimalloc; `benches/sparselu.rs` with `--features bench-mimalloc`) or pooled nodes avoid.
+//! - **Memory.** A dependent task costs one frame (from the worker's frame cache) and one
+//!   tracker node (168 bytes, from the thread's block cache), plus a chunk of 14 successor
+//!   entries per 14 tasks waiting for it ([`crate::blocks`]). The creating thread allocates
+//!   nearly all of them and the other threads free them: caches that overflow and caches that
+//!   run dry exchange batches through a shared pool, so the creating thread gets back what the
+//!   others freed without a trip to the global allocator (glibc's serializes cross-thread
+//!   frees on the allocating thread's arena lock).
 //!
 //! Memory ordering comes from the tracker's contract ("every write of a task happens before
 //! every access of its successors"), then from the deque's `Release`/`Acquire` push and take

@@ -101,21 +101,44 @@ impl VTable {
     }
 }
 
-/// The start of every frame (72 bytes on 64-bit targets; the rest of a small frame's first
-/// cache line is its result state and closure).
+/// The start of every frame (80 bytes on 64-bit targets).
+///
+/// Laid out so that, in a frame that starts on a cache line (heap frames come from 64-byte
+/// aligned blocks, scope roots and groups are [`LineAligned`]), the first line holds what the
+/// owner writes while it spawns (the counter's owner cells) and the second what the threads
+/// finishing its children write (`pending`): see [`ChildCounter`]. The rest of the second line
+/// is a small frame's result state and closure.
+#[repr(C)]
 pub(crate) struct Header {
     vtable: &'static VTable,
     /// The frame this one reports to (and, for the policy check, descends from); null for a
     /// scope root.
     parent: *const Header,
-    /// Number of links to the root (0 for a root).
-    depth: u32,
-    pub(crate) children: ChildCounter,
-    pub(crate) panic: PanicSlot,
     meta: Option<Box<TaskMeta>>,
     /// A dependent task's handle in its parent's tracker, from its release until its body
     /// finished (module docs: who writes it when).
     depend: UnsafeCell<Option<DepHandle<Task>>>,
+    pub(crate) panic: PanicSlot,
+    /// Number of links to the root (0 for a root).
+    depth: u32,
+    pub(crate) children: ChildCounter,
+}
+
+// The counter's shared part starts the second cache line (64-bit targets; loom's atomics
+// have other sizes).
+#[cfg(all(target_pointer_width = "64", not(loom)))]
+const _: () = assert!(std::mem::offset_of!(Header, children) + crate::latch::PENDING_OFFSET == 64);
+
+/// A header on a stack (scope roots, taskgroups), aligned like heap frames (see [`Header`]).
+#[repr(C, align(64))]
+pub(crate) struct LineAligned<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for LineAligned<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl Header {
@@ -634,5 +657,22 @@ pub(crate) unsafe fn finish_frame(mut frame: NonNull<Header>, worker: &WorkerThr
             }
             ChildDone::Complete => frame = NonNull::from(parent),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame_class<'scope, F: FnOnce(&Scope<'scope>) -> u64>(_: &F) -> Option<usize> {
+        class_of::<HeapTask<F, u64>>()
+    }
+
+    #[test]
+    fn a_recursive_task_with_a_result_fits_the_smallest_block() {
+        let n = 30u64;
+        // fib's task: one captured word and a word of result.
+        let task = move |_: &Scope<'_>| n + 1;
+        assert_eq!(frame_class(&task), Some(0));
     }
 }

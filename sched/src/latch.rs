@@ -77,19 +77,28 @@ pub(crate) enum ChildDone {
 
 /// A frame's count of unfinished children (see the module docs).
 ///
-/// The owner's counts are `u32` with wrapping arithmetic (24 bytes in all, so that a frame
-/// header fits in one cache line): only their difference, the children not yet transferred
-/// and not finished locally, must stay below `2^32`, which would take more than 256 GiB of
-/// live task frames.
+/// The owner's counts are `u32` with wrapping arithmetic: only their difference, the children
+/// not yet transferred and not finished locally, must stay below `2^32`, which would take more
+/// than 256 GiB of live task frames.
+///
+/// Layout: the owner's cells first, then what the other threads touch (`pending`, and `owner`,
+/// which a finishing child reads just before its decrement). A [`Header`](crate::job::Header)
+/// places the two parts on different cache lines ([`PENDING_OFFSET`]): a task that spawns while
+/// other workers finish its earlier children (one thread creating every task of SparseLU)
+/// would otherwise take the line back from them on every spawn, to count the spawn.
+#[repr(C)]
 pub(crate) struct ChildCounter {
-    pending: AtomicUsize,
-    /// Index of the worker that runs the body; set before any child exists.
-    owner: AtomicU32,
     // The owner's cells: only the owner's thread touches them.
     spawned: Cell<u32>,
     local_done: Cell<u32>,
     local_ok: Cell<bool>,
+    pending: AtomicUsize,
+    /// Index of the worker that runs the body; set before any child exists.
+    owner: AtomicU32,
 }
+
+/// Where `pending` lies in a [`ChildCounter`].
+pub(crate) const PENDING_OFFSET: usize = std::mem::offset_of!(ChildCounter, pending);
 
 /// A worker index as stored in a frame (indices beyond `u32` never occur: they would need
 /// four billion threads; `usize::MAX`, "no owner", maps to `u32::MAX`).

@@ -31,7 +31,7 @@ use std::thread;
 
 use crate::depend::Access;
 use crate::dependences::{self, ChildDeps};
-use crate::job::{self, Header, ResultHead, Task, TaskMeta};
+use crate::job::{self, Header, LineAligned, ResultHead, Task, TaskMeta};
 use crate::latch::{DONE, LockLatch, Payload};
 use crate::runtime::Registry;
 use crate::worker::WorkerThread;
@@ -284,9 +284,9 @@ impl<'scope> Scope<'scope> {
     /// panic of `f` or of those tasks.
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let worker = self.worker();
-        let group = Header::group(self.frame(), worker.index());
+        let group = LineAligned(Header::group(self.frame(), worker.index()));
         let scope = Scope {
-            frame: NonNull::from(&group),
+            frame: NonNull::from(&*group),
             worker: self.worker,
             enclosing: Some(NonNull::from(self)),
             deps: OnceCell::new(),
@@ -474,7 +474,7 @@ pub(crate) fn run_scope<'scope, F, R>(worker: &WorkerThread, f: F) -> R
 where
     F: FnOnce(&Scope<'scope>) -> R,
 {
-    let root = Header::root(worker.index());
+    let root = LineAligned(Header::root(worker.index()));
     let scope = Scope::for_frame(&root, worker);
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
     scope.wait_children();
@@ -490,8 +490,9 @@ where
     }
 }
 
-/// A scope body sent into the pool by a thread outside it, which blocks until it ran.
-#[repr(C)]
+/// A scope body sent into the pool by a thread outside it, which blocks until it ran (aligned
+/// like a heap frame: see [`Header`]).
+#[repr(C, align(64))]
 struct InjectedScope<F, R> {
     header: Header,
     func: UnsafeCell<Option<F>>,

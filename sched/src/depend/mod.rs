@@ -91,7 +91,12 @@
 //! - **task nodes** (`node.rs`): an atomic predecessor counter, and under a per-node lock the
 //!   successor list and the parked payload. Completing a task locks only its own node, then
 //!   decrements each successor's counter; the one that reaches zero releases the successor.
-//!   Completion allocates nothing.
+//!   Completion allocates nothing. Nodes and successor lists (`succ_list.rs`) live in
+//!   blocks of the runtime's block cache; a node is counted by the references of the runtime
+//!   and of successor lists, and once by all the range map's references together, which the
+//!   map counts apart under its lock (`node_ref.rs`): the thread creating tasks replaces map
+//!   entries of tasks that other threads completed, and must not write their cache lines
+//!   to do so.
 //! - **mutual-exclusion sets** (`mutex_set.rs`) for `mutexinoutset`.
 //!
 //! One cost is not constant: every access that follows a run of `n` set members waits for all
@@ -158,6 +163,7 @@ mod mutex_set;
 mod node;
 mod node_ref;
 mod range_map;
+mod succ_list;
 mod tracker;
 
 #[cfg(test)]

@@ -15,7 +15,8 @@ use numatask_alloc::NodeBytes;
 
 use super::access::{Access, AccessList};
 use super::mutex_set::MutexSet;
-use super::node_ref::NodeRef;
+use super::node_ref::{NodeRef, TrackerRef};
+use super::succ_list::SuccList;
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use crate::sync::{Arc, Mutex, MutexGuard};
 
@@ -51,7 +52,7 @@ pub(crate) struct Node<T> {
 /// The mutable part of a node, under its lock.
 pub(crate) struct Links<T> {
     /// Tasks registered after this one that must wait for it (one entry per edge).
-    pub(crate) successors: NodeList<T>,
+    pub(crate) successors: SuccList<T>,
     /// The payload, parked here from the end of registration until the task is released.
     pub(crate) payload: Option<T>,
     /// The mutual-exclusion sets the task belongs to, sorted by address (the lock order).
@@ -66,7 +67,7 @@ impl<T> Node<T> {
             pending: AtomicUsize::new(GUARD),
             flags: AtomicU32::new(0),
             links: Mutex::new(Links {
-                successors: NodeList::Empty,
+                successors: SuccList::Empty,
                 payload: None,
                 sets: Vec::new(),
                 acquired: 0,
@@ -101,14 +102,14 @@ impl<T> Drop for Node<T> {
     }
 }
 
-/// A list of nodes that is usually empty or holds one node (a successor list, the readers of a
-/// range); only longer lists allocate, and a cleared list keeps its buffer.
+/// A list of nodes that is usually empty or holds one node (the readers of a range, the members
+/// of a set run); only longer lists allocate, and a cleared list keeps its buffer.
 #[derive(Default)]
 pub(crate) enum NodeList<T> {
     #[default]
     Empty,
-    One(NodeRef<T>),
-    Many(Vec<NodeRef<T>>),
+    One(TrackerRef<T>),
+    Many(Vec<TrackerRef<T>>),
 }
 
 impl<T> Clone for NodeList<T> {
@@ -122,11 +123,11 @@ impl<T> Clone for NodeList<T> {
 }
 
 impl<T> NodeList<T> {
-    pub(crate) fn one(node: NodeRef<T>) -> Self {
+    pub(crate) fn one(node: TrackerRef<T>) -> Self {
         NodeList::One(node)
     }
 
-    pub(crate) fn as_slice(&self) -> &[NodeRef<T>] {
+    pub(crate) fn as_slice(&self) -> &[TrackerRef<T>] {
         match self {
             NodeList::Empty => &[],
             NodeList::One(n) => std::slice::from_ref(n),
@@ -138,14 +139,16 @@ impl<T> NodeList<T> {
         self.as_slice().is_empty()
     }
 
-    pub(crate) fn push(&mut self, node: NodeRef<T>) {
+    pub(crate) fn push(&mut self, node: TrackerRef<T>) {
         match self {
             NodeList::Empty => *self = NodeList::One(node),
             NodeList::One(_) => {
                 let NodeList::One(first) = mem::take(self) else {
                     unreachable!("matched One above")
                 };
-                let mut v = Vec::with_capacity(4);
+                // Room for 16 at once: a range read by one task is often read by a whole
+                // row of them (each reallocation is a copy and a trip to the allocator).
+                let mut v = Vec::with_capacity(16);
                 v.push(first);
                 v.push(node);
                 *self = NodeList::Many(v);
@@ -158,7 +161,7 @@ impl<T> NodeList<T> {
     /// tasks and never written again keeps only the readers that still matter. Each scan of
     /// `n` entries either halves the list or precedes a doubling of the buffer, so the cost
     /// is amortized O(1) per push.
-    pub(crate) fn push_pruning(&mut self, node: NodeRef<T>) {
+    pub(crate) fn push_pruning(&mut self, node: TrackerRef<T>) {
         if let NodeList::Many(v) = self
             && v.len() == v.capacity()
             && v.len() >= 8
@@ -298,20 +301,17 @@ impl<'a, T> Registration<'a, T> {
         }
     }
 
-    /// The task being registered.
-    pub(crate) fn node(&self) -> &NodeRef<T> {
-        &self.node
+    /// A range map reference to the task being registered.
+    pub(crate) fn tracker_ref(&self) -> TrackerRef<T> {
+        TrackerRef::new(&self.node)
     }
 
     /// Makes the task wait for `pred` unless `pred` has finished (then only its poison
     /// matters). Called once per predecessor found, so the same predecessor can come twice
     /// (from two segments); all of one task's edges are made in one registration, under the
     /// map lock, so a duplicate is always the last entry of `pred`'s list.
-    pub(crate) fn link(&mut self, pred: &NodeRef<T>) {
-        debug_assert!(
-            !NodeRef::ptr_eq(pred, &self.node),
-            "a task never waits for itself"
-        );
+    pub(crate) fn link(&mut self, pred: &TrackerRef<T>) {
+        debug_assert!(!pred.is(&self.node), "a task never waits for itself");
         let flags = pred.flags.load(Ordering::Acquire);
         if flags & DONE != 0 {
             self.poisoned |= flags & POISONED != 0;
@@ -327,7 +327,6 @@ impl<'a, T> Registration<'a, T> {
         }
         if links
             .successors
-            .as_slice()
             .last()
             .is_some_and(|last| NodeRef::ptr_eq(last, &self.node))
         {
@@ -504,37 +503,6 @@ fn finish<T>(node: NodeRef<T>, panicked: bool, on_release: &mut impl FnMut(Relea
                 poison = true;
             }
             None => return,
-        }
-    }
-}
-
-impl<T> IntoIterator for NodeList<T> {
-    type Item = NodeRef<T>;
-    type IntoIter = NodeListIter<T>;
-
-    /// Iterates by value without allocating.
-    fn into_iter(self) -> NodeListIter<T> {
-        match self {
-            NodeList::Empty => NodeListIter::One(None),
-            NodeList::One(n) => NodeListIter::One(Some(n)),
-            NodeList::Many(v) => NodeListIter::Many(v.into_iter()),
-        }
-    }
-}
-
-/// By-value iterator over a [`NodeList`].
-pub(crate) enum NodeListIter<T> {
-    One(Option<NodeRef<T>>),
-    Many(std::vec::IntoIter<NodeRef<T>>),
-}
-
-impl<T> Iterator for NodeListIter<T> {
-    type Item = NodeRef<T>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            NodeListIter::One(n) => n.take(),
-            NodeListIter::Many(v) => v.next(),
         }
     }
 }

@@ -8,6 +8,8 @@
 //! to 0.67 µs per task when every allocation went to mimalloc instead. The block cache returns
 //! the completers' blocks to the creator in batches, one lock per batch.
 //!
+//! The range map's references are [`TrackerRef`]s, counted apart (see there).
+//!
 //! The count follows `Arc`'s protocol: `Relaxed` increments (a new reference is made from an
 //! existing one, which keeps the node alive), `Release` decrements, and an `Acquire` fence in
 //! the thread that drops the last reference, so that every use of the node through other
@@ -15,7 +17,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::{self, ManuallyDrop};
 use std::ops::Deref;
 use std::ptr::{self, NonNull};
 
@@ -24,9 +26,15 @@ use crate::blocks::{alloc_block, free_block};
 use crate::sync::atomic::{AtomicUsize, Ordering, fence};
 
 /// The allocation behind a [`NodeRef`].
+///
+/// `tracker_refs` comes last, on another cache line than the fields that completing threads
+/// write (`refs`, and the node's counter, flags and lock): see [`TrackerRef`].
+#[repr(C)]
 struct Shared<T> {
     refs: AtomicUsize,
     node: Node<T>,
+    /// How many [`TrackerRef`]s exist; while any does, they hold one of `refs` together.
+    tracker_refs: AtomicUsize,
 }
 
 /// A counted reference to a [`Node`] (see the module docs).
@@ -54,6 +62,7 @@ impl<T> NodeRef<T> {
             ptr.as_ptr().write(Shared {
                 refs: AtomicUsize::new(1),
                 node,
+                tracker_refs: AtomicUsize::new(0),
             })
         };
         NodeRef {
@@ -65,6 +74,12 @@ impl<T> NodeRef<T> {
     fn shared(&self) -> &Shared<T> {
         // SAFETY: the allocation lives while a reference (this one) exists.
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// How many references the node has (for tests).
+    #[cfg(test)]
+    pub(crate) fn ref_count(&self) -> usize {
+        self.shared().refs.load(Ordering::Relaxed)
     }
 
     /// Whether `a` and `b` refer to the same node.
@@ -134,5 +149,97 @@ impl<T> Deref for NodeRef<T> {
 impl<T> fmt::Debug for NodeRef<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NodeRef").field("ptr", &self.ptr).finish()
+    }
+}
+
+/// A reference to a node held by its tracker's range map (the last writer of a range, its
+/// readers since): counted in the node's `tracker_refs`, with plain loads and stores, and
+/// holding one [`NodeRef`] count for all of them.
+///
+/// Why: the map's references are made when a task is registered and dropped when a later task
+/// replaces them, by the thread creating tasks, long after another thread completed the task
+/// (and wrote the node's first cache lines: flags, lock, and the count its handle drops). A
+/// `NodeRef` per map entry cost that thread an atomic read-modify-write on a line held by
+/// another core for each entry it replaced; `tracker_refs` lies on a line only the creating
+/// thread writes, and the shared count changes once per node, when the map lets go of it
+/// altogether.
+///
+/// Sound because every `TrackerRef` of a node is made, cloned and dropped by threads that hold
+/// its tracker's lock (or own the tracker, when it is dropped): the lock orders all of them,
+/// so the count's loads and stores never race. A `TrackerRef` never leaves the range map.
+pub(crate) struct TrackerRef<T> {
+    ptr: NonNull<Shared<T>>,
+    _owns: PhantomData<Shared<T>>,
+}
+
+// SAFETY: a `TrackerRef` moves between threads only with its tracker, under its lock (see
+// above); the node it refers to is `Send + Sync`.
+unsafe impl<T> Send for TrackerRef<T> where Node<T>: Send + Sync {}
+// SAFETY: shared access only reads the node, as through a `NodeRef`.
+unsafe impl<T> Sync for TrackerRef<T> where Node<T>: Send + Sync {}
+
+impl<T> TrackerRef<T> {
+    /// A map reference to `node`. The caller holds the tracker's lock.
+    pub(crate) fn new(node: &NodeRef<T>) -> Self {
+        let shared = node.shared();
+        let n = shared.tracker_refs.load(Ordering::Relaxed);
+        if n == 0 {
+            // The map's references hold one count together; `node` keeps the node alive
+            // meanwhile.
+            mem::forget(node.clone());
+        }
+        shared.tracker_refs.store(n + 1, Ordering::Relaxed);
+        TrackerRef {
+            ptr: node.ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    fn shared(&self) -> &Shared<T> {
+        // SAFETY: the allocation lives while the map holds a reference (this one).
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// Whether `self` refers to `node`.
+    pub(crate) fn is(&self, node: &NodeRef<T>) -> bool {
+        self.ptr == node.ptr
+    }
+}
+
+impl<T> Clone for TrackerRef<T> {
+    fn clone(&self) -> Self {
+        let count = &self.shared().tracker_refs;
+        // Plain increment: the tracker's lock orders every access to the count (see above).
+        count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        TrackerRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for TrackerRef<T> {
+    fn drop(&mut self) {
+        let count = &self.shared().tracker_refs;
+        let n = count.load(Ordering::Relaxed) - 1;
+        count.store(n, Ordering::Relaxed);
+        if n == 0 {
+            // The last map reference gives up the count they held together.
+            let held = ManuallyDrop::new(NodeRef {
+                ptr: self.ptr,
+                _owns: PhantomData,
+            });
+            // SAFETY: `TrackerRef::new` took this count for the map's references, and it is
+            // given up once, here.
+            unsafe { held.release(|_| {}) }
+        }
+    }
+}
+
+impl<T> Deref for TrackerRef<T> {
+    type Target = Node<T>;
+
+    fn deref(&self) -> &Node<T> {
+        &self.shared().node
     }
 }

@@ -45,7 +45,7 @@ use std::mem;
 use super::access::{AccessKind, Piece};
 use super::mutex_set::MutexSet;
 use super::node::{NodeList, Registration};
-use super::node_ref::NodeRef;
+use super::node_ref::TrackerRef;
 use crate::sync::Arc;
 
 /// The map is never pruned below this many segments (a few MiB): below it, forgetting ranges
@@ -66,7 +66,7 @@ enum Group<T> {
     /// Nothing written since the tracker started (or since a pruning forgot the segment).
     None,
     /// An `out` or `inout` task.
-    Writer(NodeRef<T>),
+    Writer(TrackerRef<T>),
     /// A run of consecutive accesses of one set kind.
     Set(Box<SetRun<T>>),
 }
@@ -138,11 +138,11 @@ impl<T> Segment<T> {
         match kind {
             AccessKind::In => {
                 self.group.link_members(reg);
-                self.readers.push_pruning(reg.node().clone());
+                self.readers.push_pruning(reg.tracker_ref());
             }
             AccessKind::Out | AccessKind::InOut => {
                 self.link_readers_or_group(reg);
-                self.group = Group::Writer(reg.node().clone());
+                self.group = Group::Writer(reg.tracker_ref());
                 self.readers.clear();
             }
             AccessKind::MutexInOutSet | AccessKind::InOutSet => {
@@ -151,7 +151,7 @@ impl<T> Segment<T> {
                     && self.readers.is_empty()
                 {
                     run.preds.as_slice().iter().for_each(|p| reg.link(p));
-                    run.members.push_pruning(reg.node().clone());
+                    run.members.push_pruning(reg.tracker_ref());
                     if let Some(mutex) = &run.mutex {
                         reg.join_set(mutex);
                     }
@@ -166,7 +166,7 @@ impl<T> Segment<T> {
                 let mutex = (kind == AccessKind::MutexInOutSet).then(|| reg.fresh_set());
                 self.group = Group::Set(Box::new(SetRun {
                     kind,
-                    members: NodeList::one(reg.node().clone()),
+                    members: NodeList::one(reg.tracker_ref()),
                     preds,
                     mutex,
                 }));
