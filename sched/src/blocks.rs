@@ -13,6 +13,8 @@ use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 
+use crate::sync::prefetch_write;
+
 /// Block sizes of the frame cache; every block is aligned to [`CLASS_ALIGN`]. (A dependence
 /// node is 168 bytes on 64-bit targets: the 192-byte class.)
 const CLASS_SIZES: [usize; 4] = [128, 192, 256, 512];
@@ -172,8 +174,16 @@ impl BlockCache {
             Some(block) => {
                 // SAFETY: blocks in the list are free and ours; `next` was written when the
                 // block was pushed.
-                self.lists[class].set(unsafe { (*head).next });
+                let next = unsafe { (*head).next };
+                self.lists[class].set(next);
                 self.lens[class].set(self.lens[class].get() - 1);
+                if !next.is_null() {
+                    // The next allocation's block was most likely freed by another core: have
+                    // its lines on their way now (see `prefetch_write`).
+                    for line in (0..CLASS_SIZES[class]).step_by(CLASS_ALIGN) {
+                        prefetch_write(next.cast::<u8>().wrapping_add(line));
+                    }
+                }
                 block.cast()
             }
             None => {

@@ -78,7 +78,7 @@ use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-use crate::sync::{Arc, CachePadded, UnsafeCell};
+use crate::sync::{Arc, CachePadded, UnsafeCell, prefetch_write};
 
 /// The largest capacity [`deque`] allocates; larger requests are clamped to it.
 pub const MAX_CAPACITY: usize = 1 << 30;
@@ -199,6 +199,8 @@ impl<T: Send> Worker<T> {
         inner
             .bottom
             .store(bottom.wrapping_add(1), Ordering::Release);
+        // The next push's slot was last written by the thief that emptied it.
+        prefetch_write(std::ptr::from_ref(inner.slot(bottom.wrapping_add(1))));
         Ok(())
     }
 

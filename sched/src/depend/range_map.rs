@@ -44,9 +44,9 @@ use std::mem;
 
 use super::access::{AccessKind, Piece};
 use super::mutex_set::MutexSet;
-use super::node::{NodeList, Registration};
+use super::node::{Node, NodeList, Registration};
 use super::node_ref::TrackerRef;
-use crate::sync::Arc;
+use crate::sync::{Arc, prefetch_write};
 
 /// The map is never pruned below this many segments (a few MiB): below it, forgetting ranges
 /// would save little and could make a program that cycles over its blocks re-insert them.
@@ -261,6 +261,27 @@ impl<T> RangeMap<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.segments.len()
+    }
+
+    /// Starts bringing in the task nodes that registering `piece` will look at, if the piece is
+    /// exactly one segment (see [`crate::sync::prefetch_write`]): they were last written by
+    /// the cores that completed those tasks, and a task's pieces are prefetched together
+    /// before any is registered, so that those transfers overlap.
+    pub(crate) fn prefetch(&self, piece: Piece) {
+        let Some(seg) = self.segments.get(&piece.start) else {
+            return;
+        };
+        if seg.end != piece.end {
+            return;
+        }
+        let readers = seg.readers.as_slice();
+        if piece.kind != AccessKind::In && !readers.is_empty() {
+            for r in readers.iter().take(4) {
+                prefetch_write(std::ptr::from_ref::<Node<T>>(r));
+            }
+        } else if let Group::Writer(w) = &seg.group {
+            prefetch_write(std::ptr::from_ref::<Node<T>>(w));
+        }
     }
 
     /// Registers an access of `piece.kind` to `[piece.start, piece.end)` by the task of `reg`.

@@ -11,9 +11,9 @@
 //! ([`crate::blocks`]), which hands blocks back to other threads in batches.
 //!
 //! The list is a single entry inline, or a linked list of chunks of [`CHUNK_LEN`] entries with
-//! the newest chunk first. Entries are visited in no particular order (a completion decrements
-//! every successor's counter; the order does not matter), but the entry pushed last is always
-//! the last entry of the first chunk: registration relies on that to skip a duplicate edge.
+//! the newest chunk first, visited newest entry first ([`SuccIter`] says why). The entry pushed
+//! last is the last entry of the first chunk: registration relies on that to skip a duplicate
+//! edge.
 
 use std::fmt;
 use std::mem::{self, MaybeUninit};
@@ -58,7 +58,8 @@ impl<T> Drop for Chunks<T> {
         drop(SuccIter {
             one: None,
             chunk: Some(self.head),
-            next: 0,
+            // SAFETY: we own the chunk.
+            left: unsafe { self.head.as_ref() }.len,
         });
     }
 }
@@ -148,36 +149,46 @@ impl<T> IntoIterator for SuccList<T> {
     type Item = NodeRef<T>;
     type IntoIter = SuccIter<T>;
 
-    /// Iterates by value, giving each chunk back to the calling thread's block cache once it
-    /// is read.
+    /// Iterates by value, newest entry first, giving each chunk back to the calling thread's
+    /// block cache once it is read.
     fn into_iter(self) -> SuccIter<T> {
         match self {
             SuccList::Empty => SuccIter {
                 one: None,
                 chunk: None,
-                next: 0,
+                left: 0,
             },
             SuccList::One(n) => SuccIter {
                 one: Some(n),
                 chunk: None,
-                next: 0,
+                left: 0,
             },
-            SuccList::Chunks(chunks) => SuccIter {
-                one: None,
+            SuccList::Chunks(chunks) => {
                 // The iterator takes the chunks over.
-                chunk: Some(mem::ManuallyDrop::new(chunks).head),
-                next: 0,
-            },
+                let head = mem::ManuallyDrop::new(chunks).head;
+                SuccIter {
+                    one: None,
+                    chunk: Some(head),
+                    // SAFETY: the list owned the chunk.
+                    left: unsafe { head.as_ref() }.len,
+                }
+            }
         }
     }
 }
 
-/// By-value iterator over a [`SuccList`].
+/// By-value iterator over a [`SuccList`], newest entry first.
+///
+/// Newest first because a completion pushes the tasks it releases in this order onto the
+/// completing worker's deque, whose owner pops the last one pushed: the oldest successor runs
+/// first on that worker, and thieves take the newer ones. Programs create tasks in the order of
+/// their critical path more often than not (SparseLU's `bmod` on the next diagonal block is
+/// the first of its step), as OpenMP runtimes with a FIFO task queue reward.
 pub(crate) struct SuccIter<T> {
     one: Option<NodeRef<T>>,
-    /// The chunk being read; entries before `next` were taken.
+    /// The chunk being read; `items[..left]` are not taken yet.
     chunk: Option<NonNull<Chunk<T>>>,
-    next: usize,
+    left: usize,
 }
 
 impl<T> Iterator for SuccIter<T> {
@@ -191,15 +202,15 @@ impl<T> Iterator for SuccIter<T> {
             let mut chunk = self.chunk?;
             // SAFETY: the iterator owns the chunks it has not freed yet.
             let c = unsafe { chunk.as_mut() };
-            if self.next < c.len {
-                let i = self.next;
-                self.next += 1;
-                // SAFETY: entry `i < len` is initialized and taken only once (`next` moved
-                // past it).
-                return Some(unsafe { c.items[i].assume_init_read() });
+            if self.left > 0 {
+                self.left -= 1;
+                // SAFETY: entry `left < len` is initialized and taken only once (`left` moved
+                // below it).
+                return Some(unsafe { c.items[self.left].assume_init_read() });
             }
             self.chunk = c.older;
-            self.next = 0;
+            // SAFETY: an older chunk is full and owned by the iterator.
+            self.left = c.older.map_or(0, |older| unsafe { older.as_ref() }.len);
             // SAFETY: every entry of the chunk was taken; the block came from `alloc_block`.
             unsafe { free_block(chunk) };
         }
@@ -233,7 +244,7 @@ mod tests {
             assert!(NodeRef::ptr_eq(list.last().expect("pushed"), n));
             assert_eq!(n.ref_count(), 2);
         }
-        let mut got: Vec<usize> = list
+        let got: Vec<usize> = list
             .into_iter()
             .map(|n| {
                 all.iter()
@@ -241,8 +252,11 @@ mod tests {
                     .expect("ours")
             })
             .collect();
-        got.sort_unstable();
-        assert_eq!(got, (0..all.len()).collect::<Vec<_>>());
+        assert_eq!(
+            got,
+            (0..all.len()).rev().collect::<Vec<_>>(),
+            "newest first"
+        );
         assert!(all.iter().all(|n| n.ref_count() == 1), "the list let go");
     }
 
