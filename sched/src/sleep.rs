@@ -83,6 +83,13 @@ use crate::sync::{CachePadded, Condvar, Mutex, spin_loop, thread};
 const SPIN_ROUNDS: u32 = if cfg!(loom) { 1 } else { 6 };
 /// Idle rounds (spinning ones included) before a worker goes to sleep.
 const ROUNDS_UNTIL_SLEEP: u32 = if cfg!(loom) { 1 } else { 16 };
+/// How long a worker searches (its idle rounds, spinning then yielding) before it sleeps, at
+/// least: a wake-up costs the waker a system call and the sleeper tens of microseconds before
+/// it runs, and programs whose tasks come in bursts (each step of a dependent task graph
+/// releasing the next) would pay that on their critical path at every step. OpenMP runtimes
+/// spin far longer (LLVM's libomp 200 ms by default).
+#[cfg(not(loom))]
+const SEARCH_TIME: std::time::Duration = std::time::Duration::from_micros(200);
 
 const AWAKE: usize = 0;
 const SLEEPY: usize = 1;
@@ -115,15 +122,27 @@ pub struct IdleState {
     rounds: u32,
     /// Whether this worker counts itself in `Sleep::searching`.
     searching: bool,
+    /// When the current idle period began (its first round).
+    #[cfg(not(loom))]
+    since: Option<std::time::Instant>,
 }
 
 impl IdleState {
+    /// Whether the worker searched long enough to sleep.
+    fn may_sleep(&mut self) -> bool {
+        if self.rounds < ROUNDS_UNTIL_SLEEP {
+            return false;
+        }
+        #[cfg(not(loom))]
+        if self.since.is_some_and(|t| t.elapsed() < SEARCH_TIME) {
+            return false;
+        }
+        true
+    }
+
     /// A worker that has just found work (or just started).
     pub fn new() -> Self {
-        IdleState {
-            rounds: 0,
-            searching: false,
-        }
+        IdleState::default()
     }
 }
 
@@ -202,6 +221,10 @@ impl Sleep {
             idle.searching = true;
             self.searching.fetch_add(1, Ordering::Relaxed);
         }
+        #[cfg(not(loom))]
+        if idle.rounds == 0 {
+            idle.since = Some(std::time::Instant::now());
+        }
         if idle.rounds < SPIN_ROUNDS {
             for _ in 0..1u32 << idle.rounds {
                 spin_loop();
@@ -209,9 +232,9 @@ impl Sleep {
             idle.rounds += 1;
             return;
         }
-        if idle.rounds < ROUNDS_UNTIL_SLEEP {
+        if !idle.may_sleep() {
             thread::yield_now();
-            idle.rounds += 1;
+            idle.rounds = idle.rounds.saturating_add(1);
             return;
         }
         let _ = self.stop_searching(idle);
