@@ -322,13 +322,20 @@ fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Wor
         spawned.expect("the blocks of one operation are distinct");
     });
     created(start);
+    let wait = Instant::now();
     s.taskwait();
+    WAIT_NS.store(wait.elapsed().as_nanos() as u64, Ordering::Relaxed);
     tasks
 }
 
 /// How long the last run's task-creating body took before its final `taskwait`, in ns (the
 /// creation rate bounds the speed-up: one thread creates every task).
 static CREATE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// How long the last run's final `taskwait` took, in ns: what remained to run once every task
+/// was created. The rest of a run's time, after that, is the scope's end (freeing the
+/// dependence tracker).
+static WAIT_NS: AtomicU64 = AtomicU64::new(0);
 
 fn created(start: Instant) {
     CREATE_NS.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -389,7 +396,9 @@ fn sparselu_raw(s: &Scope<'_>, m: &mut Matrix, work: Work, depend: bool) -> u64 
         unsafe { s.spawn_depend(deps, body) };
     });
     created(start);
+    let wait = Instant::now();
     s.taskwait();
+    WAIT_NS.store(wait.elapsed().as_nanos() as u64, Ordering::Relaxed);
     tasks
 }
 
@@ -457,6 +466,8 @@ struct Timing {
     median: Duration,
     /// Time spent creating tasks (numatask rows only; zero for the serial run).
     create: Duration,
+    /// Time of the final taskwait (numatask rows only).
+    wait: Duration,
     tasks: u64,
     checksum: String,
 }
@@ -465,24 +476,29 @@ struct Timing {
 fn time_reps(args: &Args, place: Distribution, mut run: impl FnMut(&mut Matrix) -> u64) -> Timing {
     let mut times = Vec::with_capacity(args.reps);
     let mut creates = Vec::with_capacity(args.reps);
+    let mut waits = Vec::with_capacity(args.reps);
     let (mut tasks, mut checksum) = (0, String::new());
     for rep in 0..=args.reps {
         let mut m = Matrix::generate(args.nb, args.bs, place);
         CREATE_NS.store(0, Ordering::Relaxed);
+        WAIT_NS.store(0, Ordering::Relaxed);
         let t = Instant::now();
         tasks = run(&mut m);
         let d = t.elapsed();
         if rep > 0 {
             times.push(d);
             creates.push(Duration::from_nanos(CREATE_NS.load(Ordering::Relaxed)));
+            waits.push(Duration::from_nanos(WAIT_NS.load(Ordering::Relaxed)));
         }
         checksum = m.checksum();
     }
     times.sort();
     creates.sort();
+    waits.sort();
     Timing {
         median: times[times.len() / 2],
         create: creates[creates.len() / 2],
+        wait: waits[waits.len() / 2],
         tasks,
         checksum,
     }
@@ -492,7 +508,11 @@ fn report(name: &str, threads: usize, args: &Args, t: &Timing) {
     let create = if t.create.is_zero() {
         String::new()
     } else {
-        format!(" create_s={:.6}", t.create.as_secs_f64())
+        format!(
+            " create_s={:.6} wait_s={:.6}",
+            t.create.as_secs_f64(),
+            t.wait.as_secs_f64()
+        )
     };
     println!(
         "sparselu runtime={name} threads={threads} nb={} bs={} tasks={} median_s={:.6} checksum={}{create}",

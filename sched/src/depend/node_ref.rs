@@ -24,6 +24,7 @@ use std::ptr::{self, NonNull};
 use super::node::Node;
 use crate::blocks::{alloc_block, free_block};
 use crate::sync::atomic::{AtomicUsize, Ordering, fence};
+use crate::sync::prefetch_write;
 
 /// The allocation behind a [`NodeRef`].
 ///
@@ -198,6 +199,16 @@ impl<T> TrackerRef<T> {
     fn shared(&self) -> &Shared<T> {
         // SAFETY: the allocation lives while the map holds a reference (this one).
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// Starts bringing in the cache lines that dropping this reference may touch: its count
+    /// (the last line) and, if it is the last one, the node's first lines and the block's
+    /// free-list link (see [`crate::sync::prefetch_write`]).
+    pub(crate) fn prefetch(&self) {
+        let p = self.ptr.as_ptr();
+        prefetch_write(p);
+        prefetch_write(p.cast::<u8>().wrapping_add(64));
+        prefetch_write(std::ptr::addr_of!(self.shared().tracker_refs));
     }
 
     /// Whether `self` refers to `node`.

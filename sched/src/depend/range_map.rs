@@ -196,6 +196,18 @@ impl<T> Segment<T> {
         tail
     }
 
+    /// Prefetches the nodes that dropping this segment's history may free (see
+    /// [`TrackerRef::prefetch`]).
+    fn prefetch_history(&self) {
+        if let Group::Writer(w) = &self.group {
+            w.prefetch();
+        }
+        self.readers
+            .as_slice()
+            .iter()
+            .for_each(TrackerRef::prefetch);
+    }
+
     /// Orders nothing any more: every task it names finished without poison.
     fn is_inert(&self) -> bool {
         self.group.is_inert() && self.readers.all_inert()
@@ -206,6 +218,24 @@ impl<T> Segment<T> {
     fn forget_history(&mut self) {
         self.group = Group::None;
         self.readers = NodeList::Empty;
+    }
+}
+
+impl<T> Drop for RangeMap<T> {
+    /// Frees the history of every segment, which is most of the nodes of the tracker's tasks
+    /// (all 151,340 of SparseLU with 120 x 120 blocks: about 20 ms when dropped one by one,
+    /// each node a cache miss or three). The nodes of a few segments ahead are prefetched, so
+    /// that those misses overlap.
+    fn drop(&mut self) {
+        const AHEAD: usize = 4;
+        let mut segments: Vec<Option<Segment<T>>> =
+            self.segments.drain().map(|(_, seg)| Some(seg)).collect();
+        for i in 0..segments.len() {
+            if let Some(Some(ahead)) = segments.get(i + AHEAD) {
+                ahead.prefetch_history();
+            }
+            drop(segments[i].take());
+        }
     }
 }
 
