@@ -254,3 +254,31 @@ impl<T> Deref for TrackerRef<T> {
         &self.shared().node
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_maps_references_hold_one_count_together() {
+        let node = NodeRef::<u32>::new(Node::new(&[]));
+        assert_eq!(node.ref_count(), 1);
+        let a = TrackerRef::new(&node);
+        assert_eq!(node.ref_count(), 2, "the first map reference takes a count");
+        let b = a.clone();
+        let c = TrackerRef::new(&node);
+        assert_eq!(node.ref_count(), 2, "later ones share it");
+        assert!(a.is(&node) && b.is(&node) && c.is(&node));
+        drop(a);
+        drop(c);
+        assert_eq!(node.ref_count(), 2);
+        drop(b);
+        assert_eq!(node.ref_count(), 1, "the last one gives it back");
+        let d = TrackerRef::new(&node);
+        assert_eq!(node.ref_count(), 2, "and a new one takes it again");
+        drop(node);
+        // `d` now holds the node alone; dropping it frees it (under Miri or a leak checker,
+        // a lost count would show here).
+        drop(d);
+    }
+}
