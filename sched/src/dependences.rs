@@ -110,11 +110,12 @@ pub(crate) fn submit(
 /// Completes a dependent task whose body just returned (`panicked`: by unwinding), on
 /// `worker`, and schedules what that releases.
 ///
-/// The first task released goes to this worker's deque like a spawned child: this worker
-/// runs it next unless someone steals it. Each further one is parallel work that may be
-/// waiting for a sleeping worker, so it also wakes one (`Sleep::new_work`: a fence and a load
-/// when nobody sleeps); the plain push only wakes sleepers it sees without a fence, which
-/// may leave a sleeper asleep while a completion releases a whole row of tasks.
+/// Released tasks go to this worker's deque like spawned children, newest first, so that this
+/// worker runs the oldest next (the deque's owner takes the last pushed) and thieves take the
+/// newer ones. Each task after the first is parallel work that may be waiting for a sleeping
+/// worker, so it also wakes one (`Sleep::new_work`: a fence and a load when nobody sleeps);
+/// the plain push only wakes sleepers it sees without a fence, which may leave a sleeper
+/// asleep while a completion releases a whole row of tasks.
 #[inline]
 pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerThread) {
     let mut released = 0usize;
