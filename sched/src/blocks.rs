@@ -16,7 +16,7 @@ use std::ptr::{self, NonNull};
 use crate::sync::prefetch_write;
 
 /// Block sizes of the frame cache; every block is aligned to [`CLASS_ALIGN`]. (A dependence
-/// node is 168 bytes on 64-bit targets: the 192-byte class.)
+/// node is 176 bytes on 64-bit targets: the 192-byte class.)
 const CLASS_SIZES: [usize; 4] = [128, 192, 256, 512];
 const CLASS_ALIGN: usize = 64;
 /// Blocks a thread keeps per size class (at most 1088 KiB per thread).

@@ -26,7 +26,7 @@
 //!   scope end) resumes the predecessor's own panic, which reaches the parent first. Tasks
 //!   spawned later on poisoned bytes are cancelled too, and report [`CANCELLED`].
 //! - **Memory.** A dependent task costs one frame (from the worker's frame cache) and one
-//!   tracker node (168 bytes, from the thread's block cache), plus a chunk of 14 successor
+//!   tracker node (176 bytes, from the thread's block cache), plus a chunk of 14 successor
 //!   entries per 14 tasks waiting for it (see `blocks.rs`). The creating thread allocates
 //!   nearly all of them and the other threads free them: caches that overflow and caches that
 //!   run dry exchange batches through a shared pool, so the creating thread gets back what the

@@ -129,7 +129,7 @@ pub struct IdleState {
 
 impl IdleState {
     /// Whether the worker searched long enough to sleep.
-    fn may_sleep(&mut self) -> bool {
+    fn may_sleep(&self) -> bool {
         if self.rounds < ROUNDS_UNTIL_SLEEP {
             return false;
         }

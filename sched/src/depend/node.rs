@@ -38,6 +38,12 @@ pub(crate) fn lock<M>(m: &Mutex<M>) -> MutexGuard<'_, M> {
 }
 
 /// One submitted task.
+///
+/// `repr(C)`, in this order: what completing threads write (the counter, the flags, the lock
+/// and what it guards) on the node's first cache lines, the declared accesses (written once)
+/// after them, so that the range map's count that follows the node ([`TrackerRef`]) shares no
+/// line with a completer's writes.
+#[repr(C)]
 pub(crate) struct Node<T> {
     /// `GUARD` + (edges from unfinished predecessors) - (predecessors finished), until the
     /// registering thread subtracts `GUARD - edges`; whoever brings it to zero releases the task.

@@ -29,7 +29,8 @@ use crate::sync::prefetch_write;
 /// The allocation behind a [`NodeRef`].
 ///
 /// `tracker_refs` comes last, on another cache line than the fields that completing threads
-/// write (`refs`, and the node's counter, flags and lock): see [`TrackerRef`].
+/// write (`refs`, and the node's counter, flags and lock): see [`TrackerRef`] and the layout
+/// of [`Node`].
 #[repr(C)]
 struct Shared<T> {
     refs: AtomicUsize,
@@ -53,6 +54,19 @@ unsafe impl<T> Sync for NodeRef<T> where Node<T>: Send + Sync {}
 /// More references than this means the count is about to overflow (references leaked in a
 /// loop); abort rather than free a node that is still referenced.
 const MAX_REFS: usize = isize::MAX as usize;
+
+// Where the fields lie for the runtime's nodes (64-bit targets; loom's types have other
+// sizes): completers write the first two lines only, the map's count is on the third, and the
+// whole fits the 192-byte block class.
+#[cfg(all(target_pointer_width = "64", not(loom)))]
+const _: () = {
+    type S = Shared<crate::job::Task>;
+    let node = std::mem::offset_of!(S, node);
+    assert!(node + std::mem::offset_of!(Node<crate::job::Task>, links) < 64);
+    assert!(node + std::mem::offset_of!(Node<crate::job::Task>, accesses) <= 128);
+    assert!(std::mem::offset_of!(S, tracker_refs) >= 128);
+    assert!(std::mem::size_of::<S>() <= 192);
+};
 
 impl<T> NodeRef<T> {
     /// A new node with one reference.
@@ -176,8 +190,6 @@ pub(crate) struct TrackerRef<T> {
 // SAFETY: a `TrackerRef` moves between threads only with its tracker, under its lock (see
 // above); the node it refers to is `Send + Sync`.
 unsafe impl<T> Send for TrackerRef<T> where Node<T>: Send + Sync {}
-// SAFETY: shared access only reads the node, as through a `NodeRef`.
-unsafe impl<T> Sync for TrackerRef<T> where Node<T>: Send + Sync {}
 
 impl<T> TrackerRef<T> {
     /// A map reference to `node`. The caller holds the tracker's lock.

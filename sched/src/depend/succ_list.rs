@@ -219,9 +219,16 @@ impl<T> Iterator for SuccIter<T> {
 
 impl<T> Drop for SuccIter<T> {
     fn drop(&mut self) {
-        for node in self.by_ref() {
-            drop(node);
+        /// Drops what is left if dropping an entry panics (the last reference to a node drops
+        /// its parked payload, user data), as a `Vec` does, instead of leaking it.
+        struct Rest<'a, T>(&'a mut SuccIter<T>);
+        impl<T> Drop for Rest<'_, T> {
+            fn drop(&mut self) {
+                self.0.by_ref().for_each(drop);
+            }
         }
+        let rest = Rest(self);
+        rest.0.by_ref().for_each(drop);
     }
 }
 
