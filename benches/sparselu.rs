@@ -21,6 +21,9 @@
 //!   `.reads(..)`/`.updates(..)` on its blocks and gets them as slices. A fill-in block is the
 //!   next free block of the arena, claimed by the creating task (zero pages, like `calloc`).
 //! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
+//! - `numatask-raw-c`: the raw program on the C driver's memory layout (a `malloc` per block,
+//!   fill-ins `calloc`ed by the creating task), so that nothing but the runtime differs from
+//!   the C rows.
 //! - `numatask-empty`, `numatask-nodeps-empty`: the same task graph with empty kernels, with
 //!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
 //!   their difference the cost of dependence tracking (printed as `ns_per_task`).
@@ -32,6 +35,7 @@
 
 mod common;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -160,17 +164,139 @@ impl Matrix {
     /// BOTS' checksum, in matrix order, printed as C's `%.6e`.
     fn checksum(&self) -> String {
         let n = self.bs * self.bs;
-        let mut sum = 0.0f64;
-        for (i, slot) in self.slots.iter().enumerate() {
-            if let Some(slot) = slot {
-                let block = &self.arena[slot * n..(slot + 1) * n];
-                for (k, &x) in block.iter().enumerate() {
-                    sum += f64::from(x) * ((i + k) % 7 + 1) as f64;
+        checksum_of(
+            self.slots
+                .iter()
+                .map(|slot| slot.map(|i| &self.arena[i * n..(i + 1) * n])),
+        )
+    }
+}
+
+/// The matrix as the C driver holds it (`genmat` in `bench/c/sparselu_omp.c`): one `malloc`
+/// per present block, in row-major order, and each fill-in block `calloc`ed by the creating
+/// task just before the `bmod` that needs it. The `numatask-raw-c` rows run on it, so that
+/// their memory layout, and with it the kernels' speed, is the C peers' own: the runtime is
+/// then the only difference. (The arena of the other rows lays blocks out back to back; with
+/// 100 x 100 blocks the C peers' kernels ran up to 9% faster on one thread than the same
+/// kernels on the arena.)
+struct CMatrix {
+    nb: usize,
+    bs: usize,
+    /// Which slot of `blocks` holds block `(ii, jj)`.
+    slots: Vec<Option<usize>>,
+    next_free: usize,
+    /// Block pointers by slot, from the C allocator (`std::alloc::System`).
+    blocks: Vec<*mut f32>,
+}
+
+// SAFETY: a `CMatrix` owns its blocks alone (like a `Vec<Box<[f32]>>`); moving it to another
+// thread moves that ownership.
+unsafe impl Send for CMatrix {}
+
+impl CMatrix {
+    fn block_layout(bs: usize) -> Layout {
+        Layout::array::<f32>(bs * bs).expect("block size")
+    }
+
+    /// A block from the C allocator: `malloc`, or `calloc` when `zeroed`.
+    fn new_block(bs: usize, zeroed: bool) -> *mut f32 {
+        let layout = CMatrix::block_layout(bs);
+        // SAFETY: the layout has a non-zero size (bs >= 1).
+        let p = unsafe {
+            if zeroed {
+                System.alloc_zeroed(layout)
+            } else {
+                System.alloc(layout)
+            }
+        };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        p.cast()
+    }
+
+    /// The block in `slot`, allocating it (zeroed) if it is the next fresh slot (a fill-in).
+    fn block(&mut self, slot: usize) -> *mut f32 {
+        if slot == self.blocks.len() {
+            self.blocks.push(CMatrix::new_block(self.bs, true));
+        }
+        self.blocks[slot]
+    }
+}
+
+impl Drop for CMatrix {
+    fn drop(&mut self) {
+        for &p in &self.blocks {
+            // SAFETY: every pointer came from `new_block` with this layout, once.
+            unsafe { System.dealloc(p.cast(), CMatrix::block_layout(self.bs)) };
+        }
+    }
+}
+
+/// What the timing loop needs of a matrix.
+trait BenchMatrix {
+    fn generate(nb: usize, bs: usize, place: Distribution) -> Self;
+    fn checksum(&self) -> String;
+}
+
+impl BenchMatrix for Matrix {
+    fn generate(nb: usize, bs: usize, place: Distribution) -> Self {
+        Matrix::generate(nb, bs, place)
+    }
+
+    fn checksum(&self) -> String {
+        Matrix::checksum(self)
+    }
+}
+
+impl BenchMatrix for CMatrix {
+    /// The C driver's matrix (`place` does not apply: the C allocator places it).
+    fn generate(nb: usize, bs: usize, _: Distribution) -> Self {
+        let mut m = CMatrix {
+            nb,
+            bs,
+            slots: vec![None; nb * nb],
+            next_free: 0,
+            blocks: Vec::new(),
+        };
+        let mut seed = kernels::seed();
+        for ii in 0..nb {
+            for jj in 0..nb {
+                if kernels::present(nb, ii, jj) {
+                    let p = CMatrix::new_block(bs, false);
+                    m.blocks.push(p);
+                    m.slots[ii * nb + jj] = Some(m.next_free);
+                    m.next_free += 1;
+                    // SAFETY: a fresh block of bs * bs floats, ours alone.
+                    let block = unsafe { std::slice::from_raw_parts_mut(p, bs * bs) };
+                    kernels::fill(block, bs, &mut seed);
                 }
             }
         }
-        c_exponent(sum)
+        m
     }
+
+    fn checksum(&self) -> String {
+        let n = self.bs * self.bs;
+        let blocks = self.slots.iter().map(|slot| {
+            // SAFETY: a live block of n floats; no task runs any more.
+            slot.map(|i| unsafe { std::slice::from_raw_parts(self.blocks[i], n) })
+        });
+        checksum_of(blocks)
+    }
+}
+
+/// BOTS' checksum over the blocks in matrix order (`None`: absent), printed as C's `%.6e`.
+fn checksum_of<'a>(blocks: impl Iterator<Item = Option<&'a [f32]>>) -> String {
+    let mut sum = 0.0f64;
+    for (i, block) in blocks.enumerate() {
+        if let Some(block) = block {
+            for (k, &x) in block.iter().enumerate() {
+                sum += f64::from(x) * ((i + k) % 7 + 1) as f64;
+            }
+        }
+    }
+    c_exponent(sum)
 }
 
 /// `x` as C's `printf("%.6e")` writes it.
@@ -350,14 +476,56 @@ struct Addr(usize);
 /// `depend` false, the same tasks spawned without dependences (only meaningful with empty
 /// kernels: it measures the spawn alone).
 fn sparselu_raw(s: &Scope<'_>, m: &mut Matrix, work: Work, depend: bool) -> u64 {
-    let start = Instant::now();
-    let (bs, n) = (m.bs, m.bs * m.bs);
     let base = m.arena.as_mut_ptr() as usize;
+    let bytes = m.bs * m.bs * size_of::<f32>();
+    let mut slots = std::mem::take(&mut m.slots);
+    let tasks = raw_tasks(
+        s,
+        (m.nb, m.bs),
+        (&mut slots, &mut m.next_free),
+        work,
+        depend,
+        |slot| Addr(base + slot * bytes),
+    );
+    m.slots = slots;
+    tasks
+}
+
+/// The raw rows on the C driver's matrix layout (see [`CMatrix`]).
+fn sparselu_raw_c(s: &Scope<'_>, m: &mut CMatrix, work: Work) -> u64 {
+    let (mut slots, mut next_free) = (std::mem::take(&mut m.slots), m.next_free);
+    let tasks = raw_tasks(
+        s,
+        (m.nb, m.bs),
+        (&mut slots, &mut next_free),
+        work,
+        true,
+        |slot| Addr(m.block(slot) as usize),
+    );
+    (m.slots, m.next_free) = (slots, next_free);
+    tasks
+}
+
+/// The task graph through the raw API, with block `slot` at `addr(slot)` (called in program
+/// order, so a fill-in block may be allocated there, by the creating task, as BOTS does).
+fn raw_tasks(
+    s: &Scope<'_>,
+    (nb, bs): (usize, usize),
+    (slots, next_free): (&mut [Option<usize>], &mut usize),
+    work: Work,
+    depend: bool,
+    mut addr: impl FnMut(usize) -> Addr,
+) -> u64 {
+    let start = Instant::now();
+    let n = bs * bs;
     let bytes = n * size_of::<f32>();
     let real = work == Work::Kernels;
-    let tasks = for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, slots| {
-        let addr = |i: usize| Addr(base + slots[i] * bytes);
-        let (a, b, c) = (addr(0), addr(1), addr(2));
+    let tasks = for_each_task(nb, slots, next_free, |op, slots| {
+        let (a, b, c) = match op {
+            Op::Lu0 => (addr(slots[0]), Addr(0), Addr(0)),
+            Op::Fwd | Op::Bdiv => (addr(slots[0]), addr(slots[1]), Addr(0)),
+            Op::Bmod => (addr(slots[0]), addr(slots[1]), addr(slots[2])),
+        };
         let acc = |x: Addr, kind| Access::new(x.0, bytes, kind);
         let body = move |_: &Scope<'_>| {
             if !real {
@@ -473,13 +641,17 @@ struct Timing {
 }
 
 /// Runs `run` on a fresh matrix `reps + 1` times (the first is a warm-up).
-fn time_reps(args: &Args, place: Distribution, mut run: impl FnMut(&mut Matrix) -> u64) -> Timing {
+fn time_reps<M: BenchMatrix>(
+    args: &Args,
+    place: Distribution,
+    mut run: impl FnMut(&mut M) -> u64,
+) -> Timing {
     let mut times = Vec::with_capacity(args.reps);
     let mut creates = Vec::with_capacity(args.reps);
     let mut waits = Vec::with_capacity(args.reps);
     let (mut tasks, mut checksum) = (0, String::new());
     for rep in 0..=args.reps {
-        let mut m = Matrix::generate(args.nb, args.bs, place);
+        let mut m = M::generate(args.nb, args.bs, place);
         CREATE_NS.store(0, Ordering::Relaxed);
         WAIT_NS.store(0, Ordering::Relaxed);
         let t = Instant::now();
@@ -557,7 +729,7 @@ fn main() {
         args.only.as_deref().is_none_or(|o| name.contains(o))
             && !args.skip.iter().any(|k| name.contains(k.as_str()))
     };
-    let serial = time_reps(&args, place, sparselu_serial);
+    let serial = time_reps::<Matrix>(&args, place, sparselu_serial);
     if wants("serial") {
         report("serial", 1, &args, &serial);
     }
@@ -591,6 +763,14 @@ fn main() {
             if wants(&name) {
                 let r = time_reps(&args, place, |m| {
                     rt.scope(|s| sparselu_raw(s, m, Work::Kernels, true))
+                });
+                check(&name, threads, &r.checksum);
+                report(&name, threads, &args, &r);
+            }
+            let name = named("numatask-raw-c");
+            if wants(&name) {
+                let r = time_reps(&args, place, |m: &mut CMatrix| {
+                    rt.scope(|s| sparselu_raw_c(s, m, Work::Kernels))
                 });
                 check(&name, threads, &r.checksum);
                 report(&name, threads, &args, &r);
