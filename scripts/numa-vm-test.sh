@@ -200,10 +200,15 @@ fi
 export NUMATASK_VM_NODES=\$nodes RUST_BACKTRACE=1 HOME=/tmp TMPDIR=/tmp
 for t in /tests/*; do
     echo "=== running \${t#/tests/} $GUEST_TEST_ARGS"
-    "\$t" $GUEST_TEST_ARGS
+    "\$t" $GUEST_TEST_ARGS >/tmp/test.out 2>&1
     rc=\$?
+    cat /tmp/test.out
     if [ \$rc -ne 0 ]; then
         echo "$RESULT_TAG nodes=\$nodes FAIL \${t#/tests/} rc=\$rc"
+        result=FAIL
+    elif ! grep -q "^test result: ok\. [1-9]" /tmp/test.out; then
+        # A binary whose tests were all filtered out or ignored proves nothing.
+        echo "$RESULT_TAG nodes=\$nodes FAIL \${t#/tests/} no-test-ran"
         result=FAIL
     fi
 done
