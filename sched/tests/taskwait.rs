@@ -87,39 +87,57 @@ fn recursion_1000_levels_deep_does_not_deadlock() {
     });
 }
 
+/// Stack bytes each level of `padded_chain` holds while it waits.
+const LEVEL_BYTES: usize = 64 << 10;
+
 /// A chain whose levels pause before waiting, so that other workers steal the child and the
-/// waiting worker, its own deque empty, goes stealing other chains' tasks.
-fn slow_chain(s: &Scope<'_>, depth: u32) -> u32 {
+/// waiting worker, its own deque empty, goes stealing other chains' tasks; every level keeps
+/// `LEVEL_BYTES` of its stack in use while it waits.
+fn padded_chain(s: &Scope<'_>, depth: u32) -> u32 {
     if depth == 0 {
         return 0;
     }
-    let child = s.spawn_with_result(move |s| slow_chain(s, depth - 1));
-    thread::sleep(Duration::from_micros(20));
+    let pad = std::hint::black_box([depth as u8; LEVEL_BYTES]);
+    let child = s.spawn_with_result(move |s| padded_chain(s, depth - 1));
+    thread::sleep(Duration::from_micros(50));
     s.taskwait();
+    std::hint::black_box(&pad);
     child.join() + 1
 }
 
 #[test]
 fn many_deep_chains_on_small_stacks_do_not_overflow() {
-    // Waiting workers run stolen tasks on top of their stacks; the stack guard stops stealing
-    // when a quarter of the stack is left. One chain 700 deep fits a 2 MiB stack; eight of
-    // them nested on four workers would not.
+    // Waiting workers run stolen tasks on top of their stacks; the guard stops them stealing
+    // once less than a quarter of the stack is free. Each level of these chains holds 64 KiB of
+    // stack while it waits (a chain about 1 MiB, or 1.5 MiB in a debug build: within the 2 MiB
+    // the guard keeps free), and a waiting worker whose child was stolen steals other chains'
+    // tasks: without the guard they pile up on one stack until it overflows and the process
+    // dies. Checked by disabling the guard: 6 runs of 6 crashed (release and debug); with it,
+    // none of 9.
+    const DEPTH: u32 = 16;
+    const ROOTS: usize = 64;
     within(120, || {
         let rt = Runtime::builder()
             .num_threads(4)
             .proc_bind(false)
-            .stack_size(2 << 20)
+            .stack_size(8 << 20)
             .build()
             .expect("runtime starts");
-        let total = AtomicUsize::new(0);
-        rt.scope(|s| {
-            for _ in 0..8 {
-                s.spawn(|s| {
-                    total.fetch_add(slow_chain(s, 700) as usize, Ordering::Relaxed);
-                });
-            }
-        });
-        assert_eq!(total.load(Ordering::Relaxed), 8 * 700);
+        for round in 0..10 {
+            let total = AtomicUsize::new(0);
+            rt.scope(|s| {
+                for _ in 0..ROOTS {
+                    s.spawn(|s| {
+                        total.fetch_add(padded_chain(s, DEPTH) as usize, Ordering::Relaxed);
+                    });
+                }
+            });
+            assert_eq!(
+                total.load(Ordering::Relaxed),
+                ROOTS * DEPTH as usize,
+                "round {round}"
+            );
+        }
     });
 }
 
