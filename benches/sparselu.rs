@@ -214,14 +214,6 @@ impl CMatrix {
         }
         p.cast()
     }
-
-    /// The block in `slot`, allocating it (zeroed) if it is the next fresh slot (a fill-in).
-    fn block(&mut self, slot: usize) -> *mut f32 {
-        if slot == self.blocks.len() {
-            self.blocks.push(CMatrix::new_block(self.bs, true));
-        }
-        self.blocks[slot]
-    }
 }
 
 impl Drop for CMatrix {
@@ -478,32 +470,32 @@ struct Addr(usize);
 fn sparselu_raw(s: &Scope<'_>, m: &mut Matrix, work: Work, depend: bool) -> u64 {
     let base = m.arena.as_mut_ptr() as usize;
     let bytes = m.bs * m.bs * size_of::<f32>();
-    let mut slots = std::mem::take(&mut m.slots);
-    let tasks = raw_tasks(
+    raw_tasks(
         s,
         (m.nb, m.bs),
-        (&mut slots, &mut m.next_free),
+        (&mut m.slots, &mut m.next_free),
         work,
         depend,
         |slot| Addr(base + slot * bytes),
-    );
-    m.slots = slots;
-    tasks
+    )
 }
 
-/// The raw rows on the C driver's matrix layout (see [`CMatrix`]).
+/// The raw rows on the C driver's matrix layout (see [`CMatrix`]): a fill-in block is
+/// `calloc`ed when the creating task first names its slot.
 fn sparselu_raw_c(s: &Scope<'_>, m: &mut CMatrix, work: Work) -> u64 {
-    let (mut slots, mut next_free) = (std::mem::take(&mut m.slots), m.next_free);
-    let tasks = raw_tasks(
-        s,
-        (m.nb, m.bs),
-        (&mut slots, &mut next_free),
-        work,
-        true,
-        |slot| Addr(m.block(slot) as usize),
-    );
-    (m.slots, m.next_free) = (slots, next_free);
-    tasks
+    let CMatrix {
+        nb,
+        bs,
+        slots,
+        next_free,
+        blocks,
+    } = m;
+    raw_tasks(s, (*nb, *bs), (slots, next_free), work, true, |slot| {
+        if slot == blocks.len() {
+            blocks.push(CMatrix::new_block(*bs, true));
+        }
+        Addr(blocks[slot] as usize)
+    })
 }
 
 /// The task graph through the raw API, with block `slot` at `addr(slot)` (called in program

@@ -38,7 +38,7 @@
 //! A `BTreeMap` from start to end, with the same keys, answers the ordered queries (what
 //! overlaps a range) that only new and partially overlapping ranges need.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::mem;
 
@@ -228,13 +228,13 @@ impl<T> Drop for RangeMap<T> {
     /// that those misses overlap.
     fn drop(&mut self) {
         const AHEAD: usize = 4;
-        let mut segments: Vec<Option<Segment<T>>> =
-            self.segments.drain().map(|(_, seg)| Some(seg)).collect();
-        for i in 0..segments.len() {
-            if let Some(Some(ahead)) = segments.get(i + AHEAD) {
-                ahead.prefetch_history();
+        let mut window = VecDeque::with_capacity(AHEAD + 1);
+        for (_, seg) in self.segments.drain() {
+            seg.prefetch_history();
+            window.push_back(seg);
+            if window.len() > AHEAD {
+                drop(window.pop_front());
             }
-            drop(segments[i].take());
         }
     }
 }
