@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
-//! cargo bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 \
+//! cargo bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 [--rounds 5] \
 //!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
 //! ```
 //!
@@ -18,8 +18,10 @@
 //! - `serial`: the kernels in program order on one thread, no runtime (the work to share).
 //! - `numatask`: the safe API: the matrix blocks live in one [`NumaVec`] arena
 //!   (`OMP_DATA_DISTRIBUTION` places it), cut by [`Blocks`]; each task declares
-//!   `.reads(..)`/`.updates(..)` on its blocks and gets them as slices. A fill-in block is the
-//!   next free block of the arena, claimed by the creating task (zero pages, like `calloc`).
+//!   `.reads(..)`/`.updates(..)` on its blocks and gets them as slices. Slots start a cache
+//!   line apart, and every page of the arena is written when the matrix is generated (outside
+//!   the timing, as the C driver's heap is warm from its previous run). A fill-in block is the
+//!   next free (zero) slot of the arena, claimed by the creating task.
 //! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
 //! - `numatask-raw-c`: the raw program on the C driver's memory layout (a `malloc` per block,
 //!   fill-ins `calloc`ed by the creating task), so that nothing but the runtime differs from
@@ -30,8 +32,10 @@
 //!
 //! Rows of a scheduler other than work stealing are named `numatask[<policy>]`, and built with
 //! `--features bench-mimalloc` (mimalloc as the global allocator) `numatask+mimalloc`. Timings
-//! are the
-//! median of `--reps` runs after one warm-up run, like the C driver.
+//! are the median of `--reps` runs after one warm-up run, like the C driver. With `--rounds R`
+//! the rows take turns R times (C peers included) and a `sparselu rounds` line per row gives
+//! the median, least and greatest of its R medians: on a shared machine, whose speed drifts
+//! over seconds, that compares rows far better than one turn each.
 
 mod common;
 
@@ -127,33 +131,48 @@ mod kernels {
 struct Matrix {
     nb: usize,
     bs: usize,
+    /// Floats from one slot to the next: `bs * bs` rounded up to a cache line, so that no two
+    /// blocks share a line (tasks on different cores write neighbouring blocks).
+    stride: usize,
     arena: NumaVec<f32>,
     slots: Vec<Option<usize>>,
     next_free: usize,
 }
 
 impl Matrix {
-    /// The BOTS matrix: present blocks filled in row-major order, one seed sequence.
+    /// The BOTS matrix: present blocks filled in row-major order, one seed sequence. Every
+    /// page of the arena is written here, the fill-in slots' with zeros: the C driver's
+    /// `calloc` of a fill-in block takes memory its heap already holds from the run before,
+    /// while an untouched arena page would cost the task that first writes it a page fault.
     fn generate(nb: usize, bs: usize, place: Distribution) -> Matrix {
         let n = bs * bs;
+        let stride = n.next_multiple_of(64 / size_of::<f32>());
         let mut m = Matrix {
             nb,
             bs,
-            arena: NumaVec::zeroed(nb * nb * n, place).expect("matrix arena"),
+            stride,
+            arena: NumaVec::zeroed(nb * nb * stride, place).expect("matrix arena"),
             slots: vec![None; nb * nb],
             next_free: 0,
         };
+        m.arena.fill(0.0);
         let mut seed = kernels::seed();
         for ii in 0..nb {
             for jj in 0..nb {
                 if kernels::present(nb, ii, jj) {
                     let slot = m.claim();
                     m.slots[ii * nb + jj] = Some(slot);
-                    kernels::fill(&mut m.arena[slot * n..(slot + 1) * n], bs, &mut seed);
+                    kernels::fill(m.block_mut(slot), bs, &mut seed);
                 }
             }
         }
         m
+    }
+
+    /// The `bs * bs` floats of slot `slot`.
+    fn block_mut(&mut self, slot: usize) -> &mut [f32] {
+        let start = slot * self.stride;
+        &mut self.arena[start..start + self.bs * self.bs]
     }
 
     fn claim(&mut self) -> usize {
@@ -163,11 +182,11 @@ impl Matrix {
 
     /// BOTS' checksum, in matrix order, printed as C's `%.6e`.
     fn checksum(&self) -> String {
-        let n = self.bs * self.bs;
+        let (n, stride) = (self.bs * self.bs, self.stride);
         checksum_of(
             self.slots
                 .iter()
-                .map(|slot| slot.map(|i| &self.arena[i * n..(i + 1) * n])),
+                .map(|slot| slot.map(|i| &self.arena[i * stride..i * stride + n])),
         )
     }
 }
@@ -176,9 +195,7 @@ impl Matrix {
 /// per present block, in row-major order, and each fill-in block `calloc`ed by the creating
 /// task just before the `bmod` that needs it. The `numatask-raw-c` rows run on it, so that
 /// their memory layout, and with it the kernels' speed, is the C peers' own: the runtime is
-/// then the only difference. (The arena of the other rows lays blocks out back to back; with
-/// 100 x 100 blocks the C peers' kernels ran up to 9% faster on one thread than the same
-/// kernels on the arena.)
+/// then the only difference.
 struct CMatrix {
     nb: usize,
     bs: usize,
@@ -369,13 +386,13 @@ enum Op {
 
 /// The kernels in program order on this thread.
 fn sparselu_serial(m: &mut Matrix) -> u64 {
-    let (bs, n) = (m.bs, m.bs * m.bs);
+    let (bs, n, stride) = (m.bs, m.bs * m.bs, m.stride);
     let arena = &mut m.arena;
     for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, [a, b, c]| {
         let p = arena.as_mut_ptr();
         // SAFETY: the slots of one operation are distinct blocks inside the arena, and no
         // other reference into the arena is live meanwhile.
-        let block = |i: usize| unsafe { std::slice::from_raw_parts_mut(p.add(i * n), n) };
+        let block = |i: usize| unsafe { std::slice::from_raw_parts_mut(p.add(i * stride), n) };
         match op {
             Op::Lu0 => kernels::lu0(block(a), bs),
             Op::Fwd => kernels::fwd(block(a), block(b), bs),
@@ -388,8 +405,8 @@ fn sparselu_serial(m: &mut Matrix) -> u64 {
 /// SparseLU with the safe API: the body of the OpenMP `single`.
 fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Work) -> u64 {
     let start = Instant::now();
-    let bs = m.bs;
-    let blocks = Blocks::new(&mut m.arena, bs * bs).expect("blocks");
+    let (bs, n) = (m.bs, m.bs * m.bs);
+    let blocks = Blocks::new(&mut m.arena, m.stride).expect("blocks");
     let real = work == Work::Kernels;
     let tasks = for_each_task(m.nb, &mut m.slots, &mut m.next_free, |op, [a, b, c]| {
         let spawned = match op {
@@ -399,7 +416,7 @@ fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Wor
                 .label("lu0")
                 .spawn(move |_, (d,)| {
                     if real {
-                        kernels::lu0(d, bs)
+                        kernels::lu0(&mut d[..n], bs)
                     }
                 }),
             Op::Fwd => s
@@ -410,7 +427,7 @@ fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Wor
                 .label("fwd")
                 .spawn(move |_, (d, col)| {
                     if real {
-                        kernels::fwd(d, col, bs)
+                        kernels::fwd(&d[..n], &mut col[..n], bs)
                     }
                 }),
             Op::Bdiv => s
@@ -421,7 +438,7 @@ fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Wor
                 .label("bdiv")
                 .spawn(move |_, (d, row)| {
                     if real {
-                        kernels::bdiv(d, row, bs)
+                        kernels::bdiv(&d[..n], &mut row[..n], bs)
                     }
                 }),
             Op::Bmod => s
@@ -433,7 +450,7 @@ fn sparselu_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, work: Wor
                 .label("bmod")
                 .spawn(move |_, (row, col, inner)| {
                     if real {
-                        kernels::bmod(row, col, inner, bs)
+                        kernels::bmod(&row[..n], &col[..n], &mut inner[..n], bs)
                     }
                 }),
         };
@@ -469,14 +486,14 @@ struct Addr(usize);
 /// kernels: it measures the spawn alone).
 fn sparselu_raw(s: &Scope<'_>, m: &mut Matrix, work: Work, depend: bool) -> u64 {
     let base = m.arena.as_mut_ptr() as usize;
-    let bytes = m.bs * m.bs * size_of::<f32>();
+    let stride_bytes = m.stride * size_of::<f32>();
     raw_tasks(
         s,
         (m.nb, m.bs),
         (&mut m.slots, &mut m.next_free),
         work,
         depend,
-        |slot| Addr(base + slot * bytes),
+        |slot| Addr(base + slot * stride_bytes),
     )
 }
 
@@ -567,6 +584,8 @@ struct Args {
     bs: usize,
     threads: Vec<usize>,
     reps: usize,
+    /// How many times every row runs its `reps`, the rows taking turns (see `main`).
+    rounds: usize,
     omp: Vec<String>,
     only: Option<String>,
     skip: Vec<String>,
@@ -582,6 +601,7 @@ fn parse_args() -> Result<Args, String> {
         bs: if smoke { 8 } else { 25 },
         threads: if smoke { vec![1, 2] } else { Vec::new() },
         reps: if smoke { 1 } else { 3 },
+        rounds: 1,
         omp: Vec::new(),
         only: None,
         skip: Vec::new(),
@@ -599,6 +619,7 @@ fn parse_args() -> Result<Args, String> {
             "--nb" => args.nb = number(value()?, "--nb")?,
             "--bs" => args.bs = number(value()?, "--bs")?,
             "--reps" => args.reps = number(value()?, "--reps")?,
+            "--rounds" => args.rounds = number(value()?, "--rounds")?,
             "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
@@ -614,6 +635,7 @@ fn parse_args() -> Result<Args, String> {
     if !(1..=1000).contains(&args.nb)
         || !(1..=1000).contains(&args.bs)
         || !(1..=100).contains(&args.reps)
+        || !(1..=100).contains(&args.rounds)
         || args.threads.contains(&0)
     {
         return Err("need 1 <= nb, bs <= 1000, 1 <= reps <= 100 and thread counts >= 1".into());
@@ -721,11 +743,18 @@ fn main() {
         args.only.as_deref().is_none_or(|o| name.contains(o))
             && !args.skip.iter().any(|k| name.contains(k.as_str()))
     };
-    let serial = time_reps::<Matrix>(&args, place, sparselu_serial);
-    if wants("serial") {
+    // The serial run gives the checksum every other row must reproduce; timed only when its
+    // row is wanted.
+    let expect = if wants("serial") {
+        let serial = time_reps::<Matrix>(&args, place, sparselu_serial);
         report("serial", 1, &args, &serial);
-    }
-    let expect = &serial.checksum;
+        serial.checksum
+    } else {
+        let mut m = Matrix::generate(args.nb, args.bs, place);
+        sparselu_serial(&mut m);
+        m.checksum()
+    };
+    let expect = &expect;
     let check = |name: &str, threads: usize, got: &str| {
         assert_eq!(
             got, expect,
@@ -733,65 +762,113 @@ fn main() {
         );
     };
     for &threads in &args.threads {
-        for &kind in &args.schedulers {
-            let rt = Runtime::builder()
-                .num_threads(threads)
-                .scheduler(kind)
-                .build()
-                .expect("numatask runtime");
-            let named = |base: &str| match kind {
-                SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
-                other => format!("{base}[{other}]{ALLOCATOR}"),
-            };
-            let name = named("numatask");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m| {
-                    rt.scope(|s| sparselu_numatask(s, m, Work::Kernels))
-                });
-                check(&name, threads, &r.checksum);
-                report(&name, threads, &args, &r);
+        let runtimes: Vec<(SchedulerKind, Runtime)> = args
+            .schedulers
+            .iter()
+            .map(|&kind| {
+                let rt = Runtime::builder()
+                    .num_threads(threads)
+                    .scheduler(kind)
+                    .build()
+                    .expect("numatask runtime");
+                (kind, rt)
+            })
+            .collect();
+        // Each row's median of every round, in the order the rows first ran.
+        let mut rounds: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut record = |name: &str, seconds: f64| match rounds.iter_mut().find(|r| r.0 == name) {
+            Some(row) => row.1.push(seconds),
+            None => rounds.push((name.to_owned(), vec![seconds])),
+        };
+        // With `--rounds R`, every row runs its repetitions R times, one turn per round, so that
+        // drifts of a shared machine's speed (other tenants, clocks) hit all rows alike.
+        for round in 1..=args.rounds {
+            if args.rounds > 1 {
+                println!("# round {round} of {}", args.rounds);
             }
-            let name = named("numatask-raw");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m| {
-                    rt.scope(|s| sparselu_raw(s, m, Work::Kernels, true))
-                });
-                check(&name, threads, &r.checksum);
-                report(&name, threads, &args, &r);
+            for (kind, rt) in &runtimes {
+                let named = |base: &str| match kind {
+                    SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
+                    other => format!("{base}[{other}]{ALLOCATOR}"),
+                };
+                let name = named("numatask");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m| {
+                        rt.scope(|s| sparselu_numatask(s, m, Work::Kernels))
+                    });
+                    check(&name, threads, &r.checksum);
+                    report(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
+                let name = named("numatask-raw");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m| {
+                        rt.scope(|s| sparselu_raw(s, m, Work::Kernels, true))
+                    });
+                    check(&name, threads, &r.checksum);
+                    report(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
+                let name = named("numatask-raw-c");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m: &mut CMatrix| {
+                        rt.scope(|s| sparselu_raw_c(s, m, Work::Kernels))
+                    });
+                    check(&name, threads, &r.checksum);
+                    report(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
+                let name = named("numatask-empty");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m| {
+                        rt.scope(|s| sparselu_numatask(s, m, Work::Empty))
+                    });
+                    report_overhead(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
+                let name = named("numatask-raw-empty");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m| {
+                        rt.scope(|s| sparselu_raw(s, m, Work::Empty, true))
+                    });
+                    report_overhead(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
+                let name = named("numatask-nodeps-empty");
+                if wants(&name) {
+                    let r = time_reps(&args, place, |m| {
+                        rt.scope(|s| sparselu_raw(s, m, Work::Empty, false))
+                    });
+                    report_overhead(&name, threads, &args, &r);
+                    record(&name, r.median.as_secs_f64());
+                }
             }
-            let name = named("numatask-raw-c");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m: &mut CMatrix| {
-                    rt.scope(|s| sparselu_raw_c(s, m, Work::Kernels))
-                });
-                check(&name, threads, &r.checksum);
-                report(&name, threads, &args, &r);
-            }
-            let name = named("numatask-empty");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m| {
-                    rt.scope(|s| sparselu_numatask(s, m, Work::Empty))
-                });
-                report_overhead(&name, threads, &args, &r);
-            }
-            let name = named("numatask-raw-empty");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m| {
-                    rt.scope(|s| sparselu_raw(s, m, Work::Empty, true))
-                });
-                report_overhead(&name, threads, &args, &r);
-            }
-            let name = named("numatask-nodeps-empty");
-            if wants(&name) {
-                let r = time_reps(&args, place, |m| {
-                    rt.scope(|s| sparselu_raw(s, m, Work::Empty, false))
-                });
-                report_overhead(&name, threads, &args, &r);
+            for bin in &args.omp {
+                let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
+                let line = common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+                let field = |key: &str| {
+                    line.split_whitespace()
+                        .find_map(|w| w.strip_prefix(key))
+                        .map(str::to_owned)
+                };
+                let name = field("runtime=").unwrap_or_else(|| bin.clone());
+                let seconds = field("median_s=").and_then(|v| v.parse().ok());
+                record(&name, seconds.unwrap_or(f64::NAN));
             }
         }
-        for bin in &args.omp {
-            let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
-            common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+        if args.rounds > 1 {
+            for (name, mut cells) in rounds {
+                cells.sort_by(f64::total_cmp);
+                println!(
+                    "sparselu rounds runtime={name} threads={threads} nb={} bs={} rounds={} median_s={:.6} min_s={:.6} max_s={:.6}",
+                    args.nb,
+                    args.bs,
+                    cells.len(),
+                    cells[cells.len() / 2],
+                    cells[0],
+                    cells[cells.len() - 1],
+                );
+            }
         }
     }
 }

@@ -31,8 +31,8 @@ pub fn all_cores() -> Vec<usize> {
 
 /// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`),
 /// prints its output line and, when `checksum` is given, asserts the line's `checksum=` field
-/// equals it. A failing peer ends the bench with status 1.
-pub fn run_omp_peer(bin: &str, args: &[String], threads: usize, checksum: Option<&str>) {
+/// equals it; returns the line. A failing peer ends the bench with status 1.
+pub fn run_omp_peer(bin: &str, args: &[String], threads: usize, checksum: Option<&str>) -> String {
     let out = Command::new(bin)
         .args(args)
         .env("OMP_NUM_THREADS", threads.to_string())
@@ -52,6 +52,7 @@ pub fn run_omp_peer(bin: &str, args: &[String], threads: usize, checksum: Option
                     "{bin} with {threads} threads: its checksum differs from numatask's"
                 );
             }
+            line.into_owned()
         }
         Ok(o) => {
             eprintln!("{bin}: {} {}", o.status, String::from_utf8_lossy(&o.stderr));
