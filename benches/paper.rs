@@ -11,7 +11,10 @@
 //!   at least `--reps` runs after a warm-up, printed as Figure 7 prints it: per benchmark, time
 //!   normalized to work stealing with fine distribution. The six configurations of a benchmark
 //!   take turns, one run each per round, so that load from other processes on a shared machine
-//!   hits them alike.
+//!   hits them alike. A second table gives the locality-aware scheduler's time over work
+//!   stealing's with the same distribution, paired by round (the median of the rounds' ratios,
+//!   and their geometric mean over the distributions): the scheduler's overhead, with the
+//!   machine's drift between rounds cancelled.
 //! - **model** (default on a synthetic topology such as `NUMATASK_TOPOLOGY=preset:opteron6172`):
 //!   `--model-runs` (default 3) traced, time-dilated runs per configuration, evaluated by the NUMA cost MODEL of
 //!   `examples/paper/suite/cost_model.rs` (distance-weighted footprint bytes, compute time
@@ -246,6 +249,7 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
         args.reps
     );
     let mut rows = Vec::new();
+    let mut paired = Vec::new();
     for &benchmark in &args.only {
         // Every configuration in its own runtime, all alive at once so that they can take turns.
         let mut runs = Vec::new();
@@ -280,6 +284,7 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
             }
             round += 1;
         }
+        paired.push((benchmark, paired_ratios(&runs)));
         let mut times = Vec::new();
         for (config, _, instance, reps) in &runs {
             let checksum = instance.verify().map_err(|e| {
@@ -318,7 +323,62 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
             Comparison::of_times(topology),
         )
     );
+    print!("\n{}", paired_table(&paired));
     Ok(())
+}
+
+/// For each distribution, the median over rounds of `t(locality+d) / t(ws+d)`, both runs of
+/// one round (a few runs apart), so that the machine's drift from round to round cancels.
+fn paired_ratios<R, I>(runs: &[(Config, R, I, Vec<Duration>)]) -> Vec<(Distribution, f64)> {
+    let times = |scheduler, distribution| {
+        runs.iter()
+            .find(|(c, ..)| {
+                *c == Config {
+                    scheduler,
+                    distribution,
+                }
+            })
+            .map(|(.., t)| t.as_slice())
+    };
+    Distribution::ALL
+        .into_iter()
+        .filter_map(|d| {
+            let ws = times(SchedulerKind::WorkStealing, d)?;
+            let locality = times(SchedulerKind::Locality, d)?;
+            let mut ratios: Vec<f64> = ws
+                .iter()
+                .zip(locality)
+                .map(|(w, l)| l.as_secs_f64() / w.as_secs_f64())
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            let median = *ratios.get(ratios.len() / 2)?;
+            Some((d, median))
+        })
+        .collect()
+}
+
+/// The scheduler's overhead table: [`paired_ratios`] per benchmark and their geometric mean.
+fn paired_table(rows: &[(Benchmark, Vec<(Distribution, f64)>)]) -> String {
+    let mut out = String::from(
+        "Locality-aware over work stealing, paired by round: median over rounds of \
+         t(locality+d) / t(ws+d) measured in the same round\n| benchmark |",
+    );
+    for d in Distribution::ALL {
+        let _ = write!(out, " {d} |");
+    }
+    out.push_str(" geometric mean |\n|---|");
+    out.push_str(&"---|".repeat(Distribution::ALL.len() + 1));
+    out.push('\n');
+    for (benchmark, ratios) in rows {
+        let _ = write!(out, "| {benchmark} |");
+        for (_, r) in ratios {
+            let _ = write!(out, " {r:.3} |");
+        }
+        let logs: f64 = ratios.iter().map(|(_, r)| r.ln()).sum();
+        let mean = (logs / ratios.len().max(1) as f64).exp();
+        let _ = writeln!(out, " {mean:.3} |");
+    }
+    out
 }
 
 fn run_model(args: &Args, topology: &Topology) -> Result<(), BoxError> {
