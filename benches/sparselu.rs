@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedulerKind, Scope};
+use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind, Scope};
 
 /// With `--features bench-mimalloc`: every allocation of this process (task frames that miss
 /// the frame caches, dependence-tracker nodes) goes to mimalloc instead of glibc's malloc, whose
@@ -766,7 +766,9 @@ fn main() {
             .schedulers
             .iter()
             .map(|&kind| {
-                let rt = Runtime::builder()
+                // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...).
+                let rt = RuntimeBuilder::from_env()
+                    .expect("numatask settings from the environment")
                     .num_threads(threads)
                     .scheduler(kind)
                     .build()
