@@ -68,6 +68,28 @@ def main():
         print(f"{b * a.bucket_ms:8.1f} {pct:7.1f} {started[b]:7d} {len(active[b]):8d}")
     print(f"overall: {100.0 * sum(busy) / (len(workers) * (t1 - t0)):.1f}% of the workers' "
           f"time in tasks")
+    # Between tasks: per worker, the idle gaps from one task's end to the next task's start
+    # (top-level tasks only: a task nested in the body is not a gap of the body's worker).
+    gaps = []
+    for tid in workers:
+        mine = sorted((e["ts"], e["ts"] + e["dur"]) for e in tasks if e["tid"] == tid)
+        for (_, end), (start, _) in zip(mine, mine[1:]):
+            if start >= end:
+                gaps.append(start - end)
+    if gaps:
+        gaps.sort()
+        q = lambda f: gaps[min(len(gaps) - 1, int(f * len(gaps)))]
+        print(f"gaps between a worker's tasks (us): median {q(0.5):.2f}, p90 {q(0.9):.2f}, "
+              f"p99 {q(0.99):.2f}, max {gaps[-1]:.1f}; {sum(gaps) / 1e3:.1f} ms in all, "
+              f"{sum(g for g in gaps if g > 50) / 1e3:.1f} ms of it in gaps over 50 us")
+    by_label = {}
+    for e in tasks:
+        label = e.get("args", {}).get("task", e["name"])
+        n_d = by_label.setdefault(label, [0, 0.0])
+        n_d[0] += 1
+        n_d[1] += e["dur"]
+    print("tasks by label: " + ", ".join(
+        f"{k} {n} x {d / n:.2f} us" for k, (n, d) in sorted(by_label.items())))
 
 
 if __name__ == "__main__":
