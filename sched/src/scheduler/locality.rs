@@ -209,7 +209,7 @@ impl Locality {
     }
 
     #[inline]
-    fn push_local(
+    pub(crate) fn push_local(
         &self,
         local: &LocalityLocal,
         ctx: &WorkerCtx<'_>,
@@ -357,7 +357,16 @@ impl Locality {
         }
     }
 
+    /// Whether [`Scheduler::push`] may deal `task` to a node queue rather than push it on the
+    /// spawner's deque: only a task with a footprint, on a machine of several nodes (the test
+    /// inlined into every spawn; [`stays_local`](Self::stays_local) decides the rest).
+    #[inline]
+    pub(crate) fn may_deal(&self, task: &Task) -> bool {
+        self.num_nodes > 1 && !task.footprint().is_empty()
+    }
+
     /// [`Scheduler::push`] out of line (see `WorkerQueues::push`).
+    #[cold]
     #[inline(never)]
     pub(crate) fn push_outlined(
         &self,

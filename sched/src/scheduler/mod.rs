@@ -293,13 +293,20 @@ macro_rules! dispatch {
 }
 
 impl WorkerQueues {
-    /// The locality-aware push is called out of line, so that the work-stealing push stays
-    /// small enough to be inlined into the spawn path.
+    /// A task without a footprint (or any task on a one-node machine) goes to the spawning
+    /// worker's deque under both policies, inlined; only the locality-aware policy's dealing is
+    /// called out of line (and marked cold), so that the spawn path stays small enough to be
+    /// inlined and a task that cannot be dealt costs about the same under either policy
+    /// (callgrind, fib, one thread: 266.6 and 269.6 instructions per task; 263.1 and 279.1
+    /// when every locality-aware push was a call).
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
         match self {
             WorkerQueues::WorkStealing(shared, local) => shared.push(local, ctx, task),
-            WorkerQueues::Locality(shared, local) => shared.push_outlined(local, ctx, task),
+            WorkerQueues::Locality(shared, local) if shared.may_deal(&task) => {
+                shared.push_outlined(local, ctx, task)
+            }
+            WorkerQueues::Locality(shared, local) => shared.push_local(local, ctx, task),
         }
     }
 
