@@ -25,9 +25,9 @@
 //!   `taskwait`, the end of a `taskgroup`, or `TaskHandle::join`: release it first, or take
 //!   it inside the child tasks. This is the rule of rayon and oneTBB too.
 //! - **Stack depth.** Stolen tasks run on top of the waiting task's stack. A waiting worker
-//!   steals only while more than a quarter of its stack is free ([`STACK_RESERVE_DIVISOR`]);
-//!   below that it runs only descendants of `F` from its own deque (their depth is bounded by
-//!   the program's own nesting), so unrelated work cannot overflow the stack. Recursion `n`
+//!   steals only while more than a quarter of its stack is free; below that it runs only
+//!   descendants of `F` from its own deque (their depth is bounded by the program's own
+//!   nesting), so unrelated work cannot overflow the stack. Recursion `n`
 //!   deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
 //!   running on some worker or queued where a worker finds it; a waiting worker never blocks
