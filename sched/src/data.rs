@@ -321,12 +321,16 @@ impl<T> fmt::Debug for Region<'_, T> {
 #[must_use = "a task builder does nothing until `spawn` is called"]
 pub struct TaskBuilder<'s, 'scope, A> {
     scope: &'s Scope<'scope>,
+    /// The id of the scope's dependence tracker, which regions are bound to.
+    deps_id: u64,
     views: A,
     /// Bit `i`: access `i` is marked intensive.
     intensive: u8,
     label: Option<&'static str>,
-    /// The first declaration error, reported by `spawn`.
-    error: Option<SchedError>,
+    /// A region was bound to another task's children ([`SchedError::ForeignRegion`], reported
+    /// by `spawn`; a flag rather than the error, so that the builder moved by every call stays
+    /// small).
+    foreign: bool,
 }
 
 /// The most accesses one [`TaskBuilder`] declares (the raw [`Scope::spawn_depend`] has no
@@ -339,10 +343,11 @@ impl<'scope> Scope<'scope> {
     pub fn task(&self) -> TaskBuilder<'_, 'scope, ()> {
         TaskBuilder {
             scope: self,
+            deps_id: self.child_deps().id,
             views: (),
             intensive: 0,
             label: None,
-            error: None,
+            foreign: false,
         }
     }
 
@@ -468,25 +473,24 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
     {
         let TaskBuilder {
             scope,
+            deps_id,
             views,
             intensive,
             label,
-            mut error,
+            mut foreign,
         } = self;
-        if error.is_none() {
-            let id = scope.child_deps().id;
-            match region.binding.get() {
-                0 => region.binding.set(id),
-                bound if bound == id => {}
-                _ => error = Some(SchedError::ForeignRegion),
-            }
+        match region.binding.get() {
+            0 => region.binding.set(deps_id),
+            bound if bound == deps_id => {}
+            _ => foreign = true,
         }
         TaskBuilder {
             scope,
+            deps_id,
             views: views.append(view),
             intensive,
             label,
-            error,
+            foreign,
         }
     }
 
@@ -524,8 +528,8 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         A: for<'t> Views<'t> + Send + 'scope,
         F: for<'t> FnOnce(&'t Scope<'scope>, <A as Views<'t>>::Out) + Send + 'scope,
     {
-        if let Some(error) = self.error {
-            return Err(error);
+        if self.foreign {
+            return Err(SchedError::ForeignRegion);
         }
         let mut all = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
         let accesses = &mut all[..A::LEN];
@@ -551,6 +555,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
 
 /// Whether the accesses of one task conflict among themselves: two overlapping accesses of
 /// which one gives the body `&mut`.
+#[inline]
 fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
     let exclusive = |a: &Access| {
         matches!(
@@ -558,8 +563,10 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
             AccessKind::Out | AccessKind::InOut | AccessKind::MutexInOutSet
         )
     };
-    for (i, a) in accesses.iter().enumerate() {
-        for (j, b) in accesses.iter().enumerate().skip(i + 1) {
+    // Plain index loops over at most `MAX_ACCESSES`: this runs on every safe spawn.
+    for j in 1..accesses.len() {
+        let b = &accesses[j];
+        for (i, a) in accesses[..j].iter().enumerate() {
             let overlap = a.len > 0 && b.len > 0 && a.addr < b.end() && b.addr < a.end();
             if overlap && (exclusive(a) || exclusive(b)) {
                 return Err(SchedError::ConflictingAccesses {
