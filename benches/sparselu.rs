@@ -638,7 +638,9 @@ fn parse_args() -> Result<Args, String> {
         || !(1..=100).contains(&args.rounds)
         || args.threads.contains(&0)
     {
-        return Err("need 1 <= nb, bs <= 1000, 1 <= reps <= 100 and thread counts >= 1".into());
+        return Err(
+            "need 1 <= nb, bs <= 1000, 1 <= reps, rounds <= 100 and thread counts >= 1".into(),
+        );
     }
     Ok(args)
 }
@@ -761,18 +763,22 @@ fn main() {
             "{name} with {threads} threads: checksum differs from the serial run"
         );
     };
+    let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
         let runtimes: Vec<(SchedulerKind, Runtime)> = args
             .schedulers
             .iter()
             .map(|&kind| {
                 // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...).
-                let rt = RuntimeBuilder::from_env()
+                let mut builder = RuntimeBuilder::from_env()
                     .expect("numatask settings from the environment")
                     .num_threads(threads)
-                    .scheduler(kind)
-                    .build()
-                    .expect("numatask runtime");
+                    .scheduler(kind);
+                // One trace file per runtime when there are several, not one overwriting another.
+                if several_runtimes && let Some(path) = trace_path() {
+                    builder = builder.trace(trace_path_for(&path, &format!("{kind}-{threads}")));
+                }
+                let rt = builder.build().expect("numatask runtime");
                 (kind, rt)
             })
             .collect();
@@ -855,7 +861,10 @@ fn main() {
                 };
                 let name = field("runtime=").unwrap_or_else(|| bin.clone());
                 let seconds = field("median_s=").and_then(|v| v.parse().ok());
-                record(&name, seconds.unwrap_or(f64::NAN));
+                // A line without a time (a failed parse) has no cell to take part in medians.
+                if let Some(seconds) = seconds {
+                    record(&name, seconds);
+                }
             }
         }
         if args.rounds > 1 {
@@ -873,4 +882,24 @@ fn main() {
             }
         }
     }
+}
+
+/// The trace file `NUMATASK_TRACE` names, if set and not empty.
+pub fn trace_path() -> Option<std::path::PathBuf> {
+    std::env::var_os("NUMATASK_TRACE")
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
+/// `path` with `tag` before its extension (`t.json`, `ws-16`: `t-ws-16.json`), for benches that
+/// build several traced runtimes.
+pub fn trace_path_for(path: &std::path::Path, tag: &str) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(name)
 }

@@ -3,12 +3,13 @@
 
     NUMATASK_TRACE=t.json ./sparselu --bench ... && scripts/trace-busy.py t.json [--bucket-ms 5]
 
-A run is one scope: its body is the task that ran other tasks of its own worker while it
-waited. For the last run, prints per time bucket the fraction of worker time spent in tasks,
-the tasks started, and how many workers ran anything.
+A scope's body is a task that ran other tasks of its own worker while it waited. For the last
+scope of the trace, prints per time bucket the fraction of the workers' time spent in tasks
+(nested tasks counted once), the tasks started, and how many workers ran anything.
 """
 import argparse
 import json
+import math
 import sys
 
 
@@ -18,47 +19,63 @@ def main():
     p.add_argument("--bucket-ms", type=float, default=5.0)
     a = p.parse_args()
     with open(a.trace) as f:
-        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        all_events = json.load(f)["traceEvents"]
+    events = [e for e in all_events if e.get("ph") == "X"]
     if not events:
         sys.exit("no task events in the trace")
+    named = {e["tid"] for e in all_events if e.get("ph") == "M" and e.get("name") == "thread_name"}
     events.sort(key=lambda e: (e["ts"], -e["dur"]))
-    # A scope's body is the task that contains tasks of its own worker (those it ran while it
-    # waited); a run is everything inside the last body.
-    bodies, open_by_tid = [], {}
+    # Top-level tasks: not inside another task of the same worker (a waiting task runs others
+    # on its own stack). A scope's body is a top-level task containing others; the last run's
+    # body is the one that ends last (a scope ends after all of its tasks).
+    open_by_tid, containers = {}, set()
     for e in events:
         outer = open_by_tid.get(e["tid"])
         if outer is not None and e["ts"] < outer["ts"] + outer["dur"]:
-            if not bodies or bodies[-1] is not outer:
-                bodies.append(outer)
+            containers.add(id(outer))
             continue
         open_by_tid[e["tid"]] = e
+    bodies = [e for e in events if id(e) in containers]
     if not bodies:
         sys.exit("no scope body (a task that ran others while it waited) in the trace")
-    body = bodies[-1]
+    body = max(bodies, key=lambda e: (e["ts"] + e["dur"], -e["ts"]))
     t0, t1 = body["ts"], body["ts"] + body["dur"]
     tasks = [e for e in events if e is not body and t0 <= e["ts"] < t1]
-    workers = sorted({e["tid"] for e in tasks} | {body["tid"]})
+    workers = sorted(named | {e["tid"] for e in tasks} | {body["tid"]})
+    # Per worker, the union of its tasks' intervals (nested ones lie inside their parents).
+    busy_spans = {}
+    for tid in workers:
+        spans = sorted((e["ts"], min(e["ts"] + e["dur"], t1)) for e in tasks if e["tid"] == tid)
+        merged = []
+        for s0, s1 in spans:
+            if merged and s0 <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], s1)
+            else:
+                merged.append([s0, s1])
+        busy_spans[tid] = merged
     first_nested = min((e["ts"] for e in tasks if e["tid"] == body["tid"]), default=t1)
-    print(f"{len(bodies)} run(s); the last: {len(tasks)} tasks on {len(workers)} workers in "
+    print(f"the last scope: {len(tasks)} tasks on {len(workers)} workers in "
           f"{(t1 - t0) / 1e3:.2f} ms; the body (worker {body['tid']}) ran its first task after "
           f"{(first_nested - t0) / 1e3:.2f} ms (about when it finished creating them)")
     width = a.bucket_ms * 1e3
-    n = int((t1 - t0) // width) + 1
+    n = max(1, math.ceil((t1 - t0) / width))
     busy = [0.0] * n
     started = [0] * n
     active = [set() for _ in range(n)]
     for e in tasks:
-        s, d = e["ts"] - t0, e["dur"]
-        started[int(s // width)] += 1
-        b = int(s // width)
-        while d > 0 and b < n:
-            edge = (b + 1) * width
-            part = min(d, edge - s)
-            busy[b] += part
-            active[b].add(e["tid"])
-            d -= part
-            s = edge
-            b += 1
+        started[min(n - 1, int((e["ts"] - t0) // width))] += 1
+    for tid, merged in busy_spans.items():
+        for s0, s1 in merged:
+            s, d = s0 - t0, s1 - s0
+            b = int(s // width)
+            while d > 0 and b < n:
+                edge = (b + 1) * width
+                part = min(d, edge - s)
+                busy[b] += part
+                active[b].add(tid)
+                d -= part
+                s = edge
+                b += 1
     print("(busy: worker time in tasks over all workers' time; the body's worker counts as idle "
           "while it creates tasks)")
     print(f"{'from ms':>8} {'busy %':>7} {'tasks':>7} {'workers':>8}")
@@ -68,14 +85,8 @@ def main():
         print(f"{b * a.bucket_ms:8.1f} {pct:7.1f} {started[b]:7d} {len(active[b]):8d}")
     print(f"overall: {100.0 * sum(busy) / (len(workers) * (t1 - t0)):.1f}% of the workers' "
           f"time in tasks")
-    # Between tasks: per worker, the idle gaps from one task's end to the next task's start
-    # (top-level tasks only: a task nested in the body is not a gap of the body's worker).
-    gaps = []
-    for tid in workers:
-        mine = sorted((e["ts"], e["ts"] + e["dur"]) for e in tasks if e["tid"] == tid)
-        for (_, end), (start, _) in zip(mine, mine[1:]):
-            if start >= end:
-                gaps.append(start - end)
+    # Between tasks: per worker, the idle gaps between its busy spans.
+    gaps = [b[0] - a[1] for merged in busy_spans.values() for a, b in zip(merged, merged[1:])]
     if gaps:
         gaps.sort()
         q = lambda f: gaps[min(len(gaps) - 1, int(f * len(gaps)))]

@@ -479,10 +479,12 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             label,
             mut foreign,
         } = self;
-        match region.binding.get() {
-            0 => region.binding.set(deps_id),
-            bound if bound == deps_id => {}
-            _ => foreign = true,
+        if !foreign {
+            match region.binding.get() {
+                0 => region.binding.set(deps_id),
+                bound if bound == deps_id => {}
+                _ => foreign = true,
+            }
         }
         TaskBuilder {
             scope,

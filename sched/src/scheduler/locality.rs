@@ -366,7 +366,6 @@ impl Locality {
     }
 
     /// [`Scheduler::push`] out of line (see `WorkerQueues::push`).
-    #[cold]
     #[inline(never)]
     pub(crate) fn push_outlined(
         &self,
