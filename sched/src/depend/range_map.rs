@@ -132,6 +132,19 @@ impl<T> Segment<T> {
         }
     }
 
+    /// Starts bringing in the nodes that an access of `kind` to this segment will link to
+    /// (see [`RangeMap::prefetch`]).
+    fn prefetch_preds(&self, kind: AccessKind) {
+        let readers = self.readers.as_slice();
+        if kind != AccessKind::In && !readers.is_empty() {
+            for r in readers.iter().take(4) {
+                prefetch_write(std::ptr::from_ref::<Node<T>>(r));
+            }
+        } else if let Group::Writer(w) = &self.group {
+            prefetch_write(std::ptr::from_ref::<Node<T>>(w));
+        }
+    }
+
     /// Records an access of `kind` to the whole segment by the task being registered, linking
     /// it to the tasks it must wait for (see the table in the module documentation).
     fn apply(&mut self, kind: AccessKind, reg: &mut Registration<'_, T>) {
@@ -298,20 +311,70 @@ impl<T> RangeMap<T> {
     /// the cores that completed those tasks, and a task's pieces are prefetched together
     /// before any is registered, so that those transfers overlap.
     pub(crate) fn prefetch(&self, piece: Piece) {
-        let Some(seg) = self.segments.get(&piece.start) else {
-            return;
-        };
-        if seg.end != piece.end {
-            return;
+        if let Some(seg) = self.segments.get(&piece.start)
+            && seg.end == piece.end
+        {
+            seg.prefetch_preds(piece.kind);
         }
-        let readers = seg.readers.as_slice();
-        if piece.kind != AccessKind::In && !readers.is_empty() {
-            for r in readers.iter().take(4) {
-                prefetch_write(std::ptr::from_ref::<Node<T>>(r));
+    }
+
+    /// Registers the pieces of one task (disjoint, sorted by address, from `normalize`).
+    /// When there are several, their predecessors are prefetched together first (see
+    /// [`prefetch`](Self::prefetch)); when each of two or three pieces is exactly one segment
+    /// (blocks accessed again: the common case), each is looked up once for both.
+    pub(crate) fn register_all(&mut self, pieces: &[Piece], reg: &mut Registration<'_, T>) {
+        let done = match *pieces {
+            [] => true,
+            [piece] => {
+                self.register(piece, reg);
+                true
             }
-        } else if let Group::Writer(w) = &seg.group {
-            prefetch_write(std::ptr::from_ref::<Node<T>>(w));
+            [a, b] => self.register_exact([a, b], reg),
+            [a, b, c] => self.register_exact([a, b, c], reg),
+            _ => false,
+        };
+        if !done {
+            for &piece in pieces {
+                self.prefetch(piece);
+            }
+            for &piece in pieces {
+                self.register(piece, reg);
+            }
         }
+    }
+
+    /// [`register_all`](Self::register_all)'s fast path: if every piece is exactly one
+    /// segment, prefetches their predecessors, registers them and returns true; otherwise
+    /// changes nothing and returns false.
+    fn register_exact<const N: usize>(
+        &mut self,
+        pieces: [Piece; N],
+        reg: &mut Registration<'_, T>,
+    ) -> bool {
+        let generation = self.generation;
+        let starts = pieces.map(|p| p.start);
+        // Distinct keys: the pieces are disjoint and not empty.
+        let keys: [&usize; N] = std::array::from_fn(|i| &starts[i]);
+        let segs: [Option<&mut Segment<T>>; N] = self.segments.get_disjoint_mut(keys);
+        if !segs
+            .iter()
+            .zip(&pieces)
+            .all(|(seg, p)| seg.as_ref().is_some_and(|seg| seg.end == p.end))
+        {
+            return false;
+        }
+        for (seg, p) in segs.iter().zip(&pieces) {
+            if let Some(seg) = seg {
+                seg.prefetch_preds(p.kind);
+            }
+        }
+        for (seg, p) in segs.into_iter().zip(pieces) {
+            if let Some(seg) = seg {
+                seg.used = generation;
+                seg.apply(p.kind, reg);
+            }
+        }
+        true
     }
 
     /// Registers an access of `piece.kind` to `[piece.start, piece.end)` by the task of `reg`.

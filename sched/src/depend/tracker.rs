@@ -73,15 +73,8 @@ impl<T> DepTracker<T> {
         let mut guard = lock(&self.inner);
         let inner = &mut *guard;
         normalize(accesses, &mut inner.pieces, &mut inner.scratch);
-        if inner.pieces.len() > 1 {
-            for &piece in &inner.pieces {
-                inner.map.prefetch(piece);
-            }
-        }
         let mut reg = Registration::new(node, &mut inner.sets);
-        for &piece in &inner.pieces {
-            inner.map.register(piece, &mut reg);
-        }
+        inner.map.register_all(&inner.pieces, &mut reg);
         // Still under the lock: nobody may link to this task before its registration ends.
         let registered = reg.finish(payload);
         inner.map.maybe_prune();
