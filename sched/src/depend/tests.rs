@@ -476,3 +476,49 @@ fn tracker_and_handles_are_send_and_sync() {
     fn send<X: Send>() {}
     send::<Ready<Box<dyn FnOnce() + Send>>>();
 }
+
+/// Tasks of two and three pieces that are each exactly one segment take the tracker's
+/// one-lookup path; a task with a fresh or a partially overlapping piece takes the general
+/// one. Both order the same.
+#[test]
+fn tasks_of_several_blocks_accessed_again_wait_per_block() {
+    let mut d = Driver::new();
+    let (a, b, c, e) = (0, 16, 32, 48);
+    // Fresh blocks: the general path.
+    assert_eq!(
+        d.submit(0, &[acc(a, 8, Out), acc(b, 8, Out), acc(c, 8, Out)]),
+        State::Ready
+    );
+    // Every piece an existing segment: the one-lookup path, two and three pieces.
+    assert_eq!(
+        d.submit(1, &[acc(b, 8, In), acc(a, 8, In)]),
+        State::Deferred
+    );
+    assert_eq!(
+        d.submit(2, &[acc(c, 8, InOut), acc(a, 8, In)]),
+        State::Deferred
+    );
+    assert_eq!(
+        d.submit(3, &[acc(b, 8, Out), acc(c, 8, In), acc(a, 8, In)]),
+        State::Deferred
+    );
+    assert_eq!(d.complete(0), [1, 2]);
+    // Task 3 writes b after reader 1 and reads c after writer 2.
+    assert_eq!(d.complete(1), []);
+    assert_eq!(d.complete(2), [3]);
+    // One existing segment and one fresh block: the general path; a is only read so far.
+    assert_eq!(d.submit(4, &[acc(a, 8, In), acc(e, 8, Out)]), State::Ready);
+    // A piece that cuts segment b: the general path; waits for reader 4 of a and writer 3 of b.
+    assert_eq!(
+        d.submit(5, &[acc(a, 8, Out), acc(b, 4, In)]),
+        State::Deferred
+    );
+    assert_eq!(d.complete(4), []);
+    assert_eq!(d.complete(3), [5]);
+    // After the cut, b's first half is its own segment: the one-lookup path again.
+    assert_eq!(
+        d.submit(6, &[acc(b, 4, Out), acc(a, 8, In)]),
+        State::Deferred
+    );
+    assert_eq!(d.complete(5), [6]);
+}
