@@ -79,8 +79,9 @@
 //!
 //! Three structures, each in its own file:
 //!
-//! - the **range map** (`range_map.rs`): a `BTreeMap` from start address to disjoint segments,
-//!   each holding the last writing group and the readers since, split on partial overlap. It
+//! - the **range map** (`range_map.rs`): disjoint segments by start address (a hash map, with a
+//!   `BTreeMap` of their bounds for overlap queries), each holding the last writing group and
+//!   the readers since, split on partial overlap. It
 //!   is only touched by `submit`, under the tracker's lock; completions never take that lock.
 //!   Registration visits only the segments an access overlaps, and adds an edge per task found
 //!   there (a writer links to the readers since the last writer, not to that writer: the

@@ -1,6 +1,6 @@
 //! The interval map: for each maximal byte range with one history, who accessed it last.
 //!
-//! Keys are start addresses in a `BTreeMap`; each [`Segment`] covers `[start, end)`, segments are
+//! Keys are start addresses; each [`Segment`] covers `[start, end)`, segments are
 //! disjoint, and bytes outside every segment have no recorded access. A segment holds what a new
 //! access must wait for, like one entry of libomp's dependence hash, but for byte ranges:
 //!
@@ -34,9 +34,11 @@
 //! otherwise find them forgotten, and pay an insertion instead of a lookup on every access.
 //!
 //! Programs mostly access the same blocks again and again, so the segments live in a hash map
-//! keyed by start address, and an access to exactly one existing segment costs one hash lookup.
-//! A `BTreeMap` from start to end, with the same keys, answers the ordered queries (what
-//! overlaps a range) that only new and partially overlapping ranges need.
+//! keyed by start address, and an access to exactly one existing segment costs one hash lookup
+//! (the two or three pieces of such a task are looked up together, once for the prefetch of
+//! their predecessors and their registration: [`RangeMap::register_all`]). A `BTreeMap` from
+//! start to end, with the same keys, answers the ordered queries (what overlaps a range) that
+//! only new and partially overlapping ranges need.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
