@@ -579,6 +579,29 @@ fn raw_tasks(
     tasks
 }
 
+/// How a numatask row builds its task graph.
+#[derive(Clone, Copy)]
+enum Program {
+    /// The safe API on the arena (`sparselu_numatask`).
+    Safe,
+    /// The raw API on the arena (`sparselu_raw`).
+    Raw,
+    /// The same tasks without `depend` accesses (empty kernels only).
+    NoDeps,
+    /// The raw API on the C driver's layout (`sparselu_raw_c`).
+    RawC,
+}
+
+/// numatask's rows, in the order they run: name, program, and whether the kernels run.
+const ROWS: [(&str, Program, Work); 6] = [
+    ("numatask", Program::Safe, Work::Kernels),
+    ("numatask-raw", Program::Raw, Work::Kernels),
+    ("numatask-raw-c", Program::RawC, Work::Kernels),
+    ("numatask-empty", Program::Safe, Work::Empty),
+    ("numatask-raw-empty", Program::Raw, Work::Empty),
+    ("numatask-nodeps-empty", Program::NoDeps, Work::Empty),
+];
+
 struct Args {
     nb: usize,
     bs: usize,
@@ -799,55 +822,32 @@ fn main() {
                     SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
                     other => format!("{base}[{other}]{ALLOCATOR}"),
                 };
-                let name = named("numatask");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m| {
-                        rt.scope(|s| sparselu_numatask(s, m, Work::Kernels))
-                    });
-                    check(&name, threads, &r.checksum);
-                    report(&name, threads, &args, &r);
-                    record(&name, r.median.as_secs_f64());
-                }
-                let name = named("numatask-raw");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m| {
-                        rt.scope(|s| sparselu_raw(s, m, Work::Kernels, true))
-                    });
-                    check(&name, threads, &r.checksum);
-                    report(&name, threads, &args, &r);
-                    record(&name, r.median.as_secs_f64());
-                }
-                let name = named("numatask-raw-c");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m: &mut CMatrix| {
-                        rt.scope(|s| sparselu_raw_c(s, m, Work::Kernels))
-                    });
-                    check(&name, threads, &r.checksum);
-                    report(&name, threads, &args, &r);
-                    record(&name, r.median.as_secs_f64());
-                }
-                let name = named("numatask-empty");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m| {
-                        rt.scope(|s| sparselu_numatask(s, m, Work::Empty))
-                    });
-                    report_overhead(&name, threads, &args, &r);
-                    record(&name, r.median.as_secs_f64());
-                }
-                let name = named("numatask-raw-empty");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m| {
-                        rt.scope(|s| sparselu_raw(s, m, Work::Empty, true))
-                    });
-                    report_overhead(&name, threads, &args, &r);
-                    record(&name, r.median.as_secs_f64());
-                }
-                let name = named("numatask-nodeps-empty");
-                if wants(&name) {
-                    let r = time_reps(&args, place, |m| {
-                        rt.scope(|s| sparselu_raw(s, m, Work::Empty, false))
-                    });
-                    report_overhead(&name, threads, &args, &r);
+                for (base, program, work) in ROWS {
+                    let name = named(base);
+                    if !wants(&name) {
+                        continue;
+                    }
+                    let r = match program {
+                        Program::Safe => time_reps(&args, place, |m| {
+                            rt.scope(|s| sparselu_numatask(s, m, work))
+                        }),
+                        Program::Raw => time_reps(&args, place, |m| {
+                            rt.scope(|s| sparselu_raw(s, m, work, true))
+                        }),
+                        Program::NoDeps => time_reps(&args, place, |m| {
+                            rt.scope(|s| sparselu_raw(s, m, work, false))
+                        }),
+                        Program::RawC => time_reps(&args, place, |m: &mut CMatrix| {
+                            rt.scope(|s| sparselu_raw_c(s, m, work))
+                        }),
+                    };
+                    match work {
+                        Work::Kernels => {
+                            check(&name, threads, &r.checksum);
+                            report(&name, threads, &args, &r);
+                        }
+                        Work::Empty => report_overhead(&name, threads, &args, &r),
+                    }
                     record(&name, r.median.as_secs_f64());
                 }
             }
