@@ -365,16 +365,13 @@ impl<T> RangeMap<T> {
         {
             return false;
         }
-        for (seg, p) in segs.iter().zip(&pieces) {
-            if let Some(seg) = seg {
-                seg.prefetch_preds(p.kind);
-            }
+        // Every entry is `Some` (checked above), so `flatten` keeps them aligned with `pieces`.
+        for (seg, p) in segs.iter().flatten().zip(&pieces) {
+            seg.prefetch_preds(p.kind);
         }
-        for (seg, p) in segs.into_iter().zip(pieces) {
-            if let Some(seg) = seg {
-                seg.used = generation;
-                seg.apply(p.kind, reg);
-            }
+        for (seg, p) in segs.into_iter().flatten().zip(pieces) {
+            seg.used = generation;
+            seg.apply(p.kind, reg);
         }
         true
     }

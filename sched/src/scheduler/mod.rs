@@ -293,22 +293,9 @@ macro_rules! dispatch {
 }
 
 impl WorkerQueues {
-    /// A task without a footprint (or any task on a one-node machine) goes to the spawning
-    /// worker's deque under both policies, inlined; only the locality-aware policy's dealing is
-    /// called out of line, so that the spawn path stays small enough to be inlined and a task
-    /// that cannot be dealt costs about the same under either policy (callgrind, fib, one
-    /// thread: 268.1 and 271.6 instructions per task; 263.1 and 279.1 when every
-    /// locality-aware push was a call). Dealing is not marked cold: on a machine of several
-    /// nodes it is the common path of tasks with a footprint.
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        match self {
-            WorkerQueues::WorkStealing(shared, local) => shared.push(local, ctx, task),
-            WorkerQueues::Locality(shared, local) if shared.may_deal(&task) => {
-                shared.push_outlined(local, ctx, task)
-            }
-            WorkerQueues::Locality(shared, local) => shared.push_local(local, ctx, task),
-        }
+        dispatch!(self, push(ctx, task))
     }
 
     #[inline]
