@@ -805,81 +805,145 @@ fn main() {
                 (kind, rt)
             })
             .collect();
-        // Each row's median of every round, in the order the rows first ran.
-        let mut rounds: Vec<(String, Vec<f64>)> = Vec::new();
-        let mut record = |name: &str, seconds: f64| match rounds.iter_mut().find(|r| r.0 == name) {
-            Some(row) => row.1.push(seconds),
-            None => rounds.push((name.to_owned(), vec![seconds])),
-        };
-        // With `--rounds R`, every row runs its repetitions R times, one turn per round, so that
-        // drifts of a shared machine's speed (other tenants, clocks) hit all rows alike.
-        for round in 1..=args.rounds {
-            if args.rounds > 1 {
-                println!("# round {round} of {}", args.rounds);
-            }
-            for (kind, rt) in &runtimes {
-                let named = |base: &str| match kind {
+        // Every row of this thread count: numatask's (per runtime) and the C peers'.
+        let mut entries: Vec<Entry<'_>> = Vec::new();
+        for (kind, rt) in &runtimes {
+            for (base, program, work) in ROWS {
+                let name = match kind {
                     SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
                     other => format!("{base}[{other}]{ALLOCATOR}"),
                 };
-                for (base, program, work) in ROWS {
-                    let name = named(base);
-                    if !wants(&name) {
-                        continue;
-                    }
-                    let r = match program {
-                        Program::Safe => time_reps(&args, place, |m| {
-                            rt.scope(|s| sparselu_numatask(s, m, work))
-                        }),
-                        Program::Raw => time_reps(&args, place, |m| {
-                            rt.scope(|s| sparselu_raw(s, m, work, true))
-                        }),
-                        Program::NoDeps => time_reps(&args, place, |m| {
-                            rt.scope(|s| sparselu_raw(s, m, work, false))
-                        }),
-                        Program::RawC => time_reps(&args, place, |m: &mut CMatrix| {
-                            rt.scope(|s| sparselu_raw_c(s, m, work))
-                        }),
-                    };
-                    match work {
-                        Work::Kernels => {
-                            check(&name, threads, &r.checksum);
-                            report(&name, threads, &args, &r);
-                        }
-                        Work::Empty => report_overhead(&name, threads, &args, &r),
-                    }
-                    record(&name, r.median.as_secs_f64());
+                if wants(&name) {
+                    entries.push(Entry::Numatask {
+                        name,
+                        rt,
+                        program,
+                        work,
+                    });
                 }
             }
-            for bin in &args.omp {
-                let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
-                let line = common::run_omp_peer(bin, &peer_args, threads, Some(expect));
-                let field = |key: &str| {
-                    line.split_whitespace()
-                        .find_map(|w| w.strip_prefix(key))
-                        .map(str::to_owned)
+        }
+        entries.extend(args.omp.iter().map(|bin| Entry::Peer(bin)));
+        // Each row's median of every round (`None`: a peer's line without a time).
+        let mut cells: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+        // With `--rounds R`, every row runs its repetitions R times, one turn per round, so that
+        // drifts of a shared machine's speed (other tenants, clocks) hit all rows alike; round
+        // r starts at row r - 1 of the list, so that no row always runs first or after the
+        // same row.
+        for round in 0..args.rounds {
+            if args.rounds > 1 {
+                println!("# round {} of {}", round + 1, args.rounds);
+            }
+            for i in 0..entries.len() {
+                let (name, seconds) = match &entries[(round + i) % entries.len()] {
+                    Entry::Numatask {
+                        name,
+                        rt,
+                        program,
+                        work,
+                    } => {
+                        let work = *work;
+                        let r = match program {
+                            Program::Safe => time_reps(&args, place, |m| {
+                                rt.scope(|s| sparselu_numatask(s, m, work))
+                            }),
+                            Program::Raw => time_reps(&args, place, |m| {
+                                rt.scope(|s| sparselu_raw(s, m, work, true))
+                            }),
+                            Program::NoDeps => time_reps(&args, place, |m| {
+                                rt.scope(|s| sparselu_raw(s, m, work, false))
+                            }),
+                            Program::RawC => time_reps(&args, place, |m: &mut CMatrix| {
+                                rt.scope(|s| sparselu_raw_c(s, m, work))
+                            }),
+                        };
+                        match work {
+                            Work::Kernels => {
+                                check(name, threads, &r.checksum);
+                                report(name, threads, &args, &r);
+                            }
+                            Work::Empty => report_overhead(name, threads, &args, &r),
+                        }
+                        (name.clone(), Some(r.median.as_secs_f64()))
+                    }
+                    Entry::Peer(bin) => {
+                        let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
+                        let line = common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+                        let field = |key: &str| {
+                            line.split_whitespace()
+                                .find_map(|w| w.strip_prefix(key))
+                                .map(str::to_owned)
+                        };
+                        let name = field("runtime=").unwrap_or_else(|| (*bin).clone());
+                        (name, field("median_s=").and_then(|v| v.parse().ok()))
+                    }
                 };
-                let name = field("runtime=").unwrap_or_else(|| bin.clone());
-                let seconds = field("median_s=").and_then(|v| v.parse().ok());
-                // A line without a time (a failed parse) has no cell to take part in medians.
-                if let Some(seconds) = seconds {
-                    record(&name, seconds);
+                match cells.iter_mut().find(|c| c.0 == name) {
+                    Some(row) => row.1.push(seconds),
+                    None => cells.push((name, vec![seconds])),
                 }
             }
         }
         if args.rounds > 1 {
-            for (name, mut cells) in rounds {
-                cells.sort_by(f64::total_cmp);
-                println!(
-                    "sparselu rounds runtime={name} threads={threads} nb={} bs={} rounds={} median_s={:.6} min_s={:.6} max_s={:.6}",
-                    args.nb,
-                    args.bs,
-                    cells.len(),
-                    cells[cells.len() / 2],
-                    cells[0],
-                    cells[cells.len() - 1],
-                );
+            report_rounds(&args, threads, &cells);
+        }
+    }
+}
+
+/// A row of the bench: one of numatask's on one runtime, or a C/OpenMP peer's binary.
+enum Entry<'a> {
+    Numatask {
+        name: String,
+        rt: &'a Runtime,
+        program: Program,
+        work: Work,
+    },
+    Peer(&'a String),
+}
+
+/// After several rounds: each row's median, min and max over its rounds, and for each
+/// numatask row with kernels against each peer the median of the per-round ratios (row's
+/// time over the peer's in the same round: the machine's drift between rounds cancels).
+fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>)]) {
+    let sorted = |v: &[Option<f64>]| {
+        let mut v: Vec<f64> = v.iter().flatten().copied().collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    for (name, row) in cells {
+        let v = sorted(row);
+        if v.is_empty() {
+            continue;
+        }
+        println!(
+            "sparselu rounds runtime={name} threads={threads} nb={} bs={} rounds={} median_s={:.6} min_s={:.6} max_s={:.6}",
+            args.nb,
+            args.bs,
+            v.len(),
+            v[v.len() / 2],
+            v[0],
+            v[v.len() - 1],
+        );
+    }
+    let ours = cells.iter().filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
+    for (name, row) in ours {
+        for (peer, peer_row) in cells.iter().filter(|c| !c.0.starts_with("numatask")) {
+            let ratios: Vec<Option<f64>> = row
+                .iter()
+                .zip(peer_row)
+                .map(|(a, b)| Some((*a)? / (*b)?))
+                .collect();
+            let v = sorted(&ratios);
+            if v.is_empty() {
+                continue;
             }
+            println!(
+                "sparselu paired runtime={name} peer={peer} threads={threads} rounds={} median_ratio={:.3} min_ratio={:.3} max_ratio={:.3}",
+                v.len(),
+                v[v.len() / 2],
+                v[0],
+                v[v.len() - 1],
+            );
         }
     }
 }
