@@ -903,7 +903,8 @@ enum Entry<'a> {
 
 /// After several rounds: each row's median, min and max over its rounds, and for each
 /// numatask row with kernels against each peer the median of the per-round ratios (row's
-/// time over the peer's in the same round: the machine's drift between rounds cancels).
+/// time over the peer's in the same round: the machine's drift between rounds cancels); with
+/// several peers also against `best-peer`, each round's fastest peer.
 fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>)]) {
     let sorted = |v: &[Option<f64>]| {
         let mut v: Vec<f64> = v.iter().flatten().copied().collect();
@@ -926,8 +927,24 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
         );
     }
     let ours = cells.iter().filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
+    let peers: Vec<&(String, Vec<Option<f64>>)> = cells
+        .iter()
+        .filter(|c| !c.0.starts_with("numatask") && c.0 != "serial")
+        .collect();
+    // Each round's best peer: the least time of the peers that reported one.
+    let best: Vec<Option<f64>> = (0..args.rounds)
+        .map(|r| {
+            peers
+                .iter()
+                .filter_map(|p| p.1.get(r).copied().flatten())
+                .min_by(f64::total_cmp)
+        })
+        .collect();
+    let best_row = ("best-peer".to_owned(), best);
+    let against = peers.iter().copied().chain((peers.len() > 1).then_some(&best_row));
+    let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
     for (name, row) in ours {
-        for (peer, peer_row) in cells.iter().filter(|c| !c.0.starts_with("numatask")) {
+        for (peer, peer_row) in &against {
             let ratios: Vec<Option<f64>> = row
                 .iter()
                 .zip(peer_row)
