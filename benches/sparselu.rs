@@ -9,8 +9,7 @@
 //! ```text
 //! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
 //! cargo bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 [--rounds 5] \
-//!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality] \
-//!     [--affinity off,32K]
+//!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
 //! ```
 //!
 //! Rows (`--only WORD` keeps the rows whose name contains `WORD`, `--skip W1,W2` drops those
@@ -31,9 +30,7 @@
 //!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
 //!   their difference the cost of dependence tracking (printed as `ns_per_task`).
 //!
-//! Rows of a scheduler other than work stealing are named `numatask[<policy>]`, rows of an
-//! `--affinity` setting (`NUMATASK_AFFINITY` values, one runtime each) `numatask[affinity=<v>]`,
-//! and built with
+//! Rows of a scheduler other than work stealing are named `numatask[<policy>]`, and built with
 //! `--features bench-mimalloc` (mimalloc as the global allocator) `numatask+mimalloc`. Timings
 //! are the median of `--reps` runs after one warm-up run, like the C driver. With `--rounds R`
 //! the rows take turns R times (C peers included) and a `sparselu rounds` line per row gives
@@ -50,7 +47,6 @@ use std::time::{Duration, Instant};
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::config::parse_affinity;
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind, Scope};
 
 /// With `--features bench-mimalloc`: every allocation of this process (task frames that miss
@@ -617,9 +613,6 @@ struct Args {
     only: Option<String>,
     skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
-    /// `--affinity off,32K`: one runtime per setting (`NUMATASK_AFFINITY` values); empty: the
-    /// environment's (or the default) only.
-    affinities: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -640,12 +633,6 @@ fn parse_args() -> Result<Args, String> {
         } else {
             vec![SchedulerKind::WorkStealing]
         },
-        // The smoke run also checks the checksum with every task placed by affinity.
-        affinities: if smoke {
-            vec!["off".into(), "0".into()]
-        } else {
-            Vec::new()
-        },
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -661,12 +648,6 @@ fn parse_args() -> Result<Args, String> {
             "--only" => args.only = Some(value()?),
             "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            "--affinity" => {
-                args.affinities = value()?.split(',').map(str::to_string).collect();
-                for a in &args.affinities {
-                    parse_affinity(a).map_err(|e| format!("--affinity: {e}"))?;
-                }
-            }
             "--bench" => {}
             other => return Err(format!("unknown argument {other}")),
         }
@@ -805,47 +786,32 @@ fn main() {
             "{name} with {threads} threads: checksum differs from the serial run"
         );
     };
-    // One runtime per scheduler and affinity setting (`None`: the environment's).
-    let affinities: Vec<Option<&str>> = if args.affinities.is_empty() {
-        vec![None]
-    } else {
-        args.affinities.iter().map(|a| Some(a.as_str())).collect()
-    };
-    let several_runtimes = args.threads.len() * args.schedulers.len() * affinities.len() > 1;
+    let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
-        let mut runtimes: Vec<(String, Runtime)> = Vec::new();
-        for &kind in &args.schedulers {
-            for &affinity in &affinities {
+        let runtimes: Vec<(SchedulerKind, Runtime)> = args
+            .schedulers
+            .iter()
+            .map(|&kind| {
                 // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...).
                 let mut builder = RuntimeBuilder::from_env()
                     .expect("numatask settings from the environment")
                     .num_threads(threads)
                     .scheduler(kind);
-                let mut tags = Vec::new();
-                if kind != SchedulerKind::WorkStealing {
-                    tags.push(kind.to_string());
-                }
-                if let Some(a) = affinity {
-                    builder = builder.affinity(parse_affinity(a).expect("checked"));
-                    tags.push(format!("affinity={a}"));
-                }
-                let tag = tags.join(",");
                 // One trace file per runtime when there are several, not one overwriting another.
                 if several_runtimes && let Some(path) = trace_path() {
-                    let file = format!("{kind}-{}-{threads}", affinity.unwrap_or("env"));
-                    builder = builder.trace(trace_path_for(&path, &file));
+                    builder = builder.trace(trace_path_for(&path, &format!("{kind}-{threads}")));
                 }
-                runtimes.push((tag, builder.build().expect("numatask runtime")));
-            }
-        }
+                let rt = builder.build().expect("numatask runtime");
+                (kind, rt)
+            })
+            .collect();
         // Every row of this thread count: numatask's (per runtime) and the C peers'.
         let mut entries: Vec<Entry<'_>> = Vec::new();
-        for (tag, rt) in &runtimes {
+        for (kind, rt) in &runtimes {
             for (base, program, work) in ROWS {
-                let name = if tag.is_empty() {
-                    format!("{base}{ALLOCATOR}")
-                } else {
-                    format!("{base}[{tag}]{ALLOCATOR}")
+                let name = match kind {
+                    SchedulerKind::WorkStealing => format!("{base}{ALLOCATOR}"),
+                    other => format!("{base}[{other}]{ALLOCATOR}"),
                 };
                 if wants(&name) {
                     entries.push(Entry::Numatask {
@@ -960,9 +926,7 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
             v[v.len() - 1],
         );
     }
-    let ours = cells
-        .iter()
-        .filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
+    let ours = cells.iter().filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
     let peers: Vec<&(String, Vec<Option<f64>>)> = cells
         .iter()
         .filter(|c| !c.0.starts_with("numatask") && c.0 != "serial")
@@ -977,10 +941,7 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
         })
         .collect();
     let best_row = ("best-peer".to_owned(), best);
-    let against = peers
-        .iter()
-        .copied()
-        .chain((peers.len() > 1).then_some(&best_row));
+    let against = peers.iter().copied().chain((peers.len() > 1).then_some(&best_row));
     let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
     for (name, row) in ours {
         for (peer, peer_row) in &against {

@@ -7,7 +7,6 @@
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; at least 64K | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
-//! | `NUMATASK_AFFINITY` | `off`, or a size as for `OMP_STACKSIZE` (no unit: KiB): the smallest intensive dependence that sends its task to the worker that last ran a task on the same data (see [`crate::scheduler::affinity`]) | `32K` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
 //!
@@ -38,19 +37,16 @@ pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
 /// `NUMATASK_VICINITY`: the largest OS distance the locality-aware scheduler steals dealt
 /// tasks across.
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
-/// `NUMATASK_AFFINITY`: the smallest intensive dependence placed by cache affinity, or `off`.
-pub const AFFINITY_ENV: &str = "NUMATASK_AFFINITY";
 
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 7] = [
+pub const ENV_VARS: [&str; 6] = [
     NUM_THREADS_ENV,
     PROC_BIND_ENV,
     STACKSIZE_ENV,
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
     VICINITY_ENV,
-    AFFINITY_ENV,
 ];
 
 /// Worker stack size when `OMP_STACKSIZE` is unset (the same as Rust's default).
@@ -68,8 +64,6 @@ const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware
 const VICINITY_EXPECTED: &str =
     "an OS distance (a positive integer; 10 = the own node only) or all (no limit)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
-const AFFINITY_EXPECTED: &str =
-    "off, or a size with an optional unit B, K, M or G (no unit: K), for example 32K";
 
 /// What `OMP_DISPLAY_ENV` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -121,8 +115,6 @@ pub struct EnvSettings {
     pub display_env: Option<DisplayEnv>,
     /// `NUMATASK_VICINITY`: `Some(None)` for `all`.
     pub vicinity: Option<Option<u32>>,
-    /// `NUMATASK_AFFINITY`: `Some(None)` for `off`.
-    pub affinity: Option<Option<usize>>,
     /// `NUMATASK_TRACE`.
     pub trace: Option<PathBuf>,
 }
@@ -191,7 +183,6 @@ impl EnvSettings {
                 })
                 .transpose()?,
             vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
-            affinity: get(AFFINITY_ENV).map(|v| parse_affinity(&v)).transpose()?,
             trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
         })
     }
@@ -254,48 +245,22 @@ pub fn parse_proc_bind(value: &str) -> Result<bool, SchedError> {
 /// number and the unit, case-insensitive, no unit meaning KiB (the OpenMP rule).
 pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
     let err = || invalid(STACKSIZE_ENV, value, STACKSIZE_EXPECTED);
-    let bytes = parse_size(value).ok_or_else(err)?;
-    if bytes < MIN_STACK_SIZE {
-        return Err(err());
-    }
-    Ok(bytes)
-}
-
-/// A size as `OMP_STACKSIZE` writes it: digits, then an optional unit `B`, `K`, `M` or `G`
-/// (binary multiples; none means KiB). `None` if malformed or too large.
-fn parse_size(value: &str) -> Option<usize> {
     let s = value.trim();
     let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(digits);
-    let number: usize = number.parse().ok()?;
+    let number: usize = number.parse().map_err(|_| err())?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "b" => 0,
         "" | "k" => 10,
         "m" => 20,
         "g" => 30,
-        _ => return None,
+        _ => return Err(err()),
     };
-    number.checked_mul(1 << shift)
-}
-
-/// Parses a `NUMATASK_AFFINITY` value: `off` (also `false`, `none`: `None`), or a size as for
-/// `OMP_STACKSIZE` (`Some(bytes)`; `0` places every task that has an intensive dependence).
-///
-/// ```
-/// use numatask_sched::config::parse_affinity;
-/// assert_eq!(parse_affinity("64K"), Ok(Some(64 << 10)));
-/// assert_eq!(parse_affinity("16"), Ok(Some(16 << 10)));
-/// assert_eq!(parse_affinity(" OFF "), Ok(None));
-/// assert!(parse_affinity("near").unwrap_err().to_string().starts_with("NUMATASK_AFFINITY='near'"));
-/// ```
-pub fn parse_affinity(value: &str) -> Result<Option<usize>, SchedError> {
-    let v = value.trim().to_ascii_lowercase();
-    if matches!(v.as_str(), "off" | "false" | "none") {
-        return Ok(None);
+    let bytes = number.checked_mul(1 << shift).ok_or_else(err)?;
+    if bytes < MIN_STACK_SIZE {
+        return Err(err());
     }
-    parse_size(value)
-        .map(Some)
-        .ok_or_else(|| invalid(AFFINITY_ENV, value, AFFINITY_EXPECTED))
+    Ok(bytes)
 }
 
 /// Formats a byte count the way `OMP_STACKSIZE` is written (`2048K`, `16M`, `100B`).

@@ -21,8 +21,8 @@ use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, Topology};
 
 use crate::config::{
-    AFFINITY_ENV, DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MIN_STACK_SIZE,
-    NUM_THREADS_ENV, PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV, format_size,
+    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MIN_STACK_SIZE, NUM_THREADS_ENV,
+    PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV, format_size,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -33,9 +33,6 @@ use crate::worker::WorkerThread;
 
 /// Default capacity of a worker's deque.
 pub const DEFAULT_DEQUE_CAPACITY: usize = 4096;
-
-/// The default smallest intensive dependence placed by cache affinity (`NUMATASK_AFFINITY`).
-pub const DEFAULT_AFFINITY_MIN_BYTES: usize = crate::scheduler::affinity::DEFAULT_MIN_BYTES;
 
 /// The effective settings of a runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,11 +52,6 @@ pub struct Settings {
     /// The largest OS distance the locality-aware scheduler steals dealt tasks across
     /// (`None`: any).
     pub vicinity: Option<u32>,
-    /// The smallest intensive dependence that sends its task to the worker that last ran a
-    /// task on the same data (`None`: cache affinity off; see
-    /// [`crate::scheduler::affinity`]). Whether the layer actually runs also depends on the
-    /// policy and the machine ([`Runtime::affinity_active`]).
-    pub affinity: Option<usize>,
     /// The trace file, when tasks are traced.
     pub trace: Option<PathBuf>,
 }
@@ -100,7 +92,6 @@ pub struct RuntimeBuilder {
     deque_capacity: usize,
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
-    affinity: Option<usize>,
     trace: Option<PathBuf>,
 }
 
@@ -123,7 +114,6 @@ impl RuntimeBuilder {
             deque_capacity: DEFAULT_DEQUE_CAPACITY,
             topology: None,
             vicinity: None,
-            affinity: Some(DEFAULT_AFFINITY_MIN_BYTES),
             trace: None,
         }
     }
@@ -154,9 +144,6 @@ impl RuntimeBuilder {
         }
         if let Some(v) = env.vicinity {
             self.vicinity = v;
-        }
-        if let Some(a) = env.affinity {
-            self.affinity = a;
         }
         if let Some(path) = &env.trace {
             self.trace = Some(path.clone());
@@ -194,15 +181,6 @@ impl RuntimeBuilder {
     /// but their own). Work stealing ignores it.
     pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
         self.vicinity = max_distance;
-        self
-    }
-
-    /// Cache affinity (see [`crate::scheduler::affinity`]): a task whose intensive dependence
-    /// is at least `min_bytes` long goes to the worker that last ran a task on the same data
-    /// (default 32 KiB; `None`: off, the plain policies of the paper). It runs with work
-    /// stealing, and with the locality-aware policy on one NUMA node.
-    pub fn affinity(mut self, min_bytes: Option<usize>) -> Self {
-        self.affinity = min_bytes;
         self
     }
 
@@ -285,7 +263,6 @@ impl RuntimeBuilder {
             display_env: self.display_env,
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
-            affinity: self.affinity,
             trace: self.trace.clone(),
         };
         let (scheduler, queues) = self.scheduler.create(
@@ -294,7 +271,6 @@ impl RuntimeBuilder {
             &SchedulerConfig {
                 deque_capacity: self.deque_capacity,
                 vicinity: self.vicinity,
-                affinity: self.affinity,
             },
         );
         let tracer = self.trace.map(|path| {
@@ -433,13 +409,6 @@ impl Runtime {
         &self.registry.settings
     }
 
-    /// Whether the cache-affinity layer runs: it is set ([`Settings::affinity`]), there are
-    /// several workers, and the policy is work stealing or the machine has one NUMA node.
-    pub fn affinity_active(&self) -> bool {
-        let s = self.settings();
-        s.affinity.is_some() && s.scheduler.uses_affinity(self.topology(), s.num_threads)
-    }
-
     /// The topology the workers are placed on.
     pub fn topology(&self) -> &Arc<Topology> {
         &self.registry.topology
@@ -501,22 +470,6 @@ impl Runtime {
         match s.vicinity {
             Some(d) => line(VICINITY_ENV, &d),
             None => line(VICINITY_ENV, &"all"),
-        }
-        match s.affinity {
-            Some(bytes) if self.affinity_active() => line(AFFINITY_ENV, &format_size(bytes)),
-            Some(bytes) => line(
-                AFFINITY_ENV,
-                &format_args!(
-                    "{} (not used: {})",
-                    format_size(bytes),
-                    if s.num_threads < 2 {
-                        "one worker"
-                    } else {
-                        "the locality-aware policy places tasks by node"
-                    }
-                ),
-            ),
-            None => line(AFFINITY_ENV, &"off"),
         }
         for (name, value) in self.registry.scheduler.display_lines() {
             line(name, &value);

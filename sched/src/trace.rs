@@ -40,12 +40,6 @@ pub enum QueueChoice {
         /// Why.
         reason: DealReason,
     },
-    /// A worker's mailbox: the worker that last ran a task on the same intensive data (the
-    /// cache-affinity layer, [`crate::scheduler::affinity`]).
-    Affinity {
-        /// The worker.
-        worker: usize,
-    },
     /// Run at once by its creator (a full deque, or an `if(false)` task).
     Inline,
     /// Queued from outside the pool (a scope body), or handed on by a waiting worker short of
@@ -58,7 +52,6 @@ impl fmt::Display for QueueChoice {
         match self {
             QueueChoice::OwnDeque => f.write_str("own deque"),
             QueueChoice::Node { node, reason } => write!(f, "node {node} ({reason:?})"),
-            QueueChoice::Affinity { worker } => write!(f, "worker {worker} (affinity)"),
             QueueChoice::Inline => f.write_str("inline"),
             QueueChoice::Injected => f.write_str("injected"),
         }

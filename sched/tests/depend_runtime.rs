@@ -21,8 +21,7 @@ mod common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
-use common::within;
-use numatask_sched::Runtime;
+use common::{runtime, within};
 use numatask_sched::depend::{Access, AccessKind};
 
 /// Cells of the buffer.
@@ -145,16 +144,10 @@ struct Observed {
     ran: Vec<AtomicBool>,
 }
 
-/// Runs `specs` on `workers` workers, with cache affinity for intensive (here: only)
-/// accesses of at least `affinity` bytes (`None`: off); returns what was observed and the
-/// scope's panic message, if any.
-fn run(specs: &[Spec], workers: usize, affinity: Option<usize>) -> (Observed, Option<String>) {
-    let rt = Runtime::builder()
-        .num_threads(workers)
-        .proc_bind(false)
-        .affinity(affinity)
-        .build()
-        .expect("runtime starts");
+/// Runs `specs` on `workers` workers; returns what was observed and the scope's panic
+/// message, if any.
+fn run(specs: &[Spec], workers: usize) -> (Observed, Option<String>) {
+    let rt = runtime(workers);
     let cells: Vec<AtomicU32> = (0..CELLS).map(|_| AtomicU32::new(0)).collect();
     let observed = Observed {
         wrong: AtomicUsize::new(0),
@@ -222,15 +215,10 @@ fn run(specs: &[Spec], workers: usize, affinity: Option<usize>) -> (Observed, Op
 fn every_task_sees_exactly_its_predecessors_writes_with_1_to_4_workers() {
     let specs = program(0x5EED_0001, 100_000, 0);
     assert!(specs.iter().all(|s| !s.cancelled));
-    // The default affinity threshold (32 KiB) places none of these small ranges; the last run
-    // sends every task with one access to the worker that last ran a task on the same range
-    // (threshold 0), through the workers' mailboxes.
-    let runs = [(1, None), (2, None), (3, None), (4, None), (4, Some(0))];
-    for (workers, affinity) in runs {
-        let affinity = affinity.or(Some(numatask_sched::runtime::DEFAULT_AFFINITY_MIN_BYTES));
+    for workers in 1..=4 {
         let (observed, message) = within(120, {
             let specs = specs.clone();
-            move || run(&specs, workers, affinity)
+            move || run(&specs, workers)
         });
         assert_eq!(message, None, "{workers} workers: no task panicked");
         assert_eq!(
@@ -256,10 +244,10 @@ fn panics_cancel_exactly_the_tasks_that_depend_on_them() {
         cancelled > 0 && cancelled < specs.len() / 4,
         "the seed gives a useful program ({cancelled} cancelled)"
     );
-    for (workers, affinity) in [(1, None), (3, None), (3, Some(0))] {
+    for workers in [1, 3] {
         let (observed, message) = within(120, {
             let specs = specs.clone();
-            move || run(&specs, workers, affinity)
+            move || run(&specs, workers)
         });
         let message = message.expect("a panic reaches the scope end");
         assert!(

@@ -29,11 +29,9 @@
 //! For tracing, a policy also says where the task it handed out was queued
 //! ([`origin`](Scheduler::origin)); the runtime asks only when tracing is on.
 
-pub mod affinity;
 pub mod locality;
 pub mod work_stealing;
 
-use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -45,7 +43,6 @@ use crate::job::Task;
 use crate::sleep::Sleep;
 use crate::trace::QueueChoice;
 
-use affinity::Affinity;
 pub use locality::Locality;
 pub use work_stealing::WorkStealing;
 
@@ -81,9 +78,6 @@ pub struct SchedulerConfig {
     /// The largest OS distance a worker steals dealt tasks across (`None`: any), for the
     /// locality-aware policy (`NUMATASK_VICINITY`).
     pub vicinity: Option<u32>,
-    /// The smallest intensive access placed by cache affinity (`None`: off;
-    /// `NUMATASK_AFFINITY`; see [`affinity`]).
-    pub affinity: Option<usize>,
 }
 
 /// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
@@ -208,13 +202,6 @@ impl SchedulerKind {
         }
     }
 
-    /// Whether the cache-affinity layer runs with this policy on `topology` with `workers`
-    /// workers: not for one worker, and not for the locality-aware policy on several NUMA
-    /// nodes, where Algorithm 1 places tasks.
-    pub(crate) fn uses_affinity(self, topology: &Topology, workers: usize) -> bool {
-        workers > 1 && (self == Self::WorkStealing || topology.num_nodes() == 1)
-    }
-
     /// Creates the policy and the workers' parts of it.
     pub(crate) fn create(
         self,
@@ -222,27 +209,13 @@ impl SchedulerKind {
         places: &[WorkerPlace],
         config: &SchedulerConfig,
     ) -> (AnyScheduler, Vec<WorkerQueues>) {
-        let affinity = config
-            .affinity
-            .filter(|_| self.uses_affinity(topology, places.len()))
-            .map(|min_bytes| {
-                Arc::new(Affinity::new(
-                    min_bytes,
-                    places.iter().map(|p| p.node).collect(),
-                ))
-            });
-        let queues = |policy: PolicyQueues| WorkerQueues {
-            policy,
-            affinity: affinity.clone(),
-            from_mailbox: Cell::new(None),
-        };
         match self {
             Self::WorkStealing => {
                 let (shared, locals) = WorkStealing::create(topology, places, config);
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
-                    .map(|local| queues(PolicyQueues::WorkStealing(Arc::clone(&shared), local)))
+                    .map(|local| WorkerQueues::WorkStealing(Arc::clone(&shared), local))
                     .collect();
                 (AnyScheduler::WorkStealing(shared), queues)
             }
@@ -251,7 +224,7 @@ impl SchedulerKind {
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
-                    .map(|local| queues(PolicyQueues::Locality(Arc::clone(&shared), local)))
+                    .map(|local| WorkerQueues::Locality(Arc::clone(&shared), local))
                     .collect();
                 (AnyScheduler::Locality(shared), queues)
             }
@@ -304,27 +277,17 @@ impl AnyScheduler {
 }
 
 /// One worker's view of the policy: the shared part and the worker's own part.
-pub(crate) enum PolicyQueues {
+pub(crate) enum WorkerQueues {
     WorkStealing(Arc<WorkStealing>, <WorkStealing as Scheduler>::Local),
     Locality(Arc<Locality>, <Locality as Scheduler>::Local),
-}
-
-/// One worker's queues: its view of the policy, and the cache-affinity layer around it when
-/// that is on ([`affinity`]: tasks sent to the worker that last ran their intensive data).
-pub(crate) struct WorkerQueues {
-    policy: PolicyQueues,
-    affinity: Option<Arc<Affinity<Task>>>,
-    /// Whose mailbox the task last handed out came from (`None`: the policy's queues), for
-    /// [`origin`](Self::origin).
-    from_mailbox: Cell<Option<usize>>,
 }
 
 /// Forwards a trait operation to the active policy.
 macro_rules! dispatch {
     ($self:ident, $op:ident($($arg:expr),*)) => {
-        match &$self.policy {
-            PolicyQueues::WorkStealing(shared, local) => shared.$op(local, $($arg),*),
-            PolicyQueues::Locality(shared, local) => shared.$op(local, $($arg),*),
+        match $self {
+            WorkerQueues::WorkStealing(shared, local) => shared.$op(local, $($arg),*),
+            WorkerQueues::Locality(shared, local) => shared.$op(local, $($arg),*),
         }
     };
 }
@@ -332,70 +295,34 @@ macro_rules! dispatch {
 impl WorkerQueues {
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        if let Some(aff) = &self.affinity
-            && let Some(to) = aff.target(task.footprint(), ctx.place.index)
-        {
-            aff.send(to, task, ctx.sleep);
-            return Ok(());
-        }
         dispatch!(self, push(ctx, task))
     }
 
-    /// The policy's own work for this worker, then its affinity mailbox.
     #[inline]
     pub(crate) fn pop(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
-        if let Some(task) = dispatch!(self, pop(ctx)) {
-            self.from_mailbox.set(None);
-            return Some(task);
-        }
-        let task = self.affinity.as_ref()?.pop_own(ctx.place.index)?;
-        self.from_mailbox.set(Some(ctx.place.index));
-        Some(task)
+        dispatch!(self, pop(ctx))
     }
 
-    /// The policy's steal, then the other workers' affinity mailboxes; the thief becomes the
-    /// stolen task's worker for affinity.
     #[inline]
     pub(crate) fn steal(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
-        let me = ctx.place.index;
-        if let Some(task) = dispatch!(self, steal(ctx)) {
-            if let Some(aff) = &self.affinity {
-                aff.record(task.footprint(), me);
-            }
-            self.from_mailbox.set(None);
-            return Some(task);
-        }
-        let aff = self.affinity.as_ref()?;
-        let (task, from) = aff.steal(me)?;
-        aff.record(task.footprint(), me);
-        self.from_mailbox.set(Some(from));
-        Some(task)
+        dispatch!(self, steal(ctx))
     }
 
     #[inline]
     pub(crate) fn take_injected(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
-        let task = dispatch!(self, take_injected(ctx));
-        self.from_mailbox.set(None);
-        task
+        dispatch!(self, take_injected(ctx))
     }
 
     pub(crate) fn has_work(&self, ctx: &WorkerCtx<'_>) -> bool {
-        dispatch!(self, has_work(ctx)) || self.affinity.as_ref().is_some_and(|a| a.has_work())
+        dispatch!(self, has_work(ctx))
     }
 
     pub(crate) fn has_stealable_work(&self, ctx: &WorkerCtx<'_>) -> bool {
         dispatch!(self, has_stealable_work(ctx))
-            || self.affinity.as_ref().is_some_and(|a| a.has_work())
     }
 
     pub(crate) fn origin(&self, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
-        match (self.from_mailbox.get(), &self.affinity, found) {
-            (Some(worker), Some(aff), Found::Pop | Found::Steal) => TaskOrigin {
-                queue: QueueChoice::Affinity { worker },
-                stolen_from: (worker != ctx.place.index).then(|| aff.node_of(worker)),
-            },
-            _ => dispatch!(self, origin(ctx, found)),
-        }
+        dispatch!(self, origin(ctx, found))
     }
 }
 
