@@ -926,7 +926,9 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
             v[v.len() - 1],
         );
     }
-    let ours = cells.iter().filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
+    let ours = cells
+        .iter()
+        .filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
     let peers: Vec<&(String, Vec<Option<f64>>)> = cells
         .iter()
         .filter(|c| !c.0.starts_with("numatask") && c.0 != "serial")
@@ -941,7 +943,10 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
         })
         .collect();
     let best_row = ("best-peer".to_owned(), best);
-    let against = peers.iter().copied().chain((peers.len() > 1).then_some(&best_row));
+    let against = peers
+        .iter()
+        .copied()
+        .chain((peers.len() > 1).then_some(&best_row));
     let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
     for (name, row) in ours {
         for (peer, peer_row) in &against {
