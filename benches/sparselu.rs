@@ -823,7 +823,7 @@ fn main() {
                 }
             }
         }
-        entries.extend(args.omp.iter().map(|bin| Entry::Peer(bin)));
+        entries.extend(args.omp.iter().map(Entry::Peer));
         // Each row's median of every round (`None`: a peer's line without a time).
         let mut cells: Vec<(String, Vec<Option<f64>>)> = Vec::new();
         // With `--rounds R`, every row runs its repetitions R times, one turn per round, so that
