@@ -166,6 +166,7 @@ pub(crate) enum AccessList {
 }
 
 impl AccessList {
+    #[cfg(test)]
     pub(crate) fn new(accesses: &[Access]) -> Self {
         if accesses.len() <= INLINE_ACCESSES {
             let mut items = [Access::new(0, 0, AccessKind::In); INLINE_ACCESSES];
@@ -177,6 +178,32 @@ impl AccessList {
         } else {
             AccessList::Heap(accesses.into())
         }
+    }
+
+    /// Writes the list for `accesses` at `dst`, in place (see [`Node::init`](super::node::Node::init)).
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes of an `AccessList` and properly aligned; whatever it held is
+    /// overwritten without being dropped.
+    #[inline]
+    pub(crate) unsafe fn init(dst: *mut Self, accesses: &[Access]) {
+        if accesses.len() > INLINE_ACCESSES {
+            // SAFETY: the caller's promise.
+            unsafe { dst.write(AccessList::Heap(accesses.into())) };
+            return;
+        }
+        let empty = Access::new(0, 0, AccessKind::In);
+        // A fixed number of element copies, which compile to plain stores (a `copy_from_slice`
+        // of a run-time length is a call to `memcpy`).
+        let item = |i: usize| accesses.get(i).copied().unwrap_or(empty);
+        // SAFETY: the caller's promise.
+        unsafe {
+            dst.write(AccessList::Inline {
+                len: accesses.len() as u8,
+                items: std::array::from_fn(item),
+            })
+        };
     }
 
     pub(crate) fn as_slice(&self) -> &[Access] {

@@ -70,6 +70,33 @@ const _: () = {
 
 impl<T> NodeRef<T> {
     /// A new node with one reference.
+    /// A new node for a task with `accesses`, with one reference, written in place (see
+    /// [`Node::init`]).
+    #[inline]
+    pub(crate) fn for_accesses(accesses: &[super::access::Access]) -> Self {
+        let ptr = alloc_block::<Shared<T>>();
+        let p = ptr.as_ptr();
+        // Stops compiling when a field is added that the writes below do not cover.
+        let _every_field = |s: &Shared<T>| {
+            let Shared {
+                refs: _,
+                node: _,
+                tracker_refs: _,
+            } = s;
+        };
+        // SAFETY: fresh memory for one `Shared<T>`, ours alone; every field is written once.
+        unsafe {
+            std::ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+            std::ptr::addr_of_mut!((*p).tracker_refs).write(AtomicUsize::new(0));
+            Node::init(std::ptr::addr_of_mut!((*p).node), accesses);
+        }
+        NodeRef {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    #[cfg(test)]
     pub(crate) fn new(node: Node<T>) -> Self {
         let ptr = alloc_block::<Shared<T>>();
         // SAFETY: fresh memory for one `Shared<T>`, ours alone.

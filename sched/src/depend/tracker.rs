@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::access::{Access, NormalizeScratch, Piece, normalize};
 use super::mutex_set::MutexSet;
-use super::node::{DepHandle, Node, Ready, Registered, Registration, lock};
+use super::node::{DepHandle, Ready, Registered, Registration, lock};
 use super::node_ref::NodeRef;
 use super::range_map::RangeMap;
 use crate::sync::{Arc, Mutex};
@@ -63,7 +63,7 @@ impl<T> DepTracker<T> {
     /// tracker, a hash lookup per access (ordered `BTreeMap` queries only for ranges new to the
     /// tracker or partially overlapping earlier ones), and one lock per unfinished predecessor.
     pub fn submit(&self, accesses: &[Access], payload: T) -> Submitted<T> {
-        let node = NodeRef::new(Node::new(accesses));
+        let node = NodeRef::for_accesses(accesses);
         if accesses.iter().all(|a| a.end() == a.addr) {
             return Submitted::Ready(Ready {
                 handle: DepHandle::new(node),
