@@ -345,6 +345,32 @@ mod tests {
     }
 
     #[test]
+    fn many_declarations_take_the_general_path_alike() {
+        // Many declarations, unsorted: sorted when disjoint, merged where they overlap.
+        let disjoint: Vec<Access> = [50, 0, 40, 10, 30, 20]
+            .iter()
+            .map(|&a| Access::new(a, 5, if a % 20 == 0 { In } else { Out }))
+            .collect();
+        let got = pieces(&disjoint);
+        let want: Vec<_> = [0, 10, 20, 30, 40, 50]
+            .iter()
+            .map(|&a| (a, a + 5, if a % 20 == 0 { In } else { Out }))
+            .collect();
+        assert_eq!(got, want);
+        let overlapping = [
+            Access::new(0, 10, In),
+            Access::new(5, 10, Out),
+            Access::new(30, 0, Out),
+            Access::new(40, 5, In),
+            Access::new(42, 5, In),
+        ];
+        assert_eq!(
+            pieces(&overlapping),
+            vec![(0, 5, In), (5, 10, InOut), (10, 15, Out), (40, 47, In)]
+        );
+    }
+
+    #[test]
     fn ranges_past_the_address_space_are_clamped() {
         let got = pieces(&[Access::new(usize::MAX - 4, 100, Out)]);
         assert_eq!(got, vec![(usize::MAX - 4, usize::MAX, Out)]);
