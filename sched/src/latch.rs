@@ -234,6 +234,16 @@ impl ChildCounter {
 /// A panic payload, as `catch_unwind` returns it.
 pub(crate) type Payload = Box<dyn Any + Send + 'static>;
 
+/// Drops a panic payload that nobody will see (a later panic of a frame that already holds
+/// one). The payload is a user value (`panic_any(x)`), whose destructor may itself panic: that
+/// panic is caught, and its own payload leaked, because it would otherwise unwind through the
+/// runtime's bookkeeping (the frame's counter would never be decremented).
+pub(crate) fn drop_payload(payload: Payload) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
 /// Holds the first panic of a frame's body or children until someone waits for the frame.
 ///
 /// It has no `Drop`: every frame's slot is emptied before the frame goes away (a finished
@@ -265,7 +275,7 @@ impl PanicSlot {
             .is_err()
         {
             // SAFETY: `boxed` came from `Box::into_raw` above and was not shared.
-            drop(unsafe { Box::from_raw(boxed) });
+            drop_payload(*unsafe { Box::from_raw(boxed) });
         }
     }
 

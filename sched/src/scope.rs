@@ -32,7 +32,7 @@ use std::thread;
 use crate::depend::Access;
 use crate::dependences::{self, ChildDeps};
 use crate::job::{self, Header, LineAligned, ResultHead, Task, TaskMeta};
-use crate::latch::{DONE, LockLatch, Payload};
+use crate::latch::{DONE, LockLatch, Payload, drop_payload};
 use crate::runtime::Registry;
 use crate::worker::WorkerThread;
 
@@ -296,7 +296,14 @@ impl<'scope> Scope<'scope> {
         scope.wait_children();
         let child_panic = group.panic.take();
         match result {
-            Err(payload) => panic::resume_unwind(payload),
+            Err(payload) => {
+                // The body's panic wins; the children's is dropped here rather than while
+                // unwinding, where a panicking destructor would abort.
+                if let Some(p) = child_panic {
+                    drop_payload(p);
+                }
+                panic::resume_unwind(payload)
+            }
             Ok(value) => {
                 if let Some(payload) = child_panic {
                     panic::resume_unwind(payload);
@@ -339,7 +346,12 @@ impl<'scope> Scope<'scope> {
         let ra = handle.join_inner(Some(self.worker()));
         let rb = match rb {
             Ok(rb) => rb,
-            Err(payload) => panic::resume_unwind(payload),
+            Err(payload) => {
+                // Dropped now rather than while unwinding, where a panicking destructor of
+                // `a`'s result would abort.
+                drop(ra);
+                panic::resume_unwind(payload)
+            }
         };
         match ra {
             Some(ra) => (ra, rb),
@@ -480,7 +492,13 @@ where
     scope.wait_children();
     let child_panic = root.panic.take();
     match result {
-        Err(payload) => panic::resume_unwind(payload),
+        Err(payload) => {
+            // As in `taskgroup`: the body's panic wins.
+            if let Some(p) = child_panic {
+                drop_payload(p);
+            }
+            panic::resume_unwind(payload)
+        }
         Ok(value) => {
             if let Some(payload) = child_panic {
                 panic::resume_unwind(payload);

@@ -38,6 +38,7 @@
 //! injected from outside the pool.
 
 use std::cell::Cell;
+use std::mem;
 use std::ptr;
 use std::sync::Arc;
 
@@ -201,7 +202,9 @@ impl WorkerThread {
             stack_size,
         };
         CURRENT.with(|c| c.set(&worker));
+        let guard = AbortOnUnwind;
         worker.main_loop();
+        mem::forget(guard);
         CURRENT.with(|c| c.set(ptr::null()));
     }
 
@@ -239,8 +242,16 @@ impl WorkerThread {
         &self,
         frame: &Header,
         done: impl Fn() -> bool,
-        mut before_block: impl FnMut(),
+        before_block: impl FnMut(),
     ) {
+        // The callers return, or resume a task's panic, only once `done()`: if this loop
+        // unwound, they would go on while tasks still use their frames and stack.
+        let guard = AbortOnUnwind;
+        self.wait_loop(frame, done, before_block);
+        mem::forget(guard);
+    }
+
+    fn wait_loop(&self, frame: &Header, done: impl Fn() -> bool, mut before_block: impl FnMut()) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
         let ctx = self.ctx();
@@ -284,5 +295,23 @@ impl WorkerThread {
         let here = 0u8;
         let used = self.stack_base.saturating_sub(ptr::addr_of!(here) as usize);
         used < self.stack_size - self.stack_size / STACK_RESERVE_DIVISOR
+    }
+}
+
+/// Aborts the process when dropped by an unwinding panic: it guards runtime code that no user
+/// panic reaches (every task body, and every user value the runtime drops, is run under
+/// `catch_unwind`), so that a panic there, which would be a bug, cannot unwind past counters it
+/// left unfinished into callers that would then free frames and stacks that tasks still use.
+/// Forgotten on normal exit (`mem::forget`), so it never aborts a thread that was already
+/// unwinding for another reason when it entered.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        eprintln!(
+            "numatask: a panic unwound through the runtime's own code (a bug); aborting \
+             rather than let tasks run on freed memory"
+        );
+        std::process::abort();
     }
 }

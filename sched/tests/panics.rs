@@ -201,3 +201,55 @@ fn panicking_destructor_of_an_unread_result_is_reported_at_the_scope_end() {
         assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
     });
 }
+
+/// A panic payload whose destructor panics too.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("payload dropped");
+    }
+}
+
+#[test]
+fn a_second_panic_whose_payload_panics_when_dropped_does_not_end_the_scope_early() {
+    // Two tasks panic with such payloads while a third, borrowing this stack, still runs: the
+    // second payload is dropped by the runtime (the first one wins); its destructor's panic
+    // must not unwind through the runtime, which would end the scope before the third task.
+    within(60, || {
+        let rt = runtime(2);
+        for _ in 0..3 {
+            let running = AtomicUsize::new(0);
+            let finished = AtomicUsize::new(0);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                rt.scope(|s| {
+                    let (running, finished) = (&running, &finished);
+                    s.spawn(move |_| {
+                        running.store(1, Ordering::SeqCst);
+                        thread::sleep(Duration::from_millis(100));
+                        finished.store(1, Ordering::SeqCst);
+                    });
+                    while running.load(Ordering::SeqCst) == 0 {
+                        std::hint::spin_loop();
+                    }
+                    s.spawn(|_| std::panic::panic_any(Bomb));
+                    s.spawn(|_| std::panic::panic_any(Bomb));
+                })
+            }));
+            assert_eq!(
+                finished.load(Ordering::SeqCst),
+                1,
+                "the scope ended while one of its tasks still ran"
+            );
+            let payload = r.expect_err("the first panic reaches the scope end");
+            assert!(payload.is::<Bomb>(), "the first panic's own payload");
+            // Dropping it panics, here, in the test's code: that is the payload's business.
+            let dropped = catch_unwind(AssertUnwindSafe(|| drop(payload)));
+            assert_eq!(
+                message(dropped.expect_err("Bomb panics")),
+                "payload dropped"
+            );
+        }
+        assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
+    });
+}

@@ -15,6 +15,12 @@ use crate::sync::{Arc, Mutex};
 /// Tasks are ordered by submission: a task waits for the tasks submitted *before* it. Several
 /// threads may submit to one tracker; their submissions are then ordered by an internal lock.
 /// Completion does not take that lock.
+///
+/// The payload type's destructor must not panic: a payload parked behind a [`DepHandle`] that
+/// was dropped without being completed is dropped with the last reference to its node, which
+/// may be inside `submit` under the tracker's lock, halfway through updating its map. (The
+/// runtime's payload, [`Task`](crate::Task), has no destructor, and the runtime completes
+/// every handle.)
 pub struct DepTracker<T> {
     inner: Mutex<Inner<T>>,
 }
