@@ -80,7 +80,12 @@ impl<T> NumaVec<T> {
     fn map(len: usize, place: Place) -> Result<Self, AllocError> {
         let distribution = match place {
             Place::Distributed(d) => d,
-            Place::OnNode(_) => Distribution::Coarse,
+            Place::OnNode(node) => {
+                // Checked even for an empty vector: asking for a node that does not exist is
+                // an error whatever the length.
+                crate::topology::Topology::current()?.node(node)?;
+                Distribution::Coarse
+            }
         };
         let bytes = len
             .checked_mul(size_of::<T>())
@@ -321,6 +326,10 @@ mod tests {
         ));
         assert!(matches!(
             NumaVec::<u8>::zeroed(4096, Place::OnNode(999)),
+            Err(AllocError::NoSuchNode { .. })
+        ));
+        assert!(matches!(
+            NumaVec::<u8>::zeroed(0, Place::OnNode(999)),
             Err(AllocError::NoSuchNode { .. })
         ));
     }

@@ -173,7 +173,8 @@ impl std::str::FromStr for Preset {
             .ok_or_else(|| AllocError::InvalidTopology {
                 spec: s.to_owned(),
                 reason: format!(
-                    "unknown preset; known presets: {}",
+                    "unknown preset '{}': the presets are {}",
+                    s.trim(),
                     Preset::ALL.map(Preset::name).join(", ")
                 ),
             })
@@ -262,18 +263,24 @@ impl TopologyBuilder {
         let (kind, rest) = trimmed.split_once(':').unwrap_or((trimmed, ""));
         match kind.to_ascii_lowercase().as_str() {
             "system" | "" if rest.is_empty() => Ok(Self::system()),
-            "preset" => Ok(Self::preset(rest.parse()?)),
+            "preset" => match rest.parse() {
+                Ok(p) => Ok(Self::preset(p)),
+                // The whole description in the error, not only what follows `preset:`.
+                Err(AllocError::InvalidTopology { reason, .. }) => {
+                    Err(AllocError::InvalidTopology {
+                        spec: spec.to_owned(),
+                        reason,
+                    })
+                }
+                Err(other) => Err(other),
+            },
             "synthetic" if !rest.trim().is_empty() => Ok(Self::synthetic(rest.trim())),
             "xml" if !rest.trim().is_empty() => Ok(Self::xml_file(rest.trim())),
             _ => match trimmed.parse::<Preset>() {
                 Ok(p) => Ok(Self::preset(p)),
                 Err(_) => Err(AllocError::InvalidTopology {
                     spec: spec.to_owned(),
-                    reason: format!(
-                        "expected system, preset:<name> ({}), synthetic:<hwloc string> or \
-                         xml:<path>",
-                        Preset::ALL.map(Preset::name).join(", ")
-                    ),
+                    reason: format!("expected {}", spec_syntax()),
                 }),
             },
         }
@@ -298,7 +305,11 @@ impl TopologyBuilder {
                 .from_synthetic(p.synthetic())
                 .map_err(|e| e.to_string()),
             TopologySource::Synthetic(s) => builder.from_synthetic(s).map_err(|e| e.to_string()),
-            TopologySource::Xml(path) => builder.from_xml_file(path).map_err(|e| e.to_string()),
+            // Read here rather than by hwloc, whose binding treats a missing or unreadable
+            // file as an impossible error (a panic).
+            TopologySource::Xml(path) => {
+                read_xml(path).and_then(|xml| builder.from_xml(&xml).map_err(|e| e.to_string()))
+            }
         }
         .map_err(&invalid)?;
         let mut hw = builder
@@ -344,6 +355,32 @@ impl TopologyBuilder {
     }
 }
 
+/// The forms of `NUMATASK_TOPOLOGY`, for error messages.
+fn spec_syntax() -> String {
+    format!(
+        "system, preset:<name> ({}), synthetic:<hwloc string> or xml:<hwloc XML file>",
+        Preset::ALL.map(Preset::name).join(", ")
+    )
+}
+
+/// The text of an hwloc XML file; the error says which file and why it cannot be used.
+fn read_xml(path: &std::path::Path) -> Result<String, String> {
+    /// Larger than any real topology export, and within what hwloc takes in one buffer.
+    const MAX_XML_BYTES: u64 = 256 << 20;
+    let cannot = |why: String| format!("cannot read the XML file {}: {why}", path.display());
+    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(cannot("it is a directory".into()));
+    }
+    if meta.len() > MAX_XML_BYTES {
+        return Err(cannot(format!(
+            "{} bytes, more than the {MAX_XML_BYTES} accepted",
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| cannot(e.to_string()))
+}
+
 /// A machine's NUMA structure. Cheap to query; build once and share (see [`Topology::current`]).
 pub struct Topology {
     /// The hwloc topology (of the real machine unless `synthetic`).
@@ -380,14 +417,22 @@ impl Topology {
         CURRENT
             .get_or_init(|| {
                 let builder = match std::env::var(TOPOLOGY_ENV) {
-                    Ok(spec) => TopologyBuilder::from_spec(&spec).map_err(|e| match e {
-                        AllocError::InvalidTopology { spec, reason } => AllocError::InvalidEnv {
-                            var: TOPOLOGY_ENV,
-                            value: spec,
-                            expected: reason.trim_start_matches("expected ").to_owned(),
-                        },
-                        other => other,
-                    })?,
+                    Ok(spec) => {
+                        // Every error of a topology the variable asks for names the variable
+                        // and its whole value.
+                        let from_env = TopologyBuilder::from_spec(&spec).and_then(|b| b.build());
+                        return from_env.map(Arc::new).map_err(|e| match e {
+                            AllocError::InvalidTopology { reason, .. } => AllocError::InvalidEnv {
+                                var: TOPOLOGY_ENV,
+                                value: spec.clone(),
+                                expected: match reason.strip_prefix("expected ") {
+                                    Some(syntax) => syntax.to_owned(),
+                                    None => format!("{} (here: {reason})", spec_syntax()),
+                                },
+                            },
+                            other => other,
+                        });
+                    }
                     Err(std::env::VarError::NotPresent) => TopologyBuilder::system(),
                     Err(std::env::VarError::NotUnicode(v)) => {
                         return Err(AllocError::InvalidEnv {
@@ -824,7 +869,31 @@ mod tests {
         let err = TopologyBuilder::from_spec("preset:nope")
             .unwrap_err()
             .to_string();
+        assert!(
+            err.contains("'preset:nope'") && err.contains("unknown preset 'nope'"),
+            "{err}"
+        );
         assert!(err.contains("opteron6172"), "{err}");
+    }
+
+    #[test]
+    fn missing_or_unreadable_xml_files_are_errors_naming_the_file() {
+        let missing = std::env::temp_dir().join("numatask-no-such-topology.xml");
+        let err = TopologyBuilder::xml_file(&missing).build().unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, AllocError::InvalidTopology { .. }), "{text}");
+        assert!(text.contains("numatask-no-such-topology.xml"), "{text}");
+        let dir = std::env::temp_dir();
+        let err = TopologyBuilder::xml_file(&dir)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is a directory"), "{err}");
+        let junk = dir.join(format!("numatask-junk-{}.xml", std::process::id()));
+        std::fs::write(&junk, "not xml at all").unwrap();
+        let err = TopologyBuilder::xml_file(&junk).build();
+        std::fs::remove_file(&junk).unwrap();
+        assert!(err.is_err(), "a file that is not an hwloc export");
     }
 
     #[test]

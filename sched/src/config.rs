@@ -2,7 +2,7 @@
 //!
 //! | variable | accepted values | default |
 //! |---|---|---|
-//! | `OMP_NUM_THREADS` | a positive integer, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core of the topology |
+//! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core of the topology |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `false`; case-insensitive; of a list, the first | `true` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; at least 64K | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
@@ -55,8 +55,12 @@ pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
 /// machinery need a few pages, and a smaller value would crash rather than fail.
 pub const MIN_STACK_SIZE: usize = 64 << 10;
 
-const NUM_THREADS_EXPECTED: &str =
-    "a positive integer (or a comma-separated list of them, of which the first is used)";
+const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a comma-separated \
+     list of them, of which the first is used)";
+
+/// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
+/// would otherwise start that many threads, until the system refuses or aborts.
+pub const MAX_NUM_THREADS: usize = 4096;
 const PROC_BIND_EXPECTED: &str = "true, false or close (spread and primary are not supported)";
 const STACKSIZE_EXPECTED: &str =
     "a size of at least 64K: a number with an optional unit B, K, M or G (no unit means K)";
@@ -203,7 +207,7 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
     let mut first = None;
     for item in value.split(',') {
         let n: usize = item.trim().parse().map_err(|_| err())?;
-        if n == 0 {
+        if n == 0 || n > MAX_NUM_THREADS {
             return Err(err());
         }
         first.get_or_insert(n);
@@ -282,7 +286,8 @@ mod tests {
     fn num_threads_takes_the_first_of_a_list() {
         assert_eq!(parse_num_threads("8"), Ok(8));
         assert_eq!(parse_num_threads(" 4 , 2"), Ok(4));
-        for bad in ["0", "-1", "four", "4,", "4,0", "", "1.5"] {
+        assert_eq!(parse_num_threads("4096"), Ok(4096));
+        for bad in ["0", "-1", "four", "4,", "4,0", "", "1.5", "4097", "100000"] {
             let err = parse_num_threads(bad).unwrap_err();
             assert!(
                 err.to_string()

@@ -65,6 +65,15 @@ pub enum SchedError {
          task that spawns dependent tasks)"
     )]
     ForeignRegion,
+    /// The trace file (`NUMATASK_TRACE`, [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace))
+    /// cannot be created: reported when the runtime starts, not when the trace is written.
+    #[error("cannot create the trace file {path}: {reason}")]
+    TraceFile {
+        /// The file.
+        path: String,
+        /// The OS error.
+        reason: String,
+    },
     /// The operating system refused to start a worker thread.
     #[error("could not start worker thread {worker}: {reason}")]
     SpawnWorker {

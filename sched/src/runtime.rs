@@ -34,6 +34,12 @@ use crate::worker::WorkerThread;
 /// Default capacity of a worker's deque.
 pub const DEFAULT_DEQUE_CAPACITY: usize = 4096;
 
+/// The largest deque capacity a runtime accepts (16 MiB of slots per worker).
+pub const MAX_DEQUE_CAPACITY: usize = 1 << 20;
+
+/// One more than [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS), for a range pattern.
+const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
+
 /// The effective settings of a runtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -151,7 +157,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Number of workers (default: one per core of the topology).
+    /// Number of workers (default: one per core of the topology; at most
+    /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
     pub fn num_threads(mut self, n: usize) -> Self {
         self.num_threads = Some(n);
         self
@@ -198,8 +205,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Capacity of each worker's deque (default 4096; rounded up to a power of two). A
-    /// worker whose deque is full runs the tasks it spawns inline.
+    /// Capacity of each worker's deque (default 4096, at most 1,048,576; rounded up to a
+    /// power of two). A worker whose deque is full runs the tasks it spawns inline.
     pub fn deque_capacity(mut self, capacity: usize) -> Self {
         self.deque_capacity = capacity;
         self
@@ -218,12 +225,15 @@ impl RuntimeBuilder {
             None => Topology::current()?,
         };
         let num_cores = topology.num_cores();
-        let num_threads = self.num_threads.unwrap_or(num_cores).max(1);
-        if self.num_threads == Some(0) {
+        let num_threads = self
+            .num_threads
+            .unwrap_or(num_cores)
+            .clamp(1, crate::config::MAX_NUM_THREADS);
+        if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = self.num_threads {
             return Err(SchedError::InvalidSetting {
                 setting: "num_threads",
-                value: "0".into(),
-                expected: "at least 1 worker",
+                value: n.to_string(),
+                expected: "from 1 to 4096 workers",
             });
         }
         if self.stack_size < MIN_STACK_SIZE {
@@ -233,12 +243,20 @@ impl RuntimeBuilder {
                 expected: "at least 65536 bytes",
             });
         }
-        if self.deque_capacity == 0 {
+        if !(1..=MAX_DEQUE_CAPACITY).contains(&self.deque_capacity) {
             return Err(SchedError::InvalidSetting {
                 setting: "deque_capacity",
-                value: "0".into(),
-                expected: "at least 1",
+                value: self.deque_capacity.to_string(),
+                expected: "from 1 to 1048576 tasks (each worker's deque is allocated whole)",
             });
+        }
+        // The trace file is created now, so that a path that cannot be written is an error
+        // here rather than a lost trace when the runtime ends.
+        if let Some(path) = &self.trace {
+            std::fs::File::create(path).map_err(|e| SchedError::TraceFile {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
         }
         let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
         let places: Box<[WorkerPlace]> = (0..num_threads)

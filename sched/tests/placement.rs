@@ -53,15 +53,36 @@ fn default_is_one_worker_per_core_and_more_workers_wrap_around() {
 
 #[test]
 fn invalid_builder_settings_are_typed_errors() {
+    // Huge values are refused before anything is allocated or started (a typo such as
+    // 100000 workers would otherwise start threads until the system gives out).
     let cases = [
         (Runtime::builder().num_threads(0), "num_threads"),
+        (Runtime::builder().num_threads(4097), "num_threads"),
+        (Runtime::builder().num_threads(usize::MAX), "num_threads"),
         (Runtime::builder().stack_size(1000), "stack_size"),
         (Runtime::builder().deque_capacity(0), "deque_capacity"),
+        (
+            Runtime::builder().deque_capacity(usize::MAX),
+            "deque_capacity",
+        ),
     ];
     for (builder, name) in cases {
         match builder.build() {
             Err(SchedError::InvalidSetting { setting, .. }) => assert_eq!(setting, name),
             other => panic!("{name}: expected InvalidSetting, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_trace_file_that_cannot_be_created_is_an_error_at_start() {
+    let dir = std::env::temp_dir();
+    for path in [dir.clone(), dir.join("numatask-no-such-dir").join("t.json")] {
+        match Runtime::builder().num_threads(1).trace(&path).build() {
+            Err(SchedError::TraceFile { path: p, .. }) => {
+                assert_eq!(p, path.display().to_string())
+            }
+            other => panic!("{}: expected TraceFile, got {other:?}", path.display()),
         }
     }
 }
