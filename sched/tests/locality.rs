@@ -420,3 +420,39 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     assert!(shown.contains("  NUMATASK_VICINITY = 'all'"), "{shown}");
     assert!(!shown.contains("NUMATASK_LOCALITY_"), "{shown}");
 }
+
+#[test]
+fn a_task_for_a_node_without_workers_goes_to_the_nearest_staffed_node_the_spawners_on_ties() {
+    preset_process();
+    // Twelve workers: nodes 0 and 1 only. Node 4 is at distance 16 from both.
+    let topo = preset();
+    assert_eq!(topo.distance(4, 0), topo.distance(4, 1));
+    within(60, || {
+        let rt = locality_runtime(12, None);
+        let (on1, on4) = (chunk_on(1), chunk_on(4));
+        let ran = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            // Dealt to node 1, whose worker spawns the two tasks below.
+            s.spawn_with_footprint(footprint(&on1), |s| {
+                let (here, ran, on4) = (s.node(), &ran, &on4);
+                // Least cost among staffed nodes (0 and 1 tie): the spawner's node.
+                s.spawn_with_footprint(footprint(on4), move |s| {
+                    ran.lock().unwrap().push(("least cost", here, s.node()))
+                });
+                // Marked intensive, on a node without workers: the nearest staffed one, and
+                // of the two at equal distance the spawner's.
+                let marked = [Access::of_slice(on4, AccessKind::In).intensive()];
+                s.spawn_with_footprint(marked, move |s| {
+                    ran.lock().unwrap().push(("intensive", here, s.node()))
+                });
+                s.taskwait();
+            });
+        });
+        let ran = ran.into_inner().unwrap();
+        assert_eq!(ran.len(), 2);
+        for (kind, spawner, node) in ran {
+            assert_eq!(spawner, 1, "the outer task was dealt to node 1");
+            assert_eq!(node, 1, "{kind}: ties go to the spawner's node");
+        }
+    });
+}

@@ -85,8 +85,6 @@ pub struct Locality {
     /// The workers of each node, as runs of consecutive indices (several runs when there are
     /// more workers than cores and they wrap around).
     node_workers: Box<[Box<[Range<usize>]>]>,
-    /// The nearest node that has workers, for each node (itself when it has some).
-    nearest_staffed: Box<[usize]>,
     /// For each node, the queue length beyond which a worker of some other node may steal
     /// from its queue (`usize::MAX`: nobody may).
     steal_floor: Box<[usize]>,
@@ -251,9 +249,9 @@ impl Locality {
             let node = if self.has_workers(deal.node) {
                 deal.node
             } else if deal.reason == DealReason::IntensiveDependence {
-                self.nearest_staffed[deal.node]
+                self.nearest_staffed(deal.node, here)
             } else {
-                self.least_cost_staffed(d)
+                self.least_cost_staffed(d, here)
             };
             (node, deal.reason)
         };
@@ -290,20 +288,33 @@ impl Locality {
         self.node_workers.get(node).is_some_and(|r| !r.is_empty())
     }
 
-    /// The node with workers of least distance-weighted cost for `d` (lowest index on ties).
-    fn least_cost_staffed(&self, d: &NodeBytes) -> usize {
+    /// The node with workers of least distance-weighted cost for `d`; on ties the spawner's
+    /// node `here`, then the lowest index (Algorithm 1's own tie rule).
+    fn least_cost_staffed(&self, d: &NodeBytes, here: usize) -> usize {
         let n = self.num_nodes;
         (0..n)
             .filter(|&i| self.has_workers(i))
             .min_by_key(|&i| {
-                d.per_node()
+                let cost = d
+                    .per_node()
                     .iter()
                     .take(n)
                     .enumerate()
                     .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
-                    .sum::<u128>()
+                    .sum::<u128>();
+                (cost, i != here, i)
             })
-            .unwrap_or(0)
+            .unwrap_or(here)
+    }
+
+    /// The node with workers nearest to `node` (which has none); on ties the spawner's node
+    /// `here`, then the lowest index.
+    fn nearest_staffed(&self, node: usize, here: usize) -> usize {
+        let n = self.num_nodes;
+        (0..n)
+            .filter(|&j| self.has_workers(j))
+            .min_by_key(|&j| (self.distances[node * n + j], j != here, j))
+            .unwrap_or(here)
     }
 
     /// Wakes a sleeping worker of `node` if there is one (reliably: see the module docs).
@@ -399,14 +410,6 @@ impl Scheduler for Locality {
             }
         }
         let staffed: Vec<bool> = node_workers.iter().map(|r| !r.is_empty()).collect();
-        let nearest_staffed = (0..n)
-            .map(|i| {
-                (0..n)
-                    .filter(|&j| staffed[j])
-                    .min_by_key(|&j| (dist(i, j), j))
-                    .unwrap_or(i)
-            })
-            .collect();
         let steal_floor = (0..n)
             .map(|victim| {
                 (0..n)
@@ -460,7 +463,6 @@ impl Scheduler for Locality {
                 .into_iter()
                 .map(Vec::into_boxed_slice)
                 .collect(),
-            nearest_staffed,
             steal_floor,
             remote_workers,
             worker_nodes: places.iter().map(node_of).collect(),
