@@ -311,7 +311,7 @@ impl RuntimeBuilder {
             registry: Arc::clone(&registry),
             threads: Vec::with_capacity(num_threads),
             pinning: vec![None; num_threads],
-            traced_tasks_written: Mutex::new(0),
+            traced_tasks_written: Mutex::new(None),
         };
         for (index, queues) in queues.into_iter().enumerate() {
             let registry = Arc::clone(&registry);
@@ -356,8 +356,8 @@ pub struct Runtime {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
     pinning: Vec<Option<Result<Pinning, AllocError>>>,
-    /// How many traced tasks the last written trace file held.
-    traced_tasks_written: Mutex<u64>,
+    /// How many traced tasks the last written trace file held (`None`: none written yet).
+    traced_tasks_written: Mutex<Option<u64>>,
 }
 
 static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
@@ -375,9 +375,23 @@ impl Runtime {
 
     /// The process-wide runtime, created from the environment on first use (used by
     /// [`crate::scope()`]). Every call returns the same runtime, or the same error.
+    ///
+    /// It is never dropped; when it traces (`NUMATASK_TRACE`), its trace file is written and
+    /// its summary printed when the process exits normally (returning from `main`, or
+    /// `std::process::exit`).
     pub fn global() -> Result<&'static Runtime, SchedError> {
         GLOBAL
-            .get_or_init(Runtime::new)
+            .get_or_init(|| {
+                let rt = Runtime::new();
+                if let Ok(rt) = &rt
+                    && rt.registry.tracer.is_some()
+                {
+                    // SAFETY: `finish_global_trace` is an `extern "C" fn()` that does not
+                    // unwind; registering it has no other precondition.
+                    unsafe { libc::atexit(finish_global_trace) };
+                }
+                rt
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -439,8 +453,8 @@ impl Runtime {
 
     /// Writes the trace file with every task traced so far, prints the locality summary to
     /// standard error and returns it; `None` when not tracing. Dropping the runtime does the
-    /// same if tasks ran since. (The process-wide [`Runtime::global`] is never dropped: call
-    /// this before the program ends.)
+    /// same if tasks ran since, and so does the process's exit for the process-wide
+    /// [`Runtime::global`], which is never dropped.
     pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
         let tracer = self.registry.tracer.as_ref()?;
         let mut written = self
@@ -450,7 +464,7 @@ impl Runtime {
         let result = tracer.finish();
         match &result {
             Ok(summary) => {
-                *written = summary.tasks;
+                *written = Some(summary.tasks);
                 eprintln!(
                     "numatask: trace of {} tasks written to {}",
                     summary.tasks,
@@ -562,12 +576,32 @@ impl Drop for Runtime {
                 .traced_tasks_written
                 .get_mut()
                 .unwrap_or_else(|p| p.into_inner());
-            if tracer.summary().tasks != written {
+            // Also when no task ran: the file created at start-up then holds an empty trace.
+            if written != Some(tracer.summary().tasks) {
                 // Reported on standard error by `finish_trace`; a destructor cannot return it.
                 let _ = self.finish_trace();
             }
         }
     }
+}
+
+/// Writes the trace of the process-wide runtime at exit (registered by [`Runtime::global`]
+/// when it traces), unless it is already written with every task.
+extern "C" fn finish_global_trace() {
+    // Nothing may unwind out of an exit handler.
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(Ok(rt)) = GLOBAL.get()
+            && let Some(tracer) = &rt.registry.tracer
+        {
+            let written = *rt
+                .traced_tasks_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if written != Some(tracer.summary().tasks) {
+                let _ = rt.finish_trace();
+            }
+        }
+    });
 }
 
 /// Runs `f` in a scope of the current runtime: the runtime of the calling worker when called

@@ -1,0 +1,69 @@
+//! Trace files are written whatever the runtime's end: the process-wide runtime (never
+//! dropped) writes its trace when the process exits, and a runtime that ran no task leaves a
+//! valid, empty trace rather than the empty file created at start-up.
+
+use std::process::Command;
+
+/// Set in the child process that `the_global_runtime_writes_its_trace_at_exit` starts.
+const CHILD: &str = "NUMATASK_TRACE_EXIT_CHILD";
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("numatask-{name}-{}.json", std::process::id()))
+}
+
+#[test]
+fn the_global_runtime_writes_its_trace_at_exit() {
+    if std::env::var_os(CHILD).is_some() {
+        // The child: tasks on the process-wide runtime, then a normal exit.
+        numatask_sched::scope(|s| {
+            for _ in 0..5 {
+                s.spawn(|_| std::hint::black_box(()));
+            }
+        })
+        .expect("the global runtime starts");
+        return;
+    }
+    let path = temp("global-trace");
+    let out = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "the_global_runtime_writes_its_trace_at_exit",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .env("NUMATASK_TRACE", &path)
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_PROC_BIND", "false")
+        .output()
+        .expect("the child runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {stderr}");
+    let json = std::fs::read_to_string(&path).expect("the trace file");
+    std::fs::remove_file(&path).expect("the trace file");
+    assert!(
+        json.contains("\"traceEvents\""),
+        "a Chrome trace: {json:.200}"
+    );
+    // The five tasks and the scope body, one complete event each.
+    assert_eq!(json.matches("\"ph\":\"X\"").count(), 6, "{json:.400}");
+    assert!(stderr.contains("trace of 6 tasks written"), "{stderr}");
+}
+
+#[test]
+fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
+    let path = temp("empty-trace");
+    let rt = numatask_sched::Runtime::builder()
+        .num_threads(1)
+        .proc_bind(false)
+        .trace(&path)
+        .build()
+        .expect("runtime starts");
+    drop(rt);
+    let json = std::fs::read_to_string(&path).expect("the trace file");
+    std::fs::remove_file(&path).expect("the trace file");
+    assert!(
+        json.contains("\"traceEvents\""),
+        "a Chrome trace: {json:.200}"
+    );
+    assert_eq!(json.matches("\"ph\":\"X\"").count(), 0);
+}
