@@ -31,8 +31,15 @@ pub const TRACE_ENV: &str = "NUMATASK_TRACE";
 /// Where a task was queued when it was created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueChoice {
-    /// The creating worker's own deque (work-stealing, or a task not worth dealing).
+    /// The creating worker's own deque (work stealing, or a task with nothing to deal: no
+    /// footprint, or one NUMA node).
     OwnDeque,
+    /// The creating worker's own deque, where Algorithm 1 kept the task for the given reason
+    /// (a small or an even footprint).
+    Kept {
+        /// Why.
+        reason: DealReason,
+    },
     /// A node's queue, chosen by Algorithm 1 for the given reason.
     Node {
         /// The node.
@@ -51,6 +58,7 @@ impl fmt::Display for QueueChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             QueueChoice::OwnDeque => f.write_str("own deque"),
+            QueueChoice::Kept { reason } => write!(f, "own deque ({reason:?})"),
             QueueChoice::Node { node, reason } => write!(f, "node {node} ({reason:?})"),
             QueueChoice::Inline => f.write_str("inline"),
             QueueChoice::Injected => f.write_str("injected"),

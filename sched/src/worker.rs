@@ -48,7 +48,7 @@ use crate::runtime::Registry;
 use crate::scheduler::locality::footprint_node_bytes;
 use crate::scheduler::{Found, TaskOrigin, WorkerCtx, WorkerPlace, WorkerQueues};
 use crate::sleep::IdleState;
-use crate::trace::{TaskRecord, Tracer};
+use crate::trace::{QueueChoice, TaskRecord, Tracer};
 
 thread_local! {
     /// The worker that runs on this thread, if it is one.
@@ -153,10 +153,15 @@ impl WorkerThread {
     /// footprint per node (computed here, only when tracing), its start and end.
     #[inline(never)]
     fn run_traced(&self, tracer: &Tracer, task: Task, found: Option<Found>) {
-        let origin = match found {
+        let mut origin = match found {
             Some(found) => self.queues.origin(&self.ctx(), found),
             None => TaskOrigin::INLINE,
         };
+        if origin.queue == QueueChoice::OwnDeque
+            && let Some(reason) = self.registry.scheduler.kept_reason(task.footprint())
+        {
+            origin.queue = QueueChoice::Kept { reason };
+        }
         let topology = &self.registry.topology;
         let footprint = (!task.footprint().is_empty())
             .then(|| footprint_node_bytes(task.footprint(), topology.num_nodes()));

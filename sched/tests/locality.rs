@@ -168,7 +168,7 @@ fn dependent_tasks_are_dealt_by_their_depend_list() {
 }
 
 #[test]
-fn small_even_and_missing_footprints_stay_on_the_spawners_deque() {
+fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_says_why() {
     preset_process();
     let path = trace_path("local");
     within(60, move || {
@@ -204,15 +204,28 @@ fn small_even_and_missing_footprints_stay_on_the_spawners_deque() {
             .filter(|r| r.queue == QueueChoice::Injected)
             .count();
         assert_eq!(injected, 1, "the scope body comes from outside the pool");
+        // The trace says why each stayed: Algorithm 1's reason, or nothing to deal.
         for r in records.iter().filter(|r| r.queue != QueueChoice::Injected) {
-            assert_eq!(r.queue, QueueChoice::OwnDeque, "{}", r.label);
+            let expected = match r.label {
+                "small" => QueueChoice::Kept {
+                    reason: DealReason::SmallFootprint,
+                },
+                "even" => QueueChoice::Kept {
+                    reason: DealReason::EvenFootprint,
+                },
+                _ => QueueChoice::OwnDeque,
+            };
+            assert_eq!(r.queue, expected, "{}", r.label);
         }
+        let json_path = path.clone();
         let small_record = records.iter().find(|r| r.label == "small").unwrap();
         assert_eq!(
             small_record.footprint.as_ref().map(|f| f.on(5)),
             Some(threshold as u64)
         );
         drop(rt);
+        let json = std::fs::read_to_string(&json_path).expect("the trace file");
+        assert!(json.contains("own deque (SmallFootprint)"), "{json:.600}");
         std::fs::remove_file(&path).expect("the trace file");
     });
 }

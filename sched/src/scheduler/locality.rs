@@ -222,6 +222,29 @@ impl Locality {
         Ok(())
     }
 
+    /// Why Algorithm 1 kept a task with `footprint` on the spawner's deque, if it did so for a
+    /// reason ([`DealReason::is_local`]): computed again, only for traces, so that dealing
+    /// stores nothing with the tasks it keeps. `None` on one node or without a footprint
+    /// (nothing to deal).
+    pub(crate) fn kept_reason(&self, footprint: &[Access]) -> Option<DealReason> {
+        if self.num_nodes == 1 || footprint.is_empty() {
+            return None;
+        }
+        let mut d = NodeBytes::default();
+        let mut intensive = NodeBytes::default();
+        let mut any_intensive = false;
+        for access in footprint {
+            access.accumulate_footprint(&mut d);
+            if access.intensive {
+                any_intensive = true;
+                access.accumulate_footprint(&mut intensive);
+            }
+        }
+        // Small and even footprints do not depend on the dealing node.
+        let deal = self.model.deal(&d, 0, any_intensive.then_some(&intensive));
+        deal.reason.is_local().then_some(deal.reason)
+    }
+
     /// Algorithm 1 for a task with a footprint.
     #[cold]
     #[inline(never)]

@@ -267,6 +267,18 @@ impl AnyScheduler {
         }
     }
 
+    /// For traces: why the policy kept a task with `footprint` on its spawner's deque, when
+    /// it decided so by Algorithm 1 (`None` for work stealing, which always does).
+    pub(crate) fn kept_reason(
+        &self,
+        footprint: &[crate::depend::Access],
+    ) -> Option<crate::locality_policy::DealReason> {
+        match self {
+            Self::WorkStealing(_) => None,
+            Self::Locality(s) => s.kept_reason(footprint),
+        }
+    }
+
     /// The policy's own settings, as `(name, value)` lines for `OMP_DISPLAY_ENV`.
     pub(crate) fn display_lines(&self) -> Vec<(&'static str, String)> {
         match self {
