@@ -52,6 +52,9 @@ pub fn omp_malloc_specific(
         Distribution::Standard => Target::FirstTouch,
         Distribution::Fine => Target::Interleave,
         Distribution::Coarse => {
+            // A size that no node can hold (0, more than the machine) is refused before the
+            // round robin moves on, so that a failed request does not skip a node.
+            check_size(&topology, size, Target::FirstTouch)?;
             Target::Node(NEXT_COARSE_NODE.fetch_add(1, Ordering::Relaxed) % topology.num_nodes())
         }
     };
@@ -189,6 +192,7 @@ fn allocate(
         },
         Target::Interleave => Placement::Fine {
             num_nodes: topology.num_nodes(),
+            phase: interleave_phase(topology, start),
         },
         Target::Node(node) => Placement::Node { node },
     };
@@ -201,6 +205,29 @@ fn allocate(
     });
     // SAFETY: mmap succeeded, so `ptr` is not null.
     Ok(unsafe { NonNull::new_unchecked(ptr.cast::<u8>()) })
+}
+
+/// The registry's `phase` for an interleaved mapping at `start` (see
+/// [`Placement::Fine`](crate::registry::Placement)): on a real topology of several nodes, the
+/// first page is touched (it is zero, and stays so) so that the kernel places it, and the
+/// kernel says where; on a synthetic topology (recorded, not enforced) or if the kernel does
+/// not answer, 0.
+fn interleave_phase(topology: &Topology, start: usize) -> usize {
+    let n = topology.num_nodes();
+    if n == 1 || topology.hwloc().is_none() {
+        return 0;
+    }
+    // SAFETY: `start` is the first byte of a fresh, writable mapping of at least a page that
+    // nobody else has seen yet; writing the zero it holds changes nothing but its residence.
+    unsafe { std::ptr::write_volatile(start as *mut u8, 0) };
+    let os_node = crate::registry::kernel_page_nodes(&[start])
+        .ok()
+        .and_then(|nodes| nodes.first().copied().flatten());
+    let index = os_node.and_then(|os| topology.nodes().iter().position(|nd| nd.os_index == os));
+    match index {
+        Some(node) => (node + n - (start / page_size()) % n) % n,
+        None => 0,
+    }
 }
 
 /// Applies the policy to the fresh mapping `[start, start + len)`.
@@ -347,9 +374,13 @@ mod tests {
             let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), 3 * page_size() + 5) };
             assert!(s.iter().all(|&b| b == 0));
             s.fill(7);
+            // Except first-touch pages on a synthetic topology, whose nodes the kernel's
+            // answer does not name.
+            let synthetic_first_touch =
+                d == Distribution::Standard && Topology::current().unwrap().is_synthetic();
             assert_eq!(
-                node_bytes(p.as_ptr(), s.len()).unknown(),
-                0,
+                node_bytes(p.as_ptr(), s.len()).unknown() == 0,
+                !synthetic_first_touch,
                 "{d}: touched pages are known"
             );
             // SAFETY: no reference into the allocation outlives this call.

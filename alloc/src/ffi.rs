@@ -1,6 +1,7 @@
-//! C entry points with the names of the core paper's Listing 2, for C code linked with a Rust
-//! program (or a `staticlib`/`cdylib` wrapper). They return `NULL` / `-1` on error, set `errno`,
-//! and keep the error's message for [`numatask_last_error`].
+//! C entry points with the names of the core paper's Listing 2 (`omp_malloc`,
+//! `omp_malloc_specific`; its `omp_free` is `numatask_omp_free` in C, see [`omp_free`]), for C
+//! code linked with a Rust program (or a `staticlib`/`cdylib` wrapper). They return `NULL` /
+//! `-1` on error, set `errno`, and keep the error's message for [`numatask_last_error`].
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
@@ -63,13 +64,18 @@ pub extern "C" fn omp_malloc_specific(size: usize, distribution: c_int) -> *mut 
     to_c(allocator::omp_malloc_specific(size, d))
 }
 
-/// `omp_free(ptr)`: 0 on success, -1 (errno `EINVAL`) for a pointer this allocator did not
-/// return. `NULL` is accepted and ignored, as `free` does.
+/// The paper's `omp_free(ptr)`, exported to C as **`numatask_omp_free`**: 0 on success, -1
+/// (errno `EINVAL`) for a pointer this allocator did not return. `NULL` is accepted and
+/// ignored, as `free` does.
+///
+/// Not exported as `omp_free`: OpenMP 5.0 defines `omp_free(void *, omp_allocator_handle_t)`,
+/// and a one-argument `omp_free` in the program would take the place of libgomp's or libomp's
+/// for every caller, leaking their memory.
 ///
 /// # Safety
 ///
 /// Nothing may use the memory after the call.
-#[unsafe(no_mangle)]
+#[unsafe(export_name = "numatask_omp_free")]
 pub unsafe extern "C" fn omp_free(ptr: *mut c_void) -> c_int {
     if ptr.is_null() {
         return 0;

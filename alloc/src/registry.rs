@@ -107,9 +107,12 @@ impl NodeBytes {
 pub(crate) enum Placement {
     /// First touch; the cache holds each page's node once the kernel reported it (-1: unknown).
     Standard { cache: Mutex<Vec<i32>> },
-    /// Interleaved over `num_nodes` nodes: page with virtual page number `p` is on node
-    /// `p % num_nodes` (the kernel's interleave index for anonymous memory).
-    Fine { num_nodes: usize },
+    /// Interleaved over `num_nodes` nodes: the page with virtual page number `p` is on node
+    /// `(p + phase) % num_nodes`. The kernel deals consecutive pages of a mapping to
+    /// consecutive nodes; where it starts depends on the kernel (before Linux 6.7 the index is
+    /// the page number cut to 32 bits, which differs from `p` modulo a node count that is not
+    /// a power of two), so the allocator records the node the kernel gave the first page.
+    Fine { num_nodes: usize, phase: usize },
     /// Wholly on one node.
     Node { node: usize },
 }
@@ -131,16 +134,19 @@ impl Record {
     fn accumulate(&self, lo: usize, hi: usize, out: &mut NodeBytes) {
         match &self.placement {
             Placement::Node { node } => out.add_on(*node, (hi - lo) as u64),
-            Placement::Fine { num_nodes } => fine_bytes(lo, hi, *num_nodes, out),
+            Placement::Fine { num_nodes, phase } => fine_bytes(lo, hi, *num_nodes, *phase, out),
             Placement::Standard { cache } => standard_bytes(self.start, lo, hi, cache, out),
         }
     }
 }
 
-/// Exact page arithmetic for interleaved memory, `O(nodes)` whatever the range's length.
-fn fine_bytes(lo: usize, hi: usize, n: usize, out: &mut NodeBytes) {
+/// Exact page arithmetic for interleaved memory, `O(nodes)` whatever the range's length: the
+/// page with virtual page number `p` is on node `(p + phase) % n`.
+fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, out: &mut NodeBytes) {
     let ps = page_size();
-    let (first, last) = (lo / ps, (hi - 1) / ps);
+    let (first, last) = (lo / ps + phase, (hi - 1) / ps + phase);
+    let lo = lo + phase * ps;
+    let hi = hi + phase * ps;
     if first == last {
         out.add_on(first % n, (hi - lo) as u64);
         return;
@@ -174,15 +180,14 @@ fn standard_bytes(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let missing: Vec<usize> = (first..=last).filter(|&p| cache[p] < 0).collect();
-    if !missing.is_empty() {
+    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
+    // unknown, without asking the kernel on every lookup.
+    let topo = Topology::current().ok().filter(|t| !t.is_synthetic());
+    if let (false, Some(topo)) = (missing.is_empty(), topo) {
         let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
         if let Ok(nodes) = kernel_page_nodes(&addrs) {
-            let topo = Topology::current().ok();
             for (&p, os) in missing.iter().zip(nodes) {
-                let index = os.and_then(|os| {
-                    let topo = topo.as_ref().filter(|t| !t.is_synthetic())?;
-                    topo.nodes().iter().position(|n| n.os_index == os)
-                });
+                let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
                 if let Some(index) = index {
                     cache[p] = index as i32;
                 }
@@ -381,13 +386,17 @@ mod tests {
             (ps * 1000 + 1, ps * 1064, 7),
         ];
         for (lo, hi, n) in cases {
-            let mut out = NodeBytes::new(n);
-            fine_bytes(lo, hi, n, &mut out);
-            assert_eq!(
-                out.per_node(),
-                fine_by_pages(lo, hi, n),
-                "range {lo}..{hi} on {n} nodes"
-            );
+            for phase in 0..n {
+                let mut out = NodeBytes::new(n);
+                fine_bytes(lo, hi, n, phase, &mut out);
+                // With a phase, page p is where page p + phase is without one.
+                let shifted = fine_by_pages(lo + phase * ps, hi + phase * ps, n);
+                assert_eq!(
+                    out.per_node(),
+                    shifted,
+                    "range {lo}..{hi} on {n} nodes, phase {phase}"
+                );
+            }
         }
     }
 
