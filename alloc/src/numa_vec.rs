@@ -220,6 +220,24 @@ impl<T> DerefMut for NumaVec<T> {
 
 impl<T> Drop for NumaVec<T> {
     fn drop(&mut self) {
+        /// Frees the mapping when dropped: after the elements, and also while unwinding from
+        /// an element's panicking destructor (as `Vec` frees its buffer then).
+        struct FreeMapping(Option<NonNull<u8>>);
+        impl Drop for FreeMapping {
+            fn drop(&mut self) {
+                if let Some(ptr) = self.0 {
+                    // SAFETY: the mapping came from omp_malloc_*; its elements are dropped
+                    // (or being abandoned by an unwinding destructor) and no reference
+                    // outlives the vector.
+                    let freed = unsafe { omp_free(ptr.as_ptr()) };
+                    debug_assert!(
+                        freed.is_ok(),
+                        "NumaVec mapping was not registered: {freed:?}"
+                    );
+                }
+            }
+        }
+        let _free = FreeMapping(self.owns_mapping.then(|| self.ptr.cast()));
         // SAFETY: the first `len` elements are initialized and owned; dropped exactly once here.
         unsafe {
             std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(
@@ -227,15 +245,6 @@ impl<T> Drop for NumaVec<T> {
                 self.len,
             ))
         };
-        if self.owns_mapping {
-            // SAFETY: the mapping came from omp_malloc_*; the elements are dropped and no
-            // reference outlives `self`.
-            let freed = unsafe { omp_free(self.ptr.as_ptr().cast()) };
-            debug_assert!(
-                freed.is_ok(),
-                "NumaVec mapping was not registered: {freed:?}"
-            );
-        }
     }
 }
 
@@ -316,6 +325,29 @@ mod tests {
         });
         assert!(r.is_err());
         assert_eq!(DROPS.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn a_panicking_element_destructor_still_frees_the_mapping() {
+        struct Bomb(u8);
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                if self.0 == 1 {
+                    panic!("element dropped");
+                }
+            }
+        }
+        let v = NumaVec::from_iter_in(
+            (0..1000u32).map(|i| Bomb(u8::from(i == 500))),
+            Distribution::Fine,
+        )
+        .expect("allocation");
+        let start = v.as_ptr() as *const u8;
+        assert_eq!(node_bytes(start, 1).known(), 1, "a registered mapping");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(v)));
+        assert!(r.is_err(), "the element's panic reaches the dropper");
+        // The mapping is gone from the registry: the address is unknown memory now.
+        assert_eq!(node_bytes(start, 1).unknown(), 1, "the mapping was freed");
     }
 
     #[test]
