@@ -137,16 +137,22 @@ fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
-        let number = |text: String, min: f64| -> Result<f64, String> {
+        let number = |text: String, min: f64, max: f64| -> Result<f64, String> {
             text.parse::<f64>()
                 .ok()
-                .filter(|x| x.is_finite() && *x >= min)
-                .ok_or(format!("'{text}': expected a number >= {min}"))
+                .filter(|x| x.is_finite() && (min..=max).contains(x))
+                .ok_or(format!("'{text}': expected a number from {min} to {max}"))
+        };
+        let integer = |text: String, max: usize| -> Result<usize, String> {
+            text.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or(format!("'{text}': expected a whole number from 1 to {max}"))
         };
         match arg.as_str() {
             "--size" => args.size = value()?.parse()?,
-            "--reps" => args.reps = number(value()?, 1.0)? as usize,
-            "--min-time" => args.min_time = Duration::from_secs_f64(number(value()?, 0.0)?),
+            "--reps" => args.reps = integer(value()?, 30)?,
+            "--min-time" => args.min_time = Duration::from_secs_f64(number(value()?, 0.0, 3600.0)?),
             "--mode" => {
                 args.mode = Some(match value()?.as_str() {
                     "measure" => Mode::Measure,
@@ -163,11 +169,11 @@ fn parse_args() -> Result<Args, String> {
                     .map(str::parse)
                     .collect::<Result<_, _>>()?
             }
-            "--threads" => args.threads = Some(number(value()?, 1.0)? as usize),
-            "--dilation" => args.model.dilation = number(value()?, 1.0)?,
-            "--model-runs" => args.model_runs = number(value()?, 1.0)? as usize,
-            "--core-gbps" => args.model.core_gbps = number(value()?, 0.001)?,
-            "--node-gbps" => args.model.node_gbps = number(value()?, 0.001)?,
+            "--threads" => args.threads = Some(integer(value()?, 4096)?),
+            "--dilation" => args.model.dilation = number(value()?, 1.0, 1e6)?,
+            "--model-runs" => args.model_runs = integer(value()?, 100)?,
+            "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,
+            "--node-gbps" => args.model.node_gbps = number(value()?, 0.001, 1e6)?,
             "--trace-dir" => args.trace_dir = PathBuf::from(value()?),
             // cargo bench passes --bench; criterion-style filters are not used here.
             "--bench" => {}

@@ -106,8 +106,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 parsed.dilation = v
                     .parse()
                     .ok()
-                    .filter(|&k: &f64| k >= 1.0)
-                    .ok_or(format!("--dilation '{v}': expected a number >= 1"))?;
+                    .filter(|&k: &f64| (1.0..=1e6).contains(&k))
+                    .ok_or(format!(
+                        "--dilation '{v}': expected a number from 1 to 1000000"
+                    ))?;
             }
             "--model" => parsed.model = true,
             "-h" | "--help" => return Err(USAGE.into()),

@@ -185,8 +185,11 @@ impl Instance for Reduction {
             }
             self.input = Multiset::of(&self.leaves);
         }
-        // The scratch half needs no reset: every level overwrites all of its output half.
         self.both[..n].copy_from_slice(&self.leaves);
+        // Every level overwrites all of its output half, but the scratch half is cleared too,
+        // so that a run that left a task out cannot pass verification on an earlier run's
+        // results.
+        self.both[n..].fill(0.0);
     }
 
     fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
