@@ -15,9 +15,6 @@ use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::locality_policy::LocalityModel;
 use numatask_sched::{Runtime, SchedulerKind};
 
-/// Chunks per node in the map.
-const CHUNKS_PER_NODE: usize = 8;
-
 /// The node count the harness configured.
 fn expected_nodes() -> usize {
     let raw = std::env::var("NUMATASK_VM_NODES")
@@ -108,11 +105,24 @@ fn map_with_locality_runs_at_least_95_percent_of_its_footprint_on_the_executing_
     assert!(!topo.is_synthetic());
     assert_eq!(topo.num_nodes(), n);
     // Chunks just above the footprint threshold (LLC / C), so that every task is dealt.
-    let threshold = LocalityModel::new(&topo, None).footprint_threshold();
+    let model = LocalityModel::new(&topo, None);
+    let threshold = model.footprint_threshold();
+    // As many chunks per node as Algorithm 2 lets a node's queue hold before other nodes may
+    // steal from it (distance / 10 x C, with C = 1 here: 2 at the 4-node guest's distance 20,
+    // 1 at the 8-node guest's 16): every task is then run where it was dealt unless dealing is
+    // wrong, which is what this test checks against the kernel. (With more chunks, workers
+    // that finish early steal the rest legitimately, as many as the emulated CPUs' uneven
+    // progress allows: 81-100% local over runs; the steal thresholds themselves are tested on
+    // the 8-node preset in tests/locality.rs.)
+    let chunks_per_node = (0..n)
+        .flat_map(|thief| model.steal_order(thief).iter().map(|c| c.threshold))
+        .min()
+        .unwrap_or(1)
+        .max(1);
     let ps = page_size();
     let chunk_bytes = (threshold as usize + 1).div_ceil(ps).max(16) * ps;
     reset_coarse_counter();
-    let mut chunks: Vec<NumaVec<u64>> = (0..n * CHUNKS_PER_NODE)
+    let mut chunks: Vec<NumaVec<u64>> = (0..n * chunks_per_node)
         .map(|i| {
             // Coarse: each allocation bound wholly to the next node, round robin; filled
             // here (the binding, not this thread, decides where the pages go).
@@ -140,10 +150,7 @@ fn map_with_locality_runs_at_least_95_percent_of_its_footprint_on_the_executing_
             m.tasks_per_node
         ));
     }
-    // The guests have one CPU per node (C = 1), so Algorithm 2 lets a worker steal from a node
-    // whose queue holds more than distance/10 tasks: 2 at distance 20-30 in the 4-node guest,
-    // only 1 at distance 16 in the 8-node one, where a few end-of-run steals are legitimate.
-    let required = if n <= 4 { 0.95 } else { 0.85 };
+    let required = 0.95;
     assert!(
         locality.fraction() >= required,
         "locality-aware: only {:.1}% of footprint bytes local (required {:.0}%)",
