@@ -558,6 +558,24 @@ impl fmt::Debug for Runtime {
     }
 }
 
+impl Runtime {
+    /// [`finish_trace`](Self::finish_trace) unless the file already holds every traced task
+    /// (also when no task ran: the file created at start-up then gets an empty trace). Errors
+    /// are reported on standard error by `finish_trace`: the callers (`drop`, the exit
+    /// handler) cannot return them.
+    fn finish_trace_if_pending(&self) {
+        if let Some(tracer) = &self.registry.tracer {
+            let written = *self
+                .traced_tasks_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if written != Some(tracer.summary().tasks) {
+                let _ = self.finish_trace();
+            }
+        }
+    }
+}
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.registry.sleep.notify_all();
@@ -571,17 +589,7 @@ impl Drop for Runtime {
                 let _ = handle.join();
             }
         }
-        if let Some(tracer) = &self.registry.tracer {
-            let written = *self
-                .traced_tasks_written
-                .get_mut()
-                .unwrap_or_else(|p| p.into_inner());
-            // Also when no task ran: the file created at start-up then holds an empty trace.
-            if written != Some(tracer.summary().tasks) {
-                // Reported on standard error by `finish_trace`; a destructor cannot return it.
-                let _ = self.finish_trace();
-            }
-        }
+        self.finish_trace_if_pending();
     }
 }
 
@@ -590,16 +598,8 @@ impl Drop for Runtime {
 extern "C" fn finish_global_trace() {
     // Nothing may unwind out of an exit handler.
     let _ = std::panic::catch_unwind(|| {
-        if let Some(Ok(rt)) = GLOBAL.get()
-            && let Some(tracer) = &rt.registry.tracer
-        {
-            let written = *rt
-                .traced_tasks_written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if written != Some(tracer.summary().tasks) {
-                let _ = rt.finish_trace();
-            }
+        if let Some(Ok(rt)) = GLOBAL.get() {
+            rt.finish_trace_if_pending();
         }
     });
 }
