@@ -230,19 +230,33 @@ impl Locality {
         if self.num_nodes == 1 || footprint.is_empty() {
             return None;
         }
-        let mut d = NodeBytes::default();
-        let mut intensive = NodeBytes::default();
+        let (mut d, mut intensive) = (NodeBytes::default(), NodeBytes::default());
+        // Small and even footprints do not depend on the dealing node.
+        let deal = self.model_deal(footprint, 0, &mut d, &mut intensive);
+        deal.reason.is_local().then_some(deal.reason)
+    }
+
+    /// Algorithm 1's decision for `footprint` dealt from node `here`, with `d` and `intensive`
+    /// as scratch for the bytes per node of the whole footprint and of its intensive accesses.
+    fn model_deal(
+        &self,
+        footprint: &[Access],
+        here: usize,
+        d: &mut NodeBytes,
+        intensive: &mut NodeBytes,
+    ) -> crate::locality_policy::Deal {
+        d.clear();
+        intensive.clear();
         let mut any_intensive = false;
         for access in footprint {
-            access.accumulate_footprint(&mut d);
+            access.accumulate_footprint(d);
             if access.intensive {
                 any_intensive = true;
-                access.accumulate_footprint(&mut intensive);
+                access.accumulate_footprint(intensive);
             }
         }
-        // Small and even footprints do not depend on the dealing node.
-        let deal = self.model.deal(&d, 0, any_intensive.then_some(&intensive));
-        deal.reason.is_local().then_some(deal.reason)
+        self.model
+            .deal(d, here, any_intensive.then_some(&*intensive))
     }
 
     /// Algorithm 1 for a task with a footprint.
@@ -253,19 +267,7 @@ impl Locality {
         let (node, reason) = {
             let mut scratch = local.scratch.borrow_mut();
             let (d, intensive) = &mut *scratch;
-            d.clear();
-            intensive.clear();
-            let mut any_intensive = false;
-            for access in task.footprint() {
-                access.accumulate_footprint(d);
-                if access.intensive {
-                    any_intensive = true;
-                    access.accumulate_footprint(intensive);
-                }
-            }
-            let deal = self
-                .model
-                .deal(d, here, any_intensive.then_some(&*intensive));
+            let deal = self.model_deal(task.footprint(), here, d, intensive);
             if deal.reason.is_local() {
                 return self.push_local(local, ctx, task);
             }
