@@ -168,15 +168,11 @@ pub(crate) enum AccessList {
 impl AccessList {
     #[cfg(test)]
     pub(crate) fn new(accesses: &[Access]) -> Self {
-        if accesses.len() <= INLINE_ACCESSES {
-            let mut items = [Access::new(0, 0, AccessKind::In); INLINE_ACCESSES];
-            items[..accesses.len()].copy_from_slice(accesses);
-            AccessList::Inline {
-                len: accesses.len() as u8,
-                items,
-            }
-        } else {
-            AccessList::Heap(accesses.into())
+        let mut list = std::mem::MaybeUninit::uninit();
+        // SAFETY: `init` writes a whole list into the properly aligned slot.
+        unsafe {
+            AccessList::init(list.as_mut_ptr(), accesses);
+            list.assume_init()
         }
     }
 

@@ -104,21 +104,6 @@ impl<T> Node<T> {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn new(accesses: &[Access]) -> Self {
-        Node {
-            pending: AtomicUsize::new(GUARD),
-            flags: AtomicU32::new(0),
-            links: Mutex::new(Links {
-                successors: SuccList::Empty,
-                payload: None,
-                sets: Vec::new(),
-                acquired: 0,
-            }),
-            accesses: AccessList::new(accesses),
-        }
-    }
-
     /// Finished without panic, and so without poison to pass on: a segment naming only inert
     /// tasks orders nothing and can be forgotten. A stale answer is `false`, never a wrong
     /// `true` (`DONE` is never cleared).

@@ -96,23 +96,6 @@ impl<T> NodeRef<T> {
         }
     }
 
-    #[cfg(test)]
-    pub(crate) fn new(node: Node<T>) -> Self {
-        let ptr = alloc_block::<Shared<T>>();
-        // SAFETY: fresh memory for one `Shared<T>`, ours alone.
-        unsafe {
-            ptr.as_ptr().write(Shared {
-                refs: AtomicUsize::new(1),
-                node,
-                tracker_refs: AtomicUsize::new(0),
-            })
-        };
-        NodeRef {
-            ptr,
-            _owns: PhantomData,
-        }
-    }
-
     fn shared(&self) -> &Shared<T> {
         // SAFETY: the allocation lives while a reference (this one) exists.
         unsafe { self.ptr.as_ref() }
@@ -300,7 +283,7 @@ mod tests {
 
     #[test]
     fn the_maps_references_hold_one_count_together() {
-        let node = NodeRef::<u32>::new(Node::new(&[]));
+        let node = NodeRef::<u32>::for_accesses(&[]);
         assert_eq!(node.ref_count(), 1);
         let a = TrackerRef::new(&node);
         assert_eq!(node.ref_count(), 2, "the first map reference takes a count");

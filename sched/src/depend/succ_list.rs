@@ -235,10 +235,9 @@ impl<T> Drop for SuccIter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::depend::node::Node;
 
     fn nodes(n: usize) -> Vec<NodeRef<u32>> {
-        (0..n).map(|_| NodeRef::new(Node::new(&[]))).collect()
+        (0..n).map(|_| NodeRef::for_accesses(&[])).collect()
     }
 
     #[test]
