@@ -904,7 +904,9 @@ enum Entry<'a> {
 /// After several rounds: each row's median, min and max over its rounds, and for each
 /// numatask row with kernels against each peer the median of the per-round ratios (row's
 /// time over the peer's in the same round: the machine's drift between rounds cancels); with
-/// several peers also against `best-peer`, each round's fastest peer.
+/// several peers also against `best-peer`, each round's fastest peer. The least of two noisy
+/// times is lower on average than either peer's own time, so the peers are paired with
+/// `best-peer` too: a peer's own ratio there is that bias, the yardstick for ours.
 fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>)]) {
     let sorted = |v: &[Option<f64>]| {
         let mut v: Vec<f64> = v.iter().flatten().copied().collect();
@@ -948,8 +950,14 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
         .copied()
         .chain((peers.len() > 1).then_some(&best_row));
     let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
-    for (name, row) in ours {
-        for (peer, peer_row) in &against {
+    let rows = ours.map(|c| (c, &against[..])).chain(
+        peers
+            .iter()
+            .filter(|_| peers.len() > 1)
+            .map(|c| (*c, std::slice::from_ref(&against[against.len() - 1]))),
+    );
+    for ((name, row), against) in rows {
+        for (peer, peer_row) in against {
             let ratios: Vec<Option<f64>> = row
                 .iter()
                 .zip(peer_row)
