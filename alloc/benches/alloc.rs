@@ -96,5 +96,28 @@ fn registry_lookup(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, alloc_and_touch, registry_lookup);
+/// Registering and removing an allocation with many others live: one `omp_malloc_specific`
+/// and `omp_free` of 4 pages (no touch), the registry's update being the part that grows.
+fn registry_update(c: &mut Criterion) {
+    let mut group = c.benchmark_group("alloc_free_with_live");
+    for live in [1_000usize, 30_000] {
+        let others: Vec<_> = (0..live)
+            .map(|_| omp_malloc_specific(4 * page_size(), Distribution::Coarse).unwrap())
+            .collect();
+        group.bench_function(BenchmarkId::from_parameter(live), |b| {
+            b.iter(|| {
+                let p = omp_malloc_specific(black_box(4 * page_size()), Distribution::Coarse);
+                // SAFETY: allocated just above, never dereferenced.
+                unsafe { omp_free(p.unwrap().as_ptr()) }.unwrap();
+            });
+        });
+        for p in others {
+            // SAFETY: allocated above, no reference remains.
+            unsafe { omp_free(p.as_ptr()) }.unwrap();
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, alloc_and_touch, registry_lookup, registry_update);
 criterion_main!(benches);
