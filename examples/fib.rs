@@ -11,6 +11,7 @@
 //! ```
 //! Workers come from the environment (`OMP_NUM_THREADS`, default one per core).
 
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use numatask::{Runtime, Scope};
@@ -46,13 +47,44 @@ fn fib_seq(n: u64) -> u64 {
     (0..n).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+const USAGE: &str =
+    "usage: fib [n (0 to 45, default 27)] [reps (1 to 1000, default 5)] [spawn|join]";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fib: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The positional argument `what` as a number from `lo` to `hi`, `default` when absent.
+fn number(arg: Option<String>, what: &str, lo: u64, hi: u64, default: u64) -> Result<u64, String> {
+    let Some(arg) = arg else { return Ok(default) };
+    match arg.trim().parse::<u64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{what} '{arg}': expected a whole number from {lo} to {hi}\n{USAGE}"
+        )),
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
     let mut args = std::env::args().skip(1);
-    let n: u64 = args.next().map_or(Ok(27), |a| a.parse())?;
-    let reps: usize = args.next().map_or(Ok(5), |a| a.parse())?;
+    let n = number(args.next(), "n", 0, 45, 27)?;
+    let reps = number(args.next(), "reps", 1, 1000, 5)? as usize;
     let only = args.next();
-    if n > 45 || reps == 0 {
-        return Err("need n <= 45 and reps >= 1".into());
+    if let Some(o) = only.as_deref().filter(|o| !["spawn", "join"].contains(o)) {
+        return Err(format!("'{o}': expected spawn or join\n{USAGE}").into());
+    }
+    if let Some(extra) = args.next() {
+        return Err(format!("unexpected argument '{extra}'\n{USAGE}").into());
     }
     let rt = Runtime::new()?;
     let expect = fib_seq(n);
