@@ -981,7 +981,7 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
 /// The trace file `NUMATASK_TRACE` names, if set and not empty.
 pub fn trace_path() -> Option<std::path::PathBuf> {
     std::env::var_os("NUMATASK_TRACE")
-        .filter(|p| !p.is_empty())
+        .filter(|p| !p.to_string_lossy().trim().is_empty())
         .map(std::path::PathBuf::from)
 }
 

@@ -4,9 +4,9 @@
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core of the topology |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `false`; case-insensitive; of a list, the first | `true` |
-//! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; at least 64K | 2M |
+//! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
-//! | `NUMATASK_VICINITY` | the largest OS distance (an integer, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
+//! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
 //!
@@ -55,6 +55,13 @@ pub const DEFAULT_STACK_SIZE: usize = 2 << 20;
 /// machinery need a few pages, and a smaller value would crash rather than fail.
 pub const MIN_STACK_SIZE: usize = 64 << 10;
 
+/// The largest worker stack (`OMP_STACKSIZE`, `stack_size`): 16 GiB, far beyond what any
+/// recursion needs; a larger value is a typo that the system would refuse at thread start.
+pub const MAX_STACK_SIZE: usize = 16 << 30;
+
+/// The least vicinity (`NUMATASK_VICINITY`, `vicinity`): an OS distance of 10 is a node's own.
+pub const MIN_VICINITY: u32 = 10;
+
 const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a comma-separated \
      list of them, of which the first is used)";
 
@@ -62,11 +69,11 @@ const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a com
 /// would otherwise start that many threads, until the system refuses or aborts.
 pub const MAX_NUM_THREADS: usize = 4096;
 const PROC_BIND_EXPECTED: &str = "true, false or close (spread and primary are not supported)";
-const STACKSIZE_EXPECTED: &str =
-    "a size of at least 64K: a number with an optional unit B, K, M or G (no unit means K)";
+const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optional unit B, K, M \
+     or G (no unit means K)";
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
 const VICINITY_EXPECTED: &str =
-    "an OS distance (a positive integer; 10 = the own node only) or all (no limit)";
+    "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 
 /// What `OMP_DISPLAY_ENV` asks for.
@@ -229,7 +236,7 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
         return Ok(None);
     }
     match v.parse::<u32>() {
-        Ok(d) if d > 0 => Ok(Some(d)),
+        Ok(d) if d >= MIN_VICINITY => Ok(Some(d)),
         _ => Err(invalid(VICINITY_ENV, value, VICINITY_EXPECTED)),
     }
 }
@@ -261,7 +268,7 @@ pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
         _ => return Err(err()),
     };
     let bytes = number.checked_mul(1 << shift).ok_or_else(err)?;
-    if bytes < MIN_STACK_SIZE {
+    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&bytes) {
         return Err(err());
     }
     Ok(bytes)
@@ -305,7 +312,8 @@ mod tests {
         assert_eq!(parse_stack_size("1G"), Ok(1 << 30));
         assert_eq!(parse_stack_size("65536B"), Ok(65536));
         assert_eq!(parse_stack_size("100"), Ok(100 << 10));
-        for bad in ["", "K", "12Q", "4K", "-5M", "99999999999999999999G", "1.5M"] {
+        assert_eq!(parse_stack_size("16G"), Ok(MAX_STACK_SIZE));
+        for bad in ["", "K", "12Q", "4K", "-5M", "99999999999999999999G", "1.5M", "17G"] {
             let err = parse_stack_size(bad).unwrap_err();
             assert!(
                 err.to_string()
@@ -375,7 +383,8 @@ mod tests {
         assert_eq!(env.vicinity, Some(Some(16)));
         assert_eq!(env.trace, Some(PathBuf::from("out.json")));
         assert_eq!(parse_vicinity("all"), Ok(None));
-        for bad in ["0", "-3", "near", "16.5"] {
+        assert_eq!(parse_vicinity("10"), Ok(Some(10)));
+        for bad in ["0", "9", "-3", "near", "16.5"] {
             let err = parse_vicinity(bad).unwrap_err();
             assert_eq!(
                 err.to_string(),

@@ -75,10 +75,15 @@ pub enum SchedError {
         reason: String,
     },
     /// The operating system refused to start a worker thread.
-    #[error("could not start worker thread {worker}: {reason}")]
+    #[error(
+        "could not start worker thread {worker} with a stack of {stack} (OMP_STACKSIZE or \
+         stack_size): {reason}"
+    )]
     SpawnWorker {
         /// Index of the worker.
         worker: usize,
+        /// The stack size asked for, as `OMP_STACKSIZE` writes it.
+        stack: String,
         /// The OS error.
         reason: String,
     },

@@ -21,8 +21,9 @@ use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, Topology};
 
 use crate::config::{
-    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MIN_STACK_SIZE, NUM_THREADS_ENV,
-    PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV, format_size,
+    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    MIN_VICINITY, NUM_THREADS_ENV, PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV,
+    format_size,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -236,11 +237,18 @@ impl RuntimeBuilder {
                 expected: "from 1 to 4096 workers",
             });
         }
-        if self.stack_size < MIN_STACK_SIZE {
+        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
             return Err(SchedError::InvalidSetting {
                 setting: "stack_size",
                 value: self.stack_size.to_string(),
-                expected: "at least 65536 bytes",
+                expected: "from 65536 bytes to 16 GiB",
+            });
+        }
+        if let Some(d @ ..MIN_VICINITY) = self.vicinity {
+            return Err(SchedError::InvalidSetting {
+                setting: "vicinity",
+                value: d.to_string(),
+                expected: "an OS distance of at least 10 (10 = the own node only), or None",
             });
         }
         if !(1..=MAX_DEQUE_CAPACITY).contains(&self.deque_capacity) {
@@ -335,6 +343,7 @@ impl RuntimeBuilder {
                 Err(e) => {
                     return Err(SchedError::SpawnWorker {
                         worker: index,
+                        stack: format_size(self.stack_size),
                         reason: e.to_string(),
                     });
                 }

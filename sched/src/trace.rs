@@ -143,10 +143,11 @@ impl Tracer {
         }
     }
 
-    /// The trace file named by `NUMATASK_TRACE`, if the variable is set and not empty.
+    /// The trace file named by `NUMATASK_TRACE`, if the variable is set and not blank (empty
+    /// or only white space counts as unset, as for every other variable).
     pub fn path_from_env() -> Option<PathBuf> {
         std::env::var_os(TRACE_ENV)
-            .filter(|v| !v.is_empty())
+            .filter(|v| !v.to_string_lossy().trim().is_empty())
             .map(PathBuf::from)
     }
 

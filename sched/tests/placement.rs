@@ -60,6 +60,10 @@ fn invalid_builder_settings_are_typed_errors() {
         (Runtime::builder().num_threads(4097), "num_threads"),
         (Runtime::builder().num_threads(usize::MAX), "num_threads"),
         (Runtime::builder().stack_size(1000), "stack_size"),
+        (Runtime::builder().stack_size(usize::MAX), "stack_size"),
+        (Runtime::builder().stack_size((16 << 30) + 1), "stack_size"),
+        (Runtime::builder().vicinity(Some(0)), "vicinity"),
+        (Runtime::builder().vicinity(Some(9)), "vicinity"),
         (Runtime::builder().deque_capacity(0), "deque_capacity"),
         (
             Runtime::builder().deque_capacity(usize::MAX),
