@@ -494,7 +494,16 @@ pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, 
     let hi = lo
         .checked_add(len)
         .ok_or(AllocError::Query("range wraps around".into()))?;
-    let pages: Vec<usize> = (lo / ps..=(hi - 1) / ps).map(|p| p * ps).collect();
+    let count = (hi - 1) / ps - lo / ps + 1;
+    // One entry per page: refuse a range whose answer could not be held (no memory mapping is
+    // that long), rather than abort on the allocation.
+    let mut pages: Vec<usize> = Vec::new();
+    pages.try_reserve_exact(count).map_err(|_| {
+        AllocError::Query(format!(
+            "a range of {len} bytes spans {count} pages, too many to report one by one"
+        ))
+    })?;
+    pages.extend((lo / ps..=(hi - 1) / ps).map(|p| p * ps));
     kernel_page_nodes(&pages)
 }
 
@@ -675,6 +684,14 @@ mod tests {
         }
         check_against(&reg, &model);
         assert!(reg.snapshot.load().chunks.is_empty());
+    }
+
+    #[test]
+    fn a_range_too_long_to_report_page_by_page_is_an_error() {
+        let err = resident_nodes(std::ptr::without_provenance(4096), usize::MAX / 2).unwrap_err();
+        assert!(err.to_string().contains("too many to report"), "{err}");
+        let wraps = resident_nodes(std::ptr::without_provenance(usize::MAX - 10), 100);
+        assert!(wraps.is_err());
     }
 
     #[test]

@@ -313,7 +313,16 @@ mod tests {
         assert_eq!(parse_stack_size("65536B"), Ok(65536));
         assert_eq!(parse_stack_size("100"), Ok(100 << 10));
         assert_eq!(parse_stack_size("16G"), Ok(MAX_STACK_SIZE));
-        for bad in ["", "K", "12Q", "4K", "-5M", "99999999999999999999G", "1.5M", "17G"] {
+        for bad in [
+            "",
+            "K",
+            "12Q",
+            "4K",
+            "-5M",
+            "99999999999999999999G",
+            "1.5M",
+            "17G",
+        ] {
             let err = parse_stack_size(bad).unwrap_err();
             assert!(
                 err.to_string()

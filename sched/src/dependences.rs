@@ -110,7 +110,8 @@ pub(crate) fn submit(
 /// Completes a dependent task whose body just returned (`panicked`: by unwinding), on
 /// `worker`, and schedules what that releases.
 ///
-/// Released tasks go to this worker's deque like spawned children, newest first, so that this
+/// Released tasks go to this worker's deque like spawned children (to its overflow list when
+/// the deque is full, never run inline: see `crate::worker`), newest first, so that this
 /// worker runs the oldest next (the deque's owner takes the last pushed) and thieves take the
 /// newer ones. Each task after the first is parallel work that may be waiting for a sleeping
 /// worker, so it also wakes one (`Sleep::new_work`: a fence and a load when nobody sleeps);
@@ -121,7 +122,12 @@ pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerT
     let mut released = 0usize;
     let on_release = |r: Released<Task>| match r {
         Released::Ready(ready) => {
-            push_ready(ready, worker);
+            let Ready {
+                handle,
+                payload: mut task,
+            } = ready;
+            task.attach_depend(handle);
+            worker.push_released(task);
             released += 1;
             if released > 1 {
                 worker.registry().sleep.new_work();

@@ -360,33 +360,68 @@ impl ResultState {
     }
 }
 
-/// A one-shot latch a thread outside the pool blocks on (mutex and condition variable).
-///
-/// `set` is the setter's last access to the latch: it notifies while holding the lock, so the
-/// waiter cannot return (and free the latch) before the setter released it.
-pub(crate) struct LockLatch {
-    done: Mutex<bool>,
+/// The end of a scope injected into a pool by a thread outside it (`crate::scope`): set by
+/// the worker that ran the scope, waited for by the injecting thread. It is shared through an
+/// `Arc`, so that the setter never touches memory the waiter may free as soon as it sees the
+/// latch set (a latch on the waiter's stack would be, for the instant between the mutex's
+/// release and the setter's return).
+pub(crate) struct InjectLatch {
+    done: std::sync::atomic::AtomicBool,
+    lock: Mutex<()>,
     cond: Condvar,
+    /// When the waiter is a worker of another pool (it keeps running that pool's tasks while
+    /// it waits, and may sleep there): how to wake it.
+    worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>,
 }
 
-impl LockLatch {
-    pub(crate) fn new() -> Self {
-        LockLatch {
-            done: Mutex::new(false),
+impl InjectLatch {
+    /// A latch for a thread that blocks until it is set.
+    pub(crate) fn for_thread() -> Self {
+        Self::new(None)
+    }
+
+    /// A latch for worker `index` of `registry`, which waits by running its own pool's tasks.
+    pub(crate) fn for_worker(
+        registry: std::sync::Arc<crate::runtime::Registry>,
+        index: usize,
+    ) -> Self {
+        Self::new(Some((registry, index)))
+    }
+
+    fn new(worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>) -> Self {
+        InjectLatch {
+            done: std::sync::atomic::AtomicBool::new(false),
+            lock: Mutex::new(()),
             cond: Condvar::new(),
+            worker,
         }
     }
 
-    pub(crate) fn set(&self) {
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        *done = true;
-        self.cond.notify_all();
+    pub(crate) fn is_set(&self) -> bool {
+        self.done.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    pub(crate) fn wait(&self) {
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*done {
-            done = self.cond.wait(done).unwrap_or_else(PoisonError::into_inner);
+    pub(crate) fn set(&self) {
+        // `SeqCst`: a sleeping waiter's last check of `is_set` and this store are ordered by
+        // the fences of the sleep protocol (`Sleep::new_work_for`).
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        match &self.worker {
+            Some((registry, index)) => {
+                registry.sleep.new_work_for(*index..index + 1);
+            }
+            None => {
+                // Taking the lock orders this notification after a waiter's check of `done`.
+                let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+                self.cond.notify_all();
+            }
+        }
+    }
+
+    /// Blocks the calling thread until the latch is set.
+    pub(crate) fn wait_blocking(&self) {
+        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        while !self.is_set() {
+            held = self.cond.wait(held).unwrap_or_else(PoisonError::into_inner);
         }
     }
 }

@@ -32,7 +32,7 @@ use std::thread;
 use crate::depend::Access;
 use crate::dependences::{self, ChildDeps};
 use crate::job::{self, Header, LineAligned, ResultHead, Task, TaskMeta};
-use crate::latch::{DONE, LockLatch, Payload, drop_payload};
+use crate::latch::{DONE, InjectLatch, Payload, drop_payload};
 use crate::runtime::Registry;
 use crate::worker::WorkerThread;
 
@@ -508,14 +508,14 @@ where
     }
 }
 
-/// A scope body sent into the pool by a thread outside it, which blocks until it ran (aligned
+/// A scope body sent into the pool by a thread outside it, which waits until it ran (aligned
 /// like a heap frame: see [`Header`]).
 #[repr(C, align(64))]
 struct InjectedScope<F, R> {
     header: Header,
     func: UnsafeCell<Option<F>>,
     result: UnsafeCell<Option<thread::Result<R>>>,
-    latch: LockLatch,
+    latch: std::sync::Arc<InjectLatch>,
 }
 
 /// The table of one `InjectedScope<F, R>` instantiation (a `'static` promoted constant).
@@ -530,23 +530,37 @@ where
 }
 
 /// Runs a scope body on a worker of `registry` from a thread that is not one of its workers,
-/// blocking this thread until the scope ended.
+/// until the scope ended. A thread outside any pool blocks meanwhile; a worker of another
+/// pool keeps running its own pool's tasks (as in a `taskwait`), so that two pools whose
+/// scopes nest in each other cannot wait for each other with every worker blocked.
 pub(crate) fn inject_scope<'scope, F, R>(registry: &Registry, f: F) -> R
 where
     F: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
+    let here = WorkerThread::current();
+    let latch = std::sync::Arc::new(match here {
+        Some(worker) => {
+            InjectLatch::for_worker(std::sync::Arc::clone(worker.registry()), worker.index())
+        }
+        None => InjectLatch::for_thread(),
+    });
     let job = InjectedScope {
         header: Header::injected(&InjectedVTable::<'scope, F, R>::VTABLE),
         func: UnsafeCell::new(Some(f)),
         result: UnsafeCell::new(None),
-        latch: LockLatch::new(),
+        latch: std::sync::Arc::clone(&latch),
     };
     registry.scheduler.inject(
         Task::from_header(NonNull::from(&job.header)),
         &registry.sleep,
     );
-    job.latch.wait();
+    match here {
+        // The job's header is no frame of this pool: short of stack, the worker runs none of
+        // its pool's tasks and only waits.
+        Some(worker) => worker.wait_until(&job.header, || latch.is_set(), || {}),
+        None => latch.wait_blocking(),
+    }
     // SAFETY: the worker wrote the result before setting the latch and does not touch the
     // job afterwards.
     match unsafe { (*job.result.get()).take() } {
@@ -569,7 +583,10 @@ where
         Some(f) => panic::catch_unwind(AssertUnwindSafe(|| run_scope(worker, f))),
         None => return,
     };
+    // The latch is shared: setting it touches nothing the injecting thread frees once it
+    // sees it set, as `job` (on that thread's stack) is.
+    let latch = std::sync::Arc::clone(&job.latch);
     // SAFETY: the injecting thread reads `result` only after the latch is set.
     unsafe { *job.result.get() = Some(result) };
-    job.latch.set();
+    latch.set();
 }

@@ -9,7 +9,10 @@
 //! 1. it pops its own deque (newest first): first `F`'s children and their descendants, then
 //!    older tasks of the tasks it is suspended in;
 //! 2. it steals from other workers (oldest first, victims in round-robin order) and runs
-//!    **any** task it steals, as oneTBB's and rayon's waits do;
+//!    **any** task it steals, as oneTBB's and rayon's waits do, then takes scopes injected
+//!    from outside the pool (the injecting thread may be a worker of another pool, waiting
+//!    for it in the same way: pools whose scopes nest in each other never wait for each
+//!    other with every worker blocked);
 //! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
 //! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
@@ -36,8 +39,17 @@
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
 //! injected from outside the pool.
+//!
+//! # A full deque
+//!
+//! A task spawned while the worker's deque is full runs at once, inline in `spawn` (its depth
+//! is the program's own nesting). A task *released* by a completion is never run inline: a
+//! chain of dependent tasks would then run each link inside the completion of the one before,
+//! one stack frame deeper per link, until the stack overflows. It goes to the worker's
+//! overflow list instead, which the worker's loops take from before its deque (the newest
+//! first, as from the deque), so the chain runs one link after another at the same depth.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::mem;
 use std::ptr;
 use std::sync::Arc;
@@ -65,6 +77,11 @@ pub(crate) struct WorkerThread {
     stack_base: usize,
     /// The worker thread's stack size.
     stack_size: usize,
+    /// Tasks released by completions while the scheduler had no room (module docs); only
+    /// this worker touches it, and never while a task runs from it.
+    overflow: RefCell<Vec<Task>>,
+    /// Whether `overflow` may hold tasks: the only thing the hot path reads.
+    has_overflow: Cell<bool>,
 }
 
 /// A waiting worker steals only while more than `1 / STACK_RESERVE_DIVISOR` of its stack is
@@ -130,6 +147,35 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn run_undeferred(&self, task: Task) {
         self.run_task(task, None);
+    }
+
+    /// Makes a task that a completion released available; with no room in the scheduler it
+    /// goes to the overflow list (module docs), never inline.
+    #[inline]
+    pub(crate) fn push_released(&self, task: Task) {
+        if let Err(task) = self.queues.push(&self.ctx(), task) {
+            self.overflow.borrow_mut().push(task);
+            self.has_overflow.set(true);
+        }
+    }
+
+    /// The next task of this worker's own: from the overflow list, then from its queues.
+    #[inline]
+    fn pop_own(&self, ctx: &WorkerCtx<'_>) -> Option<(Task, Found)> {
+        if self.has_overflow.get()
+            && let Some(task) = self.pop_overflow()
+        {
+            return Some((task, Found::Overflow));
+        }
+        self.queues.pop(ctx).map(|task| (task, Found::Pop))
+    }
+
+    #[cold]
+    fn pop_overflow(&self) -> Option<Task> {
+        let mut overflow = self.overflow.borrow_mut();
+        let task = overflow.pop();
+        self.has_overflow.set(!overflow.is_empty());
+        task
     }
 
     /// A spawned task the scheduler had no room for: the spawner runs it now.
@@ -205,6 +251,8 @@ impl WorkerThread {
             registry,
             stack_base: ptr::addr_of!(top) as usize,
             stack_size,
+            overflow: RefCell::new(Vec::new()),
+            has_overflow: Cell::new(false),
         };
         CURRENT.with(|c| c.set(&worker));
         let guard = AbortOnUnwind;
@@ -218,8 +266,8 @@ impl WorkerThread {
         let mut idle = IdleState::new();
         let ctx = self.ctx();
         loop {
-            let found = match self.queues.pop(&ctx) {
-                Some(task) => Some((task, Found::Pop)),
+            let found = match self.pop_own(&ctx) {
+                Some(own) => Some(own),
                 None => match self.queues.steal(&ctx) {
                     Some(task) => Some((task, Found::Steal)),
                     None => self
@@ -266,10 +314,10 @@ impl WorkerThread {
                 return;
             }
             let roomy = self.stack_has_room();
-            if let Some(task) = self.queues.pop(&ctx) {
+            if let Some((task, found)) = self.pop_own(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
                     sleep.work_found(&mut idle);
-                    self.run_task(task, Some(Found::Pop));
+                    self.run_task(task, Some(found));
                 } else {
                     // Short of stack: an unrelated task goes where idle workers take it.
                     self.registry.scheduler.inject(task, sleep);
@@ -281,6 +329,13 @@ impl WorkerThread {
                 if let Some(task) = self.queues.steal(&ctx) {
                     sleep.work_found(&mut idle);
                     self.run_task(task, Some(Found::Steal));
+                    continue;
+                }
+                // A scope injected from outside: the thread that injected it may be a worker
+                // of another pool that waits for it (module docs).
+                if let Some(task) = self.queues.take_injected(&ctx) {
+                    sleep.work_found(&mut idle);
+                    self.run_task(task, Some(Found::Injected));
                     continue;
                 }
             }

@@ -58,6 +58,49 @@ fn a_chain_of_updates_runs_in_program_order_with_several_workers() {
     within(60, || chain_in_program_order(3, 2000));
 }
 
+/// A chain of `links` updates of one block, each spawning two children that fill the deque:
+/// the completion of each link releases the next while the deque is full.
+fn chain_over_a_full_deque(workers: usize, capacity: usize, links: usize) {
+    let rt = numatask_sched::Runtime::builder()
+        .num_threads(workers)
+        .proc_bind(false)
+        .deque_capacity(capacity)
+        .build()
+        .expect("runtime");
+    let mut cell = vec![0u64; 1];
+    let children = AtomicUsize::new(0);
+    rt.scope(|s| {
+        let blocks = Blocks::new(&mut cell, 1).expect("blocks");
+        for _ in 0..links {
+            let children = &children;
+            s.task()
+                .updates(&blocks[0])
+                .spawn(move |s, (c,)| {
+                    c[0] += 1;
+                    for _ in 0..2 {
+                        s.spawn(move |_| {
+                            children.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                })
+                .expect("no conflict");
+        }
+    });
+    assert_eq!(cell[0], links as u64);
+    assert_eq!(children.into_inner(), 2 * links);
+}
+
+#[test]
+fn a_long_chain_released_into_a_full_deque_does_not_grow_the_stack() {
+    // Run inline, each released link would nest inside its predecessor's completion: with
+    // 100,000 links that overflowed the 2 MiB worker stack and aborted the process.
+    within(120, || {
+        for (workers, capacity) in [(1, 1), (2, 1), (2, 4096)] {
+            chain_over_a_full_deque(workers, capacity, 100_000);
+        }
+    });
+}
+
 #[test]
 fn readers_run_concurrently_between_writers() {
     within(60, || {

@@ -270,6 +270,31 @@ fn a_task_can_enter_another_runtime() {
 }
 
 #[test]
+fn scopes_of_two_runtimes_nested_in_each_other_do_not_deadlock() {
+    // A task of `a` enters `b`, whose body enters `a` again. The worker of `a` that waits for
+    // `b`'s scope must keep running `a`'s work, including the scope `b` injects back into
+    // `a`: with one worker in `a`, a blocked wait could never end.
+    within(120, || {
+        for workers in [1, 2] {
+            let a = runtime(workers);
+            let b = runtime(1);
+            let (a, b) = (&a, &b);
+            let v = a.scope(|s| {
+                let h = s.spawn_with_result(move |_| b.scope(|_| a.scope(|s| fib(s, 12))));
+                // With two workers the body's own worker waits here while the other runs the
+                // task: it too must take what `b` injects.
+                s.taskwait();
+                h.join()
+            });
+            assert_eq!(v, fib_seq(12), "{workers} workers in a");
+            // Three levels: a -> b -> a -> b.
+            let v = a.scope(|_| b.scope(|_| a.scope(|_| b.scope(|s| fib(s, 10)))));
+            assert_eq!(v, fib_seq(10));
+        }
+    });
+}
+
+#[test]
 fn the_global_scope_runs_tasks() {
     let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");
     assert_eq!(v, fib_seq(15));

@@ -567,6 +567,7 @@ impl Scheduler for Locality {
     fn has_stealable_work(&self, _local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
         let here = ctx.place.node.min(self.num_nodes - 1);
         !self.node_queues[here].is_empty()
+            || !self.injector.is_empty()
             || self
                 .stealers
                 .iter()
@@ -582,6 +583,7 @@ impl Scheduler for Locality {
     fn origin(&self, local: &LocalityLocal, _ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
         match (found, local.taken.get()) {
             (Found::Injected, _) => TaskOrigin::INJECTED,
+            (Found::Overflow, _) => TaskOrigin::OWN_DEQUE,
             (_, Taken::OwnDeque) => TaskOrigin::OWN_DEQUE,
             (_, Taken::Deque(worker)) => TaskOrigin {
                 queue: QueueChoice::OwnDeque,

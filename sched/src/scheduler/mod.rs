@@ -89,6 +89,9 @@ pub enum Found {
     Steal,
     /// [`Scheduler::take_injected`].
     Injected,
+    /// The worker's overflow list: a task its own completion released while the scheduler had
+    /// no room (see `crate::worker`).
+    Overflow,
 }
 
 /// Where a task was queued and where the worker running it took it from (for tracing).
@@ -166,8 +169,9 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// made by a worker after it announced itself sleepy).
     fn has_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
 
-    /// Whether [`steal`](Self::steal) may find work (the check of a waiting worker, which
-    /// does not take injected work and knows what its own queue holds).
+    /// Whether [`steal`](Self::steal) or [`take_injected`](Self::take_injected) may find work
+    /// (the check of a waiting worker with stack to spare, which knows what its own queue
+    /// holds).
     fn has_stealable_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
 
     /// Where the task that the calling worker's last successful `found` operation returned

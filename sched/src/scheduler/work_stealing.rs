@@ -143,15 +143,17 @@ impl Scheduler for WorkStealing {
     }
 
     fn has_stealable_work(&self, _local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> bool {
-        self.stealers
-            .iter()
-            .enumerate()
-            .any(|(i, s)| i != ctx.place.index && !s.is_empty())
+        !self.injector.is_empty()
+            || self
+                .stealers
+                .iter()
+                .enumerate()
+                .any(|(i, s)| i != ctx.place.index && !s.is_empty())
     }
 
     fn origin(&self, local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {
         match found {
-            Found::Pop => TaskOrigin::OWN_DEQUE,
+            Found::Pop | Found::Overflow => TaskOrigin::OWN_DEQUE,
             // A successful steal leaves the victim in the cursor.
             Found::Steal => TaskOrigin {
                 queue: QueueChoice::OwnDeque,
