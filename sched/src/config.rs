@@ -9,6 +9,7 @@
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
+//! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
 //!
 //! A variable that is unset, empty or only blanks counts as unset. Any other value that is not
 //! accepted is an error ([`SchedError::InvalidEnv`]) naming the variable, the value and what is
@@ -20,6 +21,8 @@
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+
+use numatask_alloc::{DISTRIBUTION_ENV, Distribution};
 
 use crate::error::SchedError;
 use crate::scheduler::SchedulerKind;
@@ -75,6 +78,7 @@ const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware
 const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
+const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 
 /// What `OMP_DISPLAY_ENV` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,6 +132,10 @@ pub struct EnvSettings {
     pub vicinity: Option<Option<u32>>,
     /// `NUMATASK_TRACE`.
     pub trace: Option<PathBuf>,
+    /// `OMP_DATA_DISTRIBUTION`, which the allocator follows (`numatask_alloc::omp_malloc`):
+    /// read here too, so that a runtime built from the environment refuses a bad value at
+    /// start and `OMP_DISPLAY_ENV` shows the policy.
+    pub data_distribution: Option<Distribution>,
 }
 
 impl EnvSettings {
@@ -195,6 +203,12 @@ impl EnvSettings {
                 .transpose()?,
             vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
             trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
+            data_distribution: get(DISTRIBUTION_ENV)
+                .map(|v| {
+                    v.parse::<Distribution>()
+                        .map_err(|_| invalid(DISTRIBUTION_ENV, &v, DISTRIBUTION_EXPECTED))
+                })
+                .transpose()?,
         })
     }
 }

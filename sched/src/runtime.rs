@@ -512,15 +512,24 @@ impl Runtime {
             Some(d) => line(VICINITY_ENV, &d),
             None => line(VICINITY_ENV, &"all"),
         }
-        for (name, value) in self.registry.scheduler.display_lines() {
-            line(name, &value);
-        }
         if let Some(path) = &s.trace {
             line(TRACE_ENV, &path.display());
         }
+        match numatask_alloc::Distribution::from_env() {
+            Ok(d) => line(numatask_alloc::DISTRIBUTION_ENV, &d),
+            Err(e) => line(
+                numatask_alloc::DISTRIBUTION_ENV,
+                &format_args!("invalid: {e}"),
+            ),
+        }
         line("NUMATASK_TOPOLOGY", topo.source());
+        // What follows is derived, not set: written in lower case so that no line looks like
+        // a variable one could set.
+        for (name, value) in self.registry.scheduler.display_lines() {
+            line(name, &value);
+        }
         line(
-            "NUMATASK_TOPOLOGY_NODES",
+            "numatask topology",
             &format_args!(
                 "{} node(s), {} core(s), {} per node{}",
                 topo.num_nodes(),
@@ -534,7 +543,7 @@ impl Runtime {
             ),
         );
         line(
-            "NUMATASK_TOPOLOGY_DISTANCES",
+            "numatask distances",
             &format_args!("{} {:?}", topo.distance_source(), topo.distance_matrix()),
         );
         if s.display_env == DisplayEnv::Verbose {
@@ -548,7 +557,7 @@ impl Runtime {
                     Some(Err(e)) => format!("not pinned: {e}"),
                 };
                 line(
-                    &format!("NUMATASK_WORKER_{}", place.index),
+                    &format!("numatask worker {}", place.index),
                     &format_args!("core {}, node {}, {pinned}", place.core, place.node),
                 );
             }

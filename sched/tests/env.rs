@@ -22,6 +22,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     set("OMP_STACKSIZE", "4M");
     set("NUMATASK_SCHEDULER", "ws");
     set("OMP_DISPLAY_ENV", "verbose");
+    set("OMP_DATA_DISTRIBUTION", " Coarse ");
     let rt = Runtime::new().expect("a valid environment");
     let s = rt.settings();
     assert_eq!(s.num_threads, 3);
@@ -44,7 +45,8 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         "  OMP_PROC_BIND = 'FALSE'",
         "  OMP_STACKSIZE = '4M'",
         "  NUMATASK_SCHEDULER = 'ws'",
-        "  NUMATASK_WORKER_2 = 'core ",
+        "  numatask worker 2 = 'core ",
+        "  OMP_DATA_DISTRIBUTION = 'coarse'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     }
@@ -56,6 +58,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("OMP_STACKSIZE", "12Q"),
         ("NUMATASK_SCHEDULER", "fifo"),
         ("OMP_DISPLAY_ENV", "yes"),
+        ("OMP_DATA_DISTRIBUTION", "bogus"),
     ] {
         set(var, value);
         match Runtime::new() {

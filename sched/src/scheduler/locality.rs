@@ -195,14 +195,14 @@ impl Locality {
         };
         vec![
             (
-                "NUMATASK_LOCALITY_FOOTPRINT_THRESHOLD",
+                "numatask locality footprint threshold",
                 format!(
                     "{} (LLC / {} cores per node)",
                     format_size(usize::try_from(m.footprint_threshold()).unwrap_or(usize::MAX)),
                     m.cores_per_node()
                 ),
             ),
-            ("NUMATASK_LOCALITY_STEAL_THRESHOLDS", thresholds),
+            ("numatask locality steal thresholds", thresholds),
         ]
     }
 
