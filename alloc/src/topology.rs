@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `system` | the real machine (the default) |
 //! | `preset:opteron6172` (or just `opteron6172`) | the core paper's machine, see [`Preset`] |
-//! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1` |
+//! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1`; at most 256 NUMA nodes, 16,384 processing units and 4,096 children per object |
 //! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one |
 //!
 //! [`TopologyBuilder`] does the same from code and can also set a distance matrix.
@@ -304,7 +304,8 @@ impl TopologyBuilder {
             TopologySource::Preset(p) => builder
                 .from_synthetic(p.synthetic())
                 .map_err(|e| e.to_string()),
-            TopologySource::Synthetic(s) => builder.from_synthetic(s).map_err(|e| e.to_string()),
+            TopologySource::Synthetic(s) => check_synthetic_size(s)
+                .and_then(|()| builder.from_synthetic(s).map_err(|e| e.to_string())),
             // Read here rather than by hwloc, whose binding treats a missing or unreadable
             // file as an impossible error (a panic).
             TopologySource::Xml(path) => {
@@ -353,6 +354,65 @@ impl TopologyBuilder {
             llc_bytes,
         })
     }
+}
+
+/// The most NUMA nodes a synthetic topology may have.
+pub const MAX_SYNTHETIC_NODES: u64 = 256;
+
+/// The most processing units a synthetic topology may have (four times the most workers a
+/// runtime starts).
+pub const MAX_SYNTHETIC_PUS: u64 = 16384;
+
+/// The most children of one object at one level of a synthetic topology.
+const MAX_SYNTHETIC_ARITY: u64 = 4096;
+
+/// Refuses a synthetic description too large to simulate before hwloc builds it: hwloc takes
+/// over a minute for 1,024 NUMA nodes side by side or 16,384 cores under one parent (a typo
+/// such as `numa:20000` would otherwise hang the program). Levels are `type:arity` words;
+/// attributes in parentheses are skipped, and a memory child in brackets (`[numa]`) counts
+/// one NUMA node per object of the level above it.
+fn check_synthetic_size(description: &str) -> Result<(), String> {
+    let mut plain = String::with_capacity(description.len());
+    let mut depth = 0usize;
+    for c in description.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let (mut objects, mut nodes) = (1u64, 0u64);
+    for word in plain.split_whitespace() {
+        let memory_child = word.starts_with('[');
+        let word = word.trim_matches(|c| c == '[' || c == ']');
+        let (kind, arity) = match word.split_once(':') {
+            Some((kind, arity)) => {
+                let digits: String = arity.chars().take_while(char::is_ascii_digit).collect();
+                (kind, digits.parse::<u64>().unwrap_or(1))
+            }
+            None => (word, 1),
+        };
+        if arity > MAX_SYNTHETIC_ARITY {
+            return Err(format!(
+                "{arity} objects under one parent at level '{word}': at most \
+                 {MAX_SYNTHETIC_ARITY} are simulated"
+            ));
+        }
+        if !memory_child {
+            objects = objects.saturating_mul(arity);
+        }
+        if kind.to_ascii_lowercase().starts_with("numa") {
+            nodes = nodes.max(objects);
+        }
+    }
+    if nodes > MAX_SYNTHETIC_NODES || objects > MAX_SYNTHETIC_PUS {
+        return Err(format!(
+            "{nodes} NUMA node(s) and {objects} processing units: at most \
+             {MAX_SYNTHETIC_NODES} nodes and {MAX_SYNTHETIC_PUS} processing units are simulated"
+        ));
+    }
+    Ok(())
 }
 
 /// The forms of `NUMATASK_TOPOLOGY`, for error messages.
@@ -911,6 +971,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("smaller than the local distance"), "{err}");
+    }
+
+    #[test]
+    fn synthetic_topologies_too_large_to_simulate_are_refused_before_hwloc_builds_them() {
+        for (description, says) in [
+            (
+                "NUMANode:20000 Core:1 PU:1",
+                "20000 objects under one parent",
+            ),
+            ("pack:64 numa:8 core:2 pu:1", "512 NUMA node(s)"),
+            ("pack:64 [numa] core:64 pu:8", "32768 processing units"),
+            (
+                "numa:4(memory=1GB) core:4096 pu:2",
+                "32768 processing units",
+            ),
+        ] {
+            let err = TopologyBuilder::synthetic(description)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{description}: {err}");
+            assert!(err.contains("are simulated"), "{err}");
+        }
+        for fits in ["pack:16 [numa] core:4 pu:1", "numa:256 core:1 pu:1"] {
+            let t = TopologyBuilder::synthetic(fits).build().unwrap();
+            assert!(t.num_nodes() == 16 || t.num_nodes() == 256, "{fits}");
+        }
     }
 
     #[test]
