@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
-use numatask::sched::{Runtime, SchedulerKind, Scope};
+use numatask::sched::{SchedulerKind, Scope};
 
 #[cfg(feature = "bench-mimalloc")]
 #[global_allocator]
@@ -270,13 +270,11 @@ fn parse_args() -> Result<Args, String> {
     if args.threads.is_empty() {
         args.threads = common::all_cores();
     }
-    if !(1..=1000).contains(&args.nt)
-        || !(1..=1000).contains(&args.bs)
-        || !(1..=100).contains(&args.reps)
-        || args.threads.contains(&0)
-    {
-        return Err("need 1 <= nt, bs <= 1000, 1 <= reps <= 100 and thread counts >= 1".into());
-    }
+    common::in_range("--nt", args.nt, 1, 1000)?;
+    common::in_range("--bs", args.bs, 1, 1000)?;
+    common::in_range("--reps", args.reps, 1, 100)?;
+    common::check_threads(&args.threads)?;
+    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -319,22 +317,16 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let place = match Distribution::from_env() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("cholesky bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let place = Distribution::from_env().unwrap_or_else(|e| common::fail("cholesky", e));
+    // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
+    numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("cholesky", e));
     let allocator = if cfg!(feature = "bench-mimalloc") {
         "+mimalloc"
     } else {
         ""
     };
-    let wants = |name: &str| {
-        args.only.as_deref().is_none_or(|o| name.contains(o))
-            && !args.skip.iter().any(|k| name.contains(k.as_str()))
-    };
+    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
+    let wants = |name: &str| filter.wants(name);
     let serial = time_reps(&args, place, cholesky_serial);
     if wants("serial") {
         report("serial", 1, &args, &serial);
@@ -349,11 +341,10 @@ fn main() {
             if !wants(&name) {
                 continue;
             }
-            let rt = Runtime::builder()
-                .num_threads(threads)
-                .scheduler(kind)
-                .build()
-                .expect("numatask runtime");
+            let rt = common::build(
+                "cholesky",
+                common::runtime_builder("cholesky", threads, kind),
+            );
             let r = time_reps(&args, place, |m| rt.scope(|s| cholesky_numatask(s, m)));
             assert_eq!(
                 &r.2, expect,
@@ -364,6 +355,8 @@ fn main() {
         for bin in &args.omp {
             let peer_args = [args.nt, args.bs, args.reps].map(|v| v.to_string());
             common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+            filter.ran_peer();
         }
     }
+    filter.finish("cholesky");
 }

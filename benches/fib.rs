@@ -15,7 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use numatask::sched::{Runtime, SchedulerKind, Scope};
+use numatask::sched::{SchedulerKind, Scope};
 
 struct Args {
     n: u32,
@@ -60,9 +60,10 @@ fn parse_args() -> Result<Args, String> {
     if args.threads.is_empty() {
         args.threads = common::all_cores();
     }
-    if args.n > 40 || args.reps == 0 || args.threads.contains(&0) {
-        return Err("need n <= 40, reps >= 1 and thread counts >= 1".into());
-    }
+    common::in_range("--n", args.n as usize, 0, 40)?;
+    common::in_range("--reps", args.reps, 1, 1000)?;
+    common::check_threads(&args.threads)?;
+    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -157,7 +158,8 @@ fn main() {
     };
     let n = args.n;
     let expect = fib_sequential(n as u64);
-    let wants = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let wants = |name: &str| filter.wants(name);
     for &threads in &args.threads {
         for &kind in &args.schedulers {
             let name = match kind {
@@ -167,11 +169,7 @@ fn main() {
             if !wants(&name) {
                 continue;
             }
-            let rt = Runtime::builder()
-                .num_threads(threads)
-                .scheduler(kind)
-                .build()
-                .expect("numatask runtime");
+            let rt = common::build("fib", common::runtime_builder("fib", threads, kind));
             let d = time_reps(
                 args.reps,
                 || rt.scope(|s| fib_numatask(s, n as u64)),
@@ -206,8 +204,10 @@ fn main() {
         for bin in &args.omp {
             let peer_args = [n.to_string(), args.reps.to_string()];
             common::run_omp_peer(bin, &peer_args, threads, None);
+            filter.ran_peer();
         }
     }
+    filter.finish("fib");
 }
 
 /// The expected result, computed without tasks.

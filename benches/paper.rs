@@ -141,13 +141,17 @@ fn parse_args() -> Result<Args, String> {
             text.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && (min..=max).contains(x))
-                .ok_or(format!("'{text}': expected a number from {min} to {max}"))
+                .ok_or(format!(
+                    "{arg} '{text}': expected a number from {min} to {max}"
+                ))
         };
         let integer = |text: String, max: usize| -> Result<usize, String> {
             text.parse::<usize>()
                 .ok()
                 .filter(|n| (1..=max).contains(n))
-                .ok_or(format!("'{text}': expected a whole number from 1 to {max}"))
+                .ok_or(format!(
+                    "{arg} '{text}': expected a whole number from 1 to {max}"
+                ))
         };
         match arg.as_str() {
             "--size" => args.size = value()?.parse()?,

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind, Scope};
+use numatask::sched::{Runtime, SchedulerKind, Scope};
 
 /// With `--features bench-mimalloc`: every allocation of this process (task frames that miss
 /// the frame caches, dependence-tracker nodes) goes to mimalloc instead of glibc's malloc, whose
@@ -655,16 +655,12 @@ fn parse_args() -> Result<Args, String> {
     if args.threads.is_empty() {
         args.threads = common::all_cores();
     }
-    if !(1..=1000).contains(&args.nb)
-        || !(1..=1000).contains(&args.bs)
-        || !(1..=100).contains(&args.reps)
-        || !(1..=100).contains(&args.rounds)
-        || args.threads.contains(&0)
-    {
-        return Err(
-            "need 1 <= nb, bs <= 1000, 1 <= reps, rounds <= 100 and thread counts >= 1".into(),
-        );
-    }
+    common::in_range("--nb", args.nb, 1, 1000)?;
+    common::in_range("--bs", args.bs, 1, 1000)?;
+    common::in_range("--reps", args.reps, 1, 100)?;
+    common::in_range("--rounds", args.rounds, 1, 100)?;
+    common::check_threads(&args.threads)?;
+    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -757,17 +753,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let place = match Distribution::from_env() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("sparselu bench: {e}");
-            std::process::exit(2);
-        }
-    };
-    let wants = |name: &str| {
-        args.only.as_deref().is_none_or(|o| name.contains(o))
-            && !args.skip.iter().any(|k| name.contains(k.as_str()))
-    };
+    let place = Distribution::from_env().unwrap_or_else(|e| common::fail("sparselu", e));
+    // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
+    numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("sparselu", e));
+    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
+    let wants = |name: &str| filter.wants(name);
     // The serial run gives the checksum every other row must reproduce; timed only when its
     // row is wanted.
     let expect = if wants("serial") {
@@ -793,15 +783,12 @@ fn main() {
             .iter()
             .map(|&kind| {
                 // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...).
-                let mut builder = RuntimeBuilder::from_env()
-                    .expect("numatask settings from the environment")
-                    .num_threads(threads)
-                    .scheduler(kind);
+                let mut builder = common::runtime_builder("sparselu", threads, kind);
                 // One trace file per runtime when there are several, not one overwriting another.
                 if several_runtimes && let Some(path) = trace_path() {
                     builder = builder.trace(trace_path_for(&path, &format!("{kind}-{threads}")));
                 }
-                let rt = builder.build().expect("numatask runtime");
+                let rt = common::build("sparselu", builder);
                 (kind, rt)
             })
             .collect();
@@ -888,6 +875,10 @@ fn main() {
             report_rounds(&args, threads, &cells);
         }
     }
+    if !args.omp.is_empty() {
+        filter.ran_peer();
+    }
+    filter.finish("sparselu");
 }
 
 /// A row of the bench: one of numatask's on one runtime, or a C/OpenMP peer's binary.

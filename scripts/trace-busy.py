@@ -18,8 +18,15 @@ def main():
     p.add_argument("trace")
     p.add_argument("--bucket-ms", type=float, default=5.0)
     a = p.parse_args()
-    with open(a.trace) as f:
-        all_events = json.load(f)["traceEvents"]
+    if not (math.isfinite(a.bucket_ms) and a.bucket_ms > 0):
+        p.error(f"--bucket-ms {a.bucket_ms}: expected a positive number of milliseconds")
+    try:
+        with open(a.trace) as f:
+            all_events = json.load(f)["traceEvents"]
+    except OSError as e:
+        sys.exit(f"{a.trace}: {e.strerror}")
+    except (ValueError, KeyError, TypeError):
+        sys.exit(f"{a.trace}: not a Chrome trace (a JSON object with traceEvents)")
     events = [e for e in all_events if e.get("ph") == "X"]
     if not events:
         sys.exit("no task events in the trace")
@@ -91,7 +98,7 @@ def main():
         gaps.sort()
         q = lambda f: gaps[min(len(gaps) - 1, int(f * len(gaps)))]
         print(f"gaps between a worker's tasks (us): median {q(0.5):.2f}, p90 {q(0.9):.2f}, "
-              f"p99 {q(0.99):.2f}, max {gaps[-1]:.1f}; {sum(gaps) / 1e3:.1f} ms in all, "
+              f"p99 {q(0.99):.2f}, max {gaps[-1]:.2f}; {sum(gaps) / 1e3:.1f} ms in all, "
               f"{sum(g for g in gaps if g > 50) / 1e3:.1f} ms of it in gaps over 50 us")
     by_label = {}
     for e in tasks:

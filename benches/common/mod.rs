@@ -1,7 +1,109 @@
-//! What the harness-less benches share: argument lists and running a C/OpenMP peer.
+//! What the harness-less benches share: argument checks, the runtime from the environment,
+//! the `--only`/`--skip` row filter, and running a C/OpenMP peer.
 
+use std::cell::Cell;
+use std::fmt::Display;
 use std::process::Command;
 use std::str::FromStr;
+
+use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
+
+/// Ends the bench with status 2 after `bench: message` (bad arguments or environment).
+pub fn fail(bench: &str, message: impl Display) -> ! {
+    eprintln!("{bench} bench: {message}");
+    std::process::exit(2)
+}
+
+/// `value` of `flag` if it lies in `lo..=hi`, else an error naming the flag and the range.
+pub fn in_range(flag: &str, value: usize, lo: usize, hi: usize) -> Result<usize, String> {
+    if (lo..=hi).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("{flag} {value}: expected {lo} to {hi}"))
+    }
+}
+
+/// The thread counts of `--threads`, each from 1 to the runtime's limit.
+pub fn check_threads(threads: &[usize]) -> Result<(), String> {
+    let max = numatask::sched::config::MAX_NUM_THREADS;
+    threads
+        .iter()
+        .try_for_each(|&t| in_range("--threads", t, 1, max).map(drop))
+}
+
+/// Every `--omp` program exists, checked before any row runs.
+pub fn check_peers(bins: &[String]) -> Result<(), String> {
+    bins.iter()
+        .try_for_each(|bin| match std::fs::metadata(bin) {
+            Ok(m) if m.is_file() => Ok(()),
+            Ok(_) => Err(format!("--omp {bin}: not a file")),
+            Err(e) => Err(format!("--omp {bin}: {e}")),
+        })
+}
+
+/// A runtime from the environment's settings (`OMP_PROC_BIND`, `NUMATASK_TRACE`, ...; a bad
+/// value ends the bench with its error) with `threads` workers and scheduler `kind`.
+pub fn runtime_builder(bench: &str, threads: usize, kind: SchedulerKind) -> RuntimeBuilder {
+    RuntimeBuilder::from_env()
+        .unwrap_or_else(|e| fail(bench, e))
+        .num_threads(threads)
+        .scheduler(kind)
+}
+
+/// Starts `builder`'s runtime; an error ends the bench.
+pub fn build(bench: &str, builder: RuntimeBuilder) -> Runtime {
+    builder.build().unwrap_or_else(|e| fail(bench, e))
+}
+
+/// The rows `--only WORD` (names containing it) and `--skip W1,W2` (none of them) keep; after
+/// the run, [`Filter::finish`] fails the bench if they kept no row at all (a typo).
+pub struct Filter<'a> {
+    pub only: Option<&'a str>,
+    pub skip: &'a [String],
+    matched: Cell<bool>,
+}
+
+impl<'a> Filter<'a> {
+    pub fn new(only: Option<&'a str>, skip: &'a [String]) -> Self {
+        Filter {
+            only,
+            skip,
+            matched: Cell::new(false),
+        }
+    }
+
+    /// Whether row `name` runs.
+    pub fn wants(&self, name: &str) -> bool {
+        let yes = self.only.is_none_or(|o| name.contains(o))
+            && !self.skip.iter().any(|k| name.contains(k.as_str()));
+        if yes {
+            self.matched.set(true);
+        }
+        yes
+    }
+
+    /// Marks that a row outside the filter (a C peer) ran.
+    pub fn ran_peer(&self) {
+        self.matched.set(true);
+    }
+
+    pub fn finish(&self, bench: &str) {
+        if !self.matched.get() {
+            fail(
+                bench,
+                format!(
+                    "no row is named like --only {}{}",
+                    self.only.unwrap_or("(any)"),
+                    if self.skip.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" without --skip {}", self.skip.join(","))
+                    }
+                ),
+            );
+        }
+    }
+}
 
 /// `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then the benches make
 /// a quick smoke run.

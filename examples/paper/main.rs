@@ -72,7 +72,17 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         reps_given: false,
     };
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        // `--flag=value` is `--flag value`.
+        let (arg, mut inline) = match arg.split_once('=') {
+            Some((flag, v)) if flag.starts_with("--") => (flag.to_owned(), Some(v.to_owned())),
+            _ => (arg, None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .take()
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
         match arg.as_str() {
             "--scheduler" => {
                 let v = value("--scheduler")?;
@@ -88,8 +98,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 parsed.reps = v
                     .parse()
                     .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or(format!("--reps '{v}': expected a number >= 1"))?;
+                    .filter(|n| (1..=1000).contains(n))
+                    .ok_or(format!(
+                        "--reps '{v}': expected a whole number from 1 to 1000"
+                    ))?;
                 parsed.reps_given = true;
             }
             "--threads" => {
@@ -97,8 +109,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 parsed.threads = Some(
                     v.parse()
                         .ok()
-                        .filter(|&n| n >= 1)
-                        .ok_or(format!("--threads '{v}': expected a number >= 1"))?,
+                        .filter(|n| (1..=numatask::sched::config::MAX_NUM_THREADS).contains(n))
+                        .ok_or(format!(
+                            "--threads '{v}': expected a whole number from 1 to {}",
+                            numatask::sched::config::MAX_NUM_THREADS
+                        ))?,
                 );
             }
             "--dilation" => {
@@ -112,10 +127,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                     ))?;
             }
             "--model" => parsed.model = true,
-            "-h" | "--help" => return Err(USAGE.into()),
             other if other.starts_with('-') => return Err(format!("unknown option '{other}'")),
             other if benchmark.is_none() => benchmark = Some(other.parse::<Benchmark>()?),
             other => return Err(format!("unexpected argument '{other}'")),
+        }
+        if let Some(v) = inline {
+            return Err(format!("{arg} takes no value (got '{v}')"));
         }
     }
     parsed.benchmark = benchmark.ok_or("which benchmark?")?;
@@ -123,6 +140,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(e) => {
@@ -283,6 +304,31 @@ mod tests {
     fn preset_probe() -> Probe {
         let topology = Topology::preset(Preset::Opteron6172).expect("the preset builds");
         Probe::calibration(&topology, ModelParams::default())
+    }
+
+    fn parse(line: &str) -> Result<super::Args, String> {
+        super::parse_args(line.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn options_take_their_value_after_a_blank_or_an_equals_sign() {
+        let a = parse("jacobi --size=tiny --reps 2 --threads=3").expect("valid");
+        assert_eq!(a.benchmark, super::Benchmark::Jacobi);
+        assert_eq!((a.size, a.reps, a.threads), (super::Size::Tiny, 2, Some(3)));
+        for (line, says) in [
+            ("map --model=3", "--model takes no value"),
+            (
+                "map --threads 4097",
+                "--threads '4097': expected a whole number from 1 to 4096",
+            ),
+            ("map --reps=0", "--reps '0'"),
+            ("map --size", "--size needs a value"),
+            ("map --frobnicate", "unknown option '--frobnicate'"),
+            ("map reduction", "unexpected argument 'reduction'"),
+        ] {
+            let err = parse(line).err().unwrap_or_default();
+            assert!(err.contains(says), "{line}: {err}");
+        }
     }
 
     #[test]
