@@ -46,8 +46,8 @@
 //! is the program's own nesting). A task *released* by a completion is never run inline: a
 //! chain of dependent tasks would then run each link inside the completion of the one before,
 //! one stack frame deeper per link, until the stack overflows. It goes to the worker's
-//! overflow list instead, which the worker's loops take from before its deque (the newest
-//! first, as from the deque), so the chain runs one link after another at the same depth.
+//! overflow list instead, which the worker's loops take from (the newest first) once its
+//! deque is empty, so the chain runs one link after another at the same depth.
 
 use std::cell::{Cell, RefCell};
 use std::mem;
@@ -159,15 +159,16 @@ impl WorkerThread {
         }
     }
 
-    /// The next task of this worker's own: from the overflow list, then from its queues.
+    /// The next task of this worker's own: from its queues, then from the overflow list
+    /// (looked at only when the queues are empty, so that a pop that finds a task costs
+    /// nothing more; the list's tasks wait for the deque that was full to drain).
     #[inline]
     fn pop_own(&self, ctx: &WorkerCtx<'_>) -> Option<(Task, Found)> {
-        if self.has_overflow.get()
-            && let Some(task) = self.pop_overflow()
-        {
-            return Some((task, Found::Overflow));
+        match self.queues.pop(ctx) {
+            Some(task) => Some((task, Found::Pop)),
+            None if self.has_overflow.get() => self.pop_overflow().map(|t| (t, Found::Overflow)),
+            None => None,
         }
-        self.queues.pop(ctx).map(|task| (task, Found::Pop))
     }
 
     #[cold]

@@ -555,6 +555,11 @@ impl Scheduler for Locality {
     }
 
     fn take_injected(&self, _local: &LocalityLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
+        // Two plain loads first: `pop` on an empty queue pays a `SeqCst` fence, and waiting
+        // workers look here after every failed round of steals.
+        if self.injector.is_empty() {
+            return None;
+        }
         self.injector.pop()
     }
 

@@ -135,6 +135,11 @@ impl Scheduler for WorkStealing {
     }
 
     fn take_injected(&self, _local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
+        // Two plain loads first: `pop` on an empty queue pays a `SeqCst` fence, and waiting
+        // workers look here after every failed round of steals.
+        if self.injector.is_empty() {
+            return None;
+        }
         self.injector.pop()
     }
 
