@@ -20,6 +20,11 @@ const ALLOCATIONS: usize = 4;
 const PAGES: usize = 256;
 
 fn main() -> ExitCode {
+    // Output into a closed pipe (`... | head`) ends the program quietly, as it ends a C
+    // program, rather than as a panic of `println!`.
+    // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
+    // program starts any thread.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

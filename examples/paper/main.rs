@@ -140,6 +140,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    // Output into a closed pipe (`... | head`) ends the program quietly, as it ends a C
+    // program, rather than as a panic of `println!`.
+    // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
+    // program starts any thread.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     if std::env::args().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
