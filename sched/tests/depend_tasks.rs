@@ -103,11 +103,14 @@ fn a_long_chain_released_into_a_full_deque_does_not_grow_the_stack() {
 
 #[test]
 fn readers_run_concurrently_between_writers() {
+    // Each reader waits, without a deadline, until the other one is inside too: if readers
+    // of one block were ordered like writers, the second could never start while the first
+    // waits, and `within` reports the hang.
     within(60, || {
         let rt = runtime(2);
         let mut data = vec![0u32; 64];
         let inside = AtomicUsize::new(0);
-        let overlapped = AtomicBool::new(false);
+        let left = AtomicUsize::new(0);
         rt.scope(|s| {
             let blocks = Blocks::new(&mut data, 64).expect("blocks");
             s.task()
@@ -115,33 +118,29 @@ fn readers_run_concurrently_between_writers() {
                 .spawn(|_, (d,)| d.fill(7))
                 .expect("spawn");
             for _ in 0..2 {
-                let (inside, overlapped) = (&inside, &overlapped);
+                let (inside, left) = (&inside, &left);
                 s.task()
                     .reads(&blocks[0])
                     .spawn(move |_, (d,)| {
-                        assert!(d.iter().all(|&x| x == 7));
+                        assert!(d.iter().all(|&x| x == 7), "the writer ran first");
                         inside.fetch_add(1, Ordering::SeqCst);
-                        // Both readers are ready together: give the other one time to start.
-                        for _ in 0..200 {
-                            if inside.load(Ordering::SeqCst) == 2 {
-                                overlapped.store(true, Ordering::SeqCst);
-                                break;
-                            }
-                            thread::sleep(Duration::from_millis(1));
+                        while inside.load(Ordering::SeqCst) < 2 {
+                            std::hint::spin_loop();
                         }
+                        left.fetch_add(1, Ordering::SeqCst);
                     })
                     .expect("spawn");
             }
+            let left = &left;
             s.task()
                 .updates(&blocks[0])
-                .spawn(|_, (d,)| d.iter_mut().for_each(|x| *x += 1))
+                .spawn(move |_, (d,)| {
+                    assert_eq!(left.load(Ordering::SeqCst), 2, "both readers ended first");
+                    d.iter_mut().for_each(|x| *x += 1);
+                })
                 .expect("spawn");
         });
         assert!(data.iter().all(|&x| x == 8));
-        assert!(
-            overlapped.load(Ordering::SeqCst),
-            "two readers of one block ran at the same time"
-        );
     });
 }
 

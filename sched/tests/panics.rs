@@ -141,6 +141,68 @@ fn panic_in_join_resumes_in_the_caller() {
 }
 
 #[test]
+fn join_prefers_the_inline_sides_panic_and_waits_for_the_task_side_first() {
+    within(60, || {
+        let rt = runtime(2);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.join(
+                    |_| -> u32 { panic!("left failed") },
+                    |_| -> u32 { panic!("right failed") },
+                )
+            })
+        }));
+        assert_eq!(message(r.expect_err("join resumes one")), "right failed");
+        // `a` borrows the caller's stack: it must have ended before `b`'s panic leaves join.
+        let a_done = AtomicUsize::new(0);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.join(
+                    |_| {
+                        thread::sleep(Duration::from_millis(50));
+                        a_done.store(1, Ordering::SeqCst);
+                    },
+                    |_| panic!("right failed"),
+                )
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(
+            a_done.load(Ordering::SeqCst),
+            1,
+            "a finished before join unwound"
+        );
+    });
+}
+
+#[test]
+fn joining_the_handle_of_a_task_that_panicked_panics_and_the_scope_resumes_its_panic() {
+    within(60, || {
+        let rt = runtime(2);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let h = s.spawn_with_result(|_| -> u32 { panic!("task failed") });
+                // Waits for the task: the handle reports it finished, then `join` panics.
+                let joined = catch_unwind(AssertUnwindSafe(|| h.join()));
+                let err = message(joined.expect_err("the task panicked"));
+                assert!(
+                    err.contains("the task behind this handle panicked"),
+                    "{err}"
+                );
+            })
+        }));
+        // The task's own panic still reaches the scope end.
+        assert_eq!(message(r.expect_err("the scope resumes it")), "task failed");
+        let done = rt.scope(|s| {
+            let h = s.spawn_with_result(|_| 7u32);
+            s.taskwait();
+            (h.is_finished(), h.join())
+        });
+        assert_eq!(done, (true, 7));
+    });
+}
+
+#[test]
 fn runtime_stays_usable_after_panics() {
     within(60, || {
         for workers in [1, 2] {

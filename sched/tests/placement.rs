@@ -24,12 +24,20 @@ fn workers_fill_one_node_before_the_next() {
     // A synthetic topology is mapped onto the real cores: pinning succeeds or is reported.
     assert_eq!(rt.pinning().len(), 14);
     assert!(rt.pinning().iter().all(Option::is_some));
-    let nodes = rt.scope(|s| {
-        let hs: Vec<_> = (0..64).map(|_| s.spawn_with_result(|s| s.node())).collect();
+    let seen = rt.scope(|s| {
+        let hs: Vec<_> = (0..64)
+            .map(|_| s.spawn_with_result(|s| (s.worker_index(), s.node())))
+            .collect();
         s.taskwait();
         hs.into_iter().map(|h| h.join()).collect::<Vec<_>>()
     });
-    assert!(nodes.iter().all(|&n| n <= 2));
+    for (worker, node) in seen {
+        assert_eq!(
+            node,
+            rt.places()[worker].node,
+            "a task knows its worker's node"
+        );
+    }
 }
 
 #[test]

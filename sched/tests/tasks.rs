@@ -20,8 +20,9 @@ fn tasks_borrow_and_write_the_callers_stack() {
             s.spawn(move |_| *sum = chunk.iter().sum());
         }
     });
-    assert_eq!(sums.iter().sum::<u64>(), data.iter().sum::<u64>());
-    assert!(sums.iter().all(|&s| s > 0 || data[0] == 0));
+    for (i, (chunk, sum)) in data.chunks(1000).zip(sums).enumerate() {
+        assert_eq!(sum, chunk.iter().sum::<u64>(), "chunk {i}");
+    }
 }
 
 /// Spawns a tree of `fanout^depth` leaves without any taskwait; each leaf counts itself.
@@ -211,10 +212,17 @@ fn full_deque_runs_spawned_tasks_inline() {
         .unwrap();
     let count = AtomicUsize::new(0);
     rt.scope(|s| {
-        for _ in 0..1000 {
+        for i in 0..1000usize {
             s.spawn(|_| {
                 count.fetch_add(1, Ordering::Relaxed);
             });
+            // The only worker runs this body: no task can run meanwhile except inline, in
+            // `spawn`, once the two slots of the deque are taken.
+            assert_eq!(
+                count.load(Ordering::Relaxed),
+                (i + 1).saturating_sub(2),
+                "after spawn {i}"
+            );
         }
     });
     assert_eq!(count.load(Ordering::Relaxed), 1000);
@@ -298,10 +306,13 @@ fn scopes_of_two_runtimes_nested_in_each_other_do_not_deadlock() {
 fn the_global_scope_runs_tasks() {
     let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");
     assert_eq!(v, fib_seq(15));
-    // From inside a task, `scope` uses the task's own runtime.
-    let rt = runtime(1);
-    let nested = rt.scope(|_| numatask_sched::scope(|s| fib(s, 10)).unwrap());
+    // From inside a task, `scope` uses the task's own runtime (three workers here, as the
+    // global runtime of the test machine does not have).
+    let rt = runtime(3);
+    let (nested, workers) =
+        rt.scope(|_| numatask_sched::scope(|s| (fib(s, 10), s.num_workers())).unwrap());
     assert_eq!(nested, fib_seq(10));
+    assert_eq!(workers, 3);
 }
 
 #[test]

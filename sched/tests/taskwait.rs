@@ -145,6 +145,76 @@ fn many_deep_chains_on_small_stacks_do_not_overflow() {
 }
 
 #[test]
+fn taskwait_waits_for_grandchildren_and_taskgroup_not_for_earlier_tasks() {
+    use std::sync::atomic::AtomicBool;
+    within(60, || {
+        let rt = runtime(2);
+        // taskwait: a child that returns at once leaves a slow grandchild behind.
+        let grandchild = AtomicBool::new(false);
+        rt.scope(|s| {
+            s.spawn(|s| {
+                s.spawn(|_| {
+                    thread::sleep(Duration::from_millis(50));
+                    grandchild.store(true, Ordering::SeqCst);
+                });
+            });
+            s.taskwait();
+            assert!(
+                grandchild.load(Ordering::SeqCst),
+                "taskwait waited for the grandchild"
+            );
+        });
+        // taskgroup: an earlier sibling that waits for the group's end would hang the group
+        // if the group waited for it (`within` reports that).
+        let group_ended = AtomicBool::new(false);
+        let inside = AtomicUsize::new(0);
+        rt.scope(|s| {
+            s.spawn(|_| {
+                while !group_ended.load(Ordering::SeqCst) {
+                    thread::yield_now();
+                }
+            });
+            s.taskgroup(|s| {
+                for _ in 0..4 {
+                    s.spawn(|s| {
+                        s.spawn(|_| {
+                            inside.fetch_add(1, Ordering::SeqCst);
+                        });
+                    });
+                }
+            });
+            assert_eq!(
+                inside.load(Ordering::SeqCst),
+                4,
+                "the group waited for its own"
+            );
+            group_ended.store(true, Ordering::SeqCst);
+        });
+    });
+}
+
+#[test]
+fn children_of_an_inline_spawn_if_false_are_the_callers_children() {
+    within(60, || {
+        let rt = runtime(2);
+        let child = AtomicUsize::new(0);
+        rt.scope(|s| {
+            s.spawn(|s| {
+                s.spawn_if(false, |s| {
+                    s.spawn(|_| {
+                        thread::sleep(Duration::from_millis(50));
+                        child.store(1, Ordering::SeqCst);
+                    });
+                });
+                // The inline closure's child is this task's child: its taskwait waits.
+                s.taskwait();
+                assert_eq!(child.load(Ordering::SeqCst), 1);
+            });
+        });
+    });
+}
+
+#[test]
 fn wake_up_after_sleep_completes_the_work() {
     within(60, || {
         let rt = runtime(2);
