@@ -462,9 +462,32 @@ mod tests {
             "labels are escaped"
         );
         assert!(json.contains("\"ts\":1.000,\"dur\":2.500"));
-        // Balanced brackets: a cheap well-formedness check without a JSON parser.
-        assert_eq!(json.matches('{').count(), json.matches('}').count());
-        assert_eq!(json.matches('[').count(), json.matches(']').count());
+        // What Perfetto reads: valid JSON, and each slice's arguments.
+        let parsed: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+        let slices: Vec<&serde_json::Value> = parsed["traceEvents"]
+            .as_array()
+            .expect("traceEvents")
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .collect();
+        assert_eq!(slices.len(), 3);
+        let args: Vec<&serde_json::Value> = slices.iter().map(|e| &e["args"]).collect();
+        assert_eq!(args[0]["task"], "map \"chunk\"");
+        assert_eq!(args[0]["node"], 0);
+        assert_eq!(
+            args[0]["footprint_bytes_per_node"],
+            serde_json::json!([100, 0])
+        );
+        assert_eq!(args[0]["local_fraction"], 1.0);
+        assert_eq!(args[0]["stolen_distance"], serde_json::Value::Null);
+        assert_eq!(args[1]["stolen_distance"], 20);
+        assert_eq!(args[1]["local_fraction"], 0.0);
+        assert_eq!(args[2]["footprint_bytes_per_node"], serde_json::Value::Null);
+        for a in &args {
+            assert!(a["queue"].as_str().is_some_and(|q| !q.is_empty()), "{a}");
+        }
+        assert_eq!(slices[1]["tid"], 1);
+        assert_eq!(slices[0]["dur"], 2.5);
     }
 
     #[test]

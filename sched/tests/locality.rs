@@ -291,7 +291,6 @@ fn a_task_dealt_to_a_node_without_workers_goes_to_the_nearest_node_with_workers(
 /// What [`steal_test`] saw: how many of the dealt tasks ran on the thieves' node.
 struct StealOutcome {
     stolen: usize,
-    dealt: usize,
 }
 
 /// Seven workers: 0..6 on node 0, worker 6 alone on node 1. Worker 6 is held by a blocker task
@@ -340,8 +339,80 @@ fn steal_test(vicinity: Option<u32>, dealt: usize, give_up_after: usize) -> Stea
     });
     StealOutcome {
         stolen: stolen.into_inner(),
-        dealt,
     }
+}
+
+/// Algorithm 2 with exactly one thief: seven workers (0..6 on node 0, worker 6 on node 1);
+/// worker 6 and five of node 0's workers are held by spinning tasks, so one worker of node 0
+/// is free. `dealt` tasks are dealt to node 1's queue; the thief must take them while the queue
+/// holds more than the threshold, and then stop: exactly `dealt - threshold` of them. Returns
+/// how many ran on node 0, after checking that the trace records each of them as stolen
+/// across distance 16 (in its summary and in the Chrome JSON).
+fn steal_with_one_thief(dealt: usize, threshold: usize) -> usize {
+    let path = trace_path(&format!("one-thief-{dealt}"));
+    let rt = Runtime::builder()
+        .topology(preset())
+        .scheduler(SchedulerKind::Locality)
+        .num_threads(7)
+        .proc_bind(false)
+        .trace(&path)
+        .build()
+        .expect("runtime starts");
+    let on0 = chunk_on(0);
+    let on1 = chunk_on(1);
+    let held = AtomicUsize::new(0);
+    let release = AtomicBool::new(false);
+    let stolen = AtomicUsize::new(0);
+    let hold = |s: &numatask_sched::Scope<'_>, node: usize| {
+        assert_eq!(s.node(), node);
+        held.fetch_add(1, Ordering::SeqCst);
+        while !release.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+    };
+    rt.scope(|s| {
+        s.spawn_with_footprint(footprint(&on0), |s| {
+            assert_eq!(s.node(), 0, "the driver runs on node 0");
+            s.spawn_with_footprint(footprint(&on1), |s| hold(s, 1));
+            for _ in 0..4 {
+                s.spawn_with_footprint(footprint(&on0), |s| hold(s, 0));
+            }
+            // The driver is the fifth held worker of node 0 once it has dealt the tasks.
+            while held.load(Ordering::SeqCst) < 5 {
+                std::thread::yield_now();
+            }
+            for _ in 0..dealt {
+                s.spawn_with_footprint(footprint(&on1), |s| {
+                    if s.node() == 0 {
+                        stolen.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+            // No deadline for the steals the threshold allows (`within` reports a hang);
+            // then a pause in which a steal beyond the threshold would show.
+            while stolen.load(Ordering::SeqCst) < dealt.saturating_sub(threshold) {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            release.store(true, Ordering::SeqCst);
+        });
+    });
+    let stolen = stolen.into_inner();
+    let summary = rt.finish_trace().expect("traced").expect("trace written");
+    let across_16 = summary.steals_by_distance.get(&16).copied().unwrap_or(0);
+    assert_eq!(across_16, stolen as u64, "{:?}", summary.steals_by_distance);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("trace file"))
+            .expect("the trace is JSON");
+    let stolen_events = json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["stolen_distance"] == 16)
+        .count();
+    assert_eq!(stolen_events, stolen, "slices with stolen_distance 16");
+    let _ = std::fs::remove_file(&path);
+    stolen
 }
 
 #[test]
@@ -355,21 +426,17 @@ fn other_nodes_steal_dealt_tasks_only_while_the_queue_is_above_the_distance_thre
         .expect("node 1 is a candidate of node 0")
         .threshold;
     assert_eq!(threshold, 9, "distance 16 x 6 cores / 10");
-    // Each of the 6 thieves of node 0 may see a length above the threshold and take a task
-    // after another thief took the one that made it so.
-    let thieves = 6;
-    let at_most = 20 - (threshold + 1) + (thieves - 1);
-    let outcome = within(120, move || steal_test(None, 20, at_most));
-    assert!(
-        outcome.stolen >= 1,
-        "idle workers of node 0 steal from a queue of {} tasks",
-        outcome.dealt
+    let stolen = within(120, move || steal_with_one_thief(20, threshold));
+    assert_eq!(
+        stolen,
+        20 - threshold,
+        "one thief takes tasks from node 1's queue of 20 while it holds more than {threshold}"
     );
-    assert!(
-        outcome.stolen <= at_most,
-        "{} of {} stolen: node 1's queue went below the threshold {threshold}",
-        outcome.stolen,
-        outcome.dealt
+    // A queue at the threshold is not stolen from at all.
+    let stolen = within(120, move || steal_with_one_thief(threshold, threshold));
+    assert_eq!(
+        stolen, 0,
+        "a queue of {threshold} tasks is left to its node"
     );
 }
 
