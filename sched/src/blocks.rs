@@ -82,8 +82,11 @@ unsafe impl Send for Batch {}
 /// the global allocator and the producer allocates from it, and glibc's allocator then
 /// serializes every cross-thread free on the producer's arena lock. A batch costs one lock
 /// per `BATCH` frames.
-static SHARED_BATCHES: [std::sync::Mutex<Vec<Batch>>; CLASS_SIZES.len()] =
+static SHARED_BATCHES: SharedPool =
     [const { std::sync::Mutex::new(Vec::new()) }; CLASS_SIZES.len()];
+
+/// Batches of free blocks per class, shared by the caches that use it.
+type SharedPool = [std::sync::Mutex<Vec<Batch>>; CLASS_SIZES.len()];
 
 /// Frees every block of `batch` to the allocator.
 ///
@@ -111,6 +114,8 @@ unsafe fn free_batch(class: usize, batch: Batch) {
 /// blocks in an outgoing batch for [`SHARED_BATCHES`]; a cache that runs dry takes a batch
 /// from there before it asks the allocator. Used by its worker's thread only.
 pub(crate) struct BlockCache {
+    /// [`SHARED_BATCHES`], or a test's own pool.
+    pool: &'static SharedPool,
     lists: [Cell<*mut FreeBlock>; CLASS_SIZES.len()],
     lens: [Cell<u32>; CLASS_SIZES.len()],
     outgoing: [Cell<*mut FreeBlock>; CLASS_SIZES.len()],
@@ -119,7 +124,12 @@ pub(crate) struct BlockCache {
 
 impl BlockCache {
     pub(crate) const fn new() -> Self {
+        Self::with_pool(&SHARED_BATCHES)
+    }
+
+    const fn with_pool(pool: &'static SharedPool) -> Self {
         BlockCache {
+            pool,
             lists: [const { Cell::new(ptr::null_mut()) }; CLASS_SIZES.len()],
             lens: [const { Cell::new(0) }; CLASS_SIZES.len()],
             outgoing: [const { Cell::new(ptr::null_mut()) }; CLASS_SIZES.len()],
@@ -130,7 +140,7 @@ impl BlockCache {
     /// Refills the empty list of `class` with a shared batch; false if there is none.
     #[cold]
     fn take_batch(&self, class: usize) -> bool {
-        let batch = SHARED_BATCHES[class]
+        let batch = self.pool[class]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .pop();
@@ -152,7 +162,7 @@ impl BlockCache {
             head: self.outgoing[class].replace(ptr::null_mut()),
             len: self.outgoing_lens[class].replace(0),
         };
-        let mut shared = SHARED_BATCHES[class]
+        let mut shared = self.pool[class]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if shared.len() < shared_limit(class) {
@@ -305,7 +315,11 @@ mod tests {
     #[test]
     fn an_overflowing_frame_cache_hands_batches_to_a_dry_one() {
         let class = 1;
-        let (producer, consumer) = (BlockCache::new(), BlockCache::new());
+        // A pool of the test's own: other tests' workers share the global one.
+        let pool: &'static SharedPool = Box::leak(Box::new(
+            [const { std::sync::Mutex::new(Vec::new()) }; CLASS_SIZES.len()],
+        ));
+        let (producer, consumer) = (BlockCache::with_pool(pool), BlockCache::with_pool(pool));
         // The consumer frees blocks it did not allocate: its cache fills, then overflows.
         let blocks: Vec<NonNull<u8>> = (0..CACHE_LIMIT + BATCH)
             .map(|_| producer.alloc(class))
@@ -320,13 +334,17 @@ mod tests {
             0,
             "a full batch left the consumer"
         );
-        // The producer, dry, refills from the shared pool before it asks the allocator (other
-        // tests may take the batch first; then it allocates, which is also correct).
+        // The producer, dry, refills from the shared pool before it asks the allocator.
         let again = producer.alloc(class);
-        let shared_hit = blocks.contains(&again);
-        if shared_hit {
-            assert_eq!(producer.lens[class].get(), BATCH - 1);
-        }
+        assert!(
+            blocks.contains(&again),
+            "the block came from the consumer's batch"
+        );
+        assert_eq!(producer.lens[class].get(), BATCH - 1);
+        assert!(
+            pool[class].lock().unwrap().is_empty(),
+            "the producer took the batch"
+        );
         // SAFETY: a block of this class, unused.
         unsafe { producer.recycle(class, again) };
     }
