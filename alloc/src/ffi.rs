@@ -26,9 +26,12 @@ fn fail(e: &AllocError) {
         AllocError::TooLarge { .. } | AllocError::Map { .. } => libc::ENOMEM,
         _ => libc::EINVAL,
     };
+    // During thread exit (a C thread-exit destructor) the message has nowhere to go: errno
+    // still says what failed. `try_with`, as a panic here would abort the process.
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = e.to_string());
+    // Last, so that nothing above (an allocation, a free) can change it.
     // SAFETY: __errno_location returns this thread's errno slot.
     unsafe { *libc::__errno_location() = errno };
-    LAST_ERROR.with(|l| *l.borrow_mut() = e.to_string());
 }
 
 fn to_c(r: Result<std::ptr::NonNull<u8>, AllocError>) -> *mut c_void {
@@ -91,15 +94,14 @@ pub unsafe extern "C" fn omp_free(ptr: *mut c_void) -> c_int {
 }
 
 /// Copies the calling thread's last error message (NUL-terminated, truncated to `len`) into
-/// `buf` and returns its full length.
+/// `buf` and returns its full length (0, with an empty string, during the thread's exit).
 ///
 /// # Safety
 ///
 /// `buf` must be valid for writes of `len` bytes (or `len` must be 0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn numatask_last_error(buf: *mut c_char, len: usize) -> usize {
-    LAST_ERROR.with(|l| {
-        let msg = l.borrow();
+    let copy = |msg: &str| {
         if len > 0 && !buf.is_null() {
             let n = msg.len().min(len - 1);
             // SAFETY: the caller guarantees `buf` holds `len` bytes; n + 1 <= len.
@@ -109,12 +111,43 @@ pub unsafe extern "C" fn numatask_last_error(buf: *mut c_char, len: usize) -> us
             }
         }
         msg.len()
-    })
+    };
+    LAST_ERROR
+        .try_with(|l| copy(&l.borrow()))
+        .unwrap_or_else(|_| copy(""))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_during_thread_exit_is_reported_by_errno_without_aborting() {
+        use std::sync::atomic::{AtomicI32, Ordering};
+        static RC: AtomicI32 = AtomicI32::new(0);
+        struct FreesAtExit;
+        impl Drop for FreesAtExit {
+            fn drop(&mut self) {
+                // SAFETY: a pointer the allocator never returned: refused, nothing freed.
+                let rc = unsafe { omp_free(std::ptr::without_provenance_mut(0x1000)) };
+                RC.store(rc, Ordering::SeqCst);
+            }
+        }
+        thread_local!(static AT_EXIT: FreesAtExit = const { FreesAtExit });
+        std::thread::spawn(|| {
+            // Registered before the error message's slot, so destroyed after it: the C
+            // call in its destructor finds the message slot gone (an abort before the fix).
+            AT_EXIT.with(|_| {});
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { omp_free(std::ptr::without_provenance_mut(0x1000)) },
+                -1
+            );
+        })
+        .join()
+        .expect("the thread exits normally");
+        assert_eq!(RC.load(Ordering::SeqCst), -1);
+    }
 
     #[test]
     fn c_entry_points_report_errors_through_null_errno_and_message() {

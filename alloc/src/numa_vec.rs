@@ -51,6 +51,8 @@ pub struct NumaVec<T> {
     ptr: NonNull<T>,
     len: usize,
     distribution: Distribution,
+    /// Where it was asked to go (a clone goes there too).
+    place: Place,
     owns_mapping: bool,
     _owns: PhantomData<T>,
 }
@@ -99,6 +101,7 @@ impl<T> NumaVec<T> {
                 ptr: NonNull::dangling(),
                 len,
                 distribution,
+                place,
                 owns_mapping: false,
                 _owns: PhantomData,
             });
@@ -121,6 +124,7 @@ impl<T> NumaVec<T> {
             ptr: raw.cast(),
             len,
             distribution,
+            place,
             owns_mapping: true,
             _owns: PhantomData,
         })
@@ -175,6 +179,11 @@ impl<T> NumaVec<T> {
     /// The policy the memory was allocated with.
     pub fn distribution(&self) -> Distribution {
         self.distribution
+    }
+
+    /// Where the memory was asked to go: a policy, or one node.
+    pub fn place(&self) -> Place {
+        self.place
     }
 
     /// Bytes per node of the whole array.
@@ -255,10 +264,10 @@ impl<T: fmt::Debug> fmt::Debug for NumaVec<T> {
 }
 
 impl<T: Clone> Clone for NumaVec<T> {
-    /// A copy with the same distribution (a coarse copy takes the next node).
+    /// A copy placed as the original was asked to be: on the same node for
+    /// [`Place::OnNode`], by the same policy otherwise (a coarse copy takes the next node).
     fn clone(&self) -> Self {
-        Self::from_iter_in(self.iter().cloned(), self.distribution)
-            .unwrap_or_else(|e| panic!("{e}"))
+        Self::from_iter_in(self.iter().cloned(), self.place).unwrap_or_else(|e| panic!("{e}"))
     }
 }
 

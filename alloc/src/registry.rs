@@ -92,16 +92,16 @@ impl NodeBytes {
             self.bytes.resize(other.bytes.len(), 0);
         }
         for (a, b) in self.bytes.iter_mut().zip(&other.bytes) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
-        self.unknown += other.unknown;
+        self.unknown = self.unknown.saturating_add(other.unknown);
     }
 
     fn add_on(&mut self, node: usize, bytes: u64) {
         if node >= self.bytes.len() {
             self.bytes.resize(node + 1, 0);
         }
-        self.bytes[node] += bytes;
+        self.bytes[node] = self.bytes[node].saturating_add(bytes);
     }
 }
 
@@ -165,7 +165,8 @@ fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, out: &mut NodeBytes)
     for k in 0..n {
         // Node `start + k` gets one of the `extra` leftover pages when k < extra.
         let pages = each + usize::from(k < extra);
-        out.bytes[(start + k) % n] += (pages * ps) as u64;
+        let b = &mut out.bytes[(start + k) % n];
+        *b = b.saturating_add((pages * ps) as u64);
     }
 }
 
@@ -203,7 +204,7 @@ fn standard_bytes(
         let bytes = (page_hi - page_lo) as u64;
         match usize::try_from(cache[p]) {
             Ok(node) => out.add_on(node, bytes),
-            Err(_) => out.unknown += bytes,
+            Err(_) => out.unknown = out.unknown.saturating_add(bytes),
         }
     }
 }
@@ -442,7 +443,7 @@ impl Registry {
                 let r_end = r.start + r.len;
                 if r_end > cursor {
                     let (a, b) = (cursor.max(r.start), hi.min(r_end));
-                    out.unknown += (a - cursor) as u64;
+                    out.unknown = out.unknown.saturating_add((a - cursor) as u64);
                     r.accumulate(a, b, out);
                     cursor = b;
                 }
@@ -452,7 +453,7 @@ impl Registry {
                 }
             }
         }
-        out.unknown += (hi - cursor) as u64;
+        out.unknown = out.unknown.saturating_add((hi - cursor) as u64);
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -464,7 +465,9 @@ impl Registry {
 ///
 /// Fine and coarse memory is answered by arithmetic on the registry, without a system call;
 /// first-touch memory asks the kernel for pages it has not reported yet. Bytes outside memory
-/// from this allocator, and untouched first-touch pages, are counted as unknown.
+/// from this allocator, untouched first-touch pages, and any part of the range past the end
+/// of the address space, are counted as unknown: the counts always add up to `len` (sums
+/// saturate at `u64::MAX`).
 pub fn accumulate_node_bytes(ptr: *const u8, len: usize, out: &mut NodeBytes) {
     if len == 0 {
         return;
@@ -472,6 +475,7 @@ pub fn accumulate_node_bytes(ptr: *const u8, len: usize, out: &mut NodeBytes) {
     let lo = ptr as usize;
     let hi = lo.saturating_add(len);
     registry().accumulate(lo, hi, out);
+    out.unknown = out.unknown.saturating_add((len - (hi - lo)) as u64);
 }
 
 /// Bytes per node of `[ptr, ptr + len)`; see [`accumulate_node_bytes`].
@@ -692,6 +696,17 @@ mod tests {
         assert!(err.to_string().contains("too many to report"), "{err}");
         let wraps = resident_nodes(std::ptr::without_provenance(usize::MAX - 10), 100);
         assert!(wraps.is_err());
+    }
+
+    #[test]
+    fn counts_add_up_to_the_length_past_the_address_space_and_saturate() {
+        let d = node_bytes(std::ptr::without_provenance(usize::MAX - 10), 100);
+        assert_eq!(d.known() + d.unknown(), 100);
+        let mut out = NodeBytes::new(1);
+        for _ in 0..3 {
+            accumulate_node_bytes(std::ptr::without_provenance(1), usize::MAX - 1, &mut out);
+        }
+        assert_eq!(out.unknown(), u64::MAX, "saturates instead of wrapping");
     }
 
     #[test]
