@@ -52,10 +52,22 @@ pub fn omp_malloc_specific(
         Distribution::Standard => Target::FirstTouch,
         Distribution::Fine => Target::Interleave,
         Distribution::Coarse => {
-            // A size that no node can hold (0, more than the machine) is refused before the
-            // round robin moves on, so that a failed request does not skip a node.
-            check_size(&topology, size, Target::FirstTouch)?;
-            Target::Node(NEXT_COARSE_NODE.fetch_add(1, Ordering::Relaxed) % topology.num_nodes())
+            // The round robin moves on only once the next node can hold the size (checked
+            // against that node's memory), so that a refused request does not skip a node.
+            let mut turn = NEXT_COARSE_NODE.load(Ordering::Relaxed);
+            loop {
+                let node = turn % topology.num_nodes();
+                check_size(&topology, size, Target::Node(node))?;
+                match NEXT_COARSE_NODE.compare_exchange_weak(
+                    turn,
+                    turn.wrapping_add(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break Target::Node(node),
+                    Err(now) => turn = now,
+                }
+            }
         }
     };
     allocate(&topology, size, distribution, target)

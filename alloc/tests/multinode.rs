@@ -107,6 +107,29 @@ fn coarse_allocations_lie_wholly_on_their_node_and_rotate_over_the_nodes() {
         // SAFETY: allocated above, no reference into it remains.
         unsafe { omp_free(p.as_ptr()) }.unwrap();
     }
+    // A size the next node cannot hold, though the machine can, is refused naming that node,
+    // and the round robin does not move on: the next request still goes there.
+    reset_coarse_counter();
+    let on0 = omp_malloc_specific(len, Distribution::Coarse).unwrap();
+    let node1 = Topology::current().unwrap().nodes()[1].memory_bytes;
+    assert!(node1 > 0, "the guest's kernel reports each node's memory");
+    let too_big = node1 as usize + page_size();
+    let err = omp_malloc_specific(too_big, Distribution::Coarse).unwrap_err();
+    assert!(
+        matches!(&err, AllocError::TooLarge { what, .. } if what == "node 1"),
+        "{err}"
+    );
+    let on1 = omp_malloc_specific(len, Distribution::Coarse).unwrap();
+    touch(on1.as_ptr(), len);
+    let kernel = resident_nodes(on1.as_ptr(), len).unwrap();
+    assert!(
+        kernel.iter().all(|&node| node == Some(1)),
+        "after the refusal: {kernel:?}"
+    );
+    for p in [on0, on1] {
+        // SAFETY: allocated above, no reference into it remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
 }
 
 #[test]
