@@ -322,6 +322,12 @@ impl Task {
         Task(header)
     }
 
+    /// The task's frame header, as an address (for identity only).
+    #[inline]
+    pub(crate) fn header_ptr(&self) -> *const Header {
+        self.0.as_ptr()
+    }
+
     /// Runs the task on `worker`.
     #[inline]
     pub(crate) fn execute(self, worker: &WorkerThread) {

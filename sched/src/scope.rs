@@ -431,6 +431,11 @@ impl<T> TaskHandle<'_, T> {
         let head = self.head();
         if head.state.get() != DONE {
             match worker {
+                Some(worker) if worker.is_running_under_caller(&head.header) => panic!(
+                    "numatask: TaskHandle::join of a task that is running on this worker under \
+                     the caller (the caller is that task, one of its descendants, or a task run \
+                     while it waits): it cannot finish before the caller returns"
+                ),
                 Some(worker) => {
                     let mut announced = false;
                     worker.wait_until(

@@ -82,6 +82,25 @@ pub(crate) struct WorkerThread {
     overflow: RefCell<Vec<Task>>,
     /// Whether `overflow` may hold tasks: the only thing the hot path reads.
     has_overflow: Cell<bool>,
+    /// The innermost task running on this worker's stack (see [`Running`]).
+    running: Cell<*const Running>,
+}
+
+/// A task running on a worker: a link, in `run_task`'s frame, of the list of the tasks on
+/// the worker's stack, innermost first (a waiting task has others run on top of it).
+struct Running {
+    header: *const Header,
+    outer: *const Running,
+}
+
+/// Unlinks a [`Running`] when its task returns (or, were that possible, unwinds).
+struct Unlink<'a>(&'a Cell<*const Running>, *const Running);
+
+impl Drop for Unlink<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
 }
 
 /// A waiting worker steals only while more than `1 / STACK_RESERVE_DIVISOR` of its stack is
@@ -190,10 +209,31 @@ impl WorkerThread {
     /// Without tracing this is `task.execute` behind one predictable branch.
     #[inline]
     fn run_task(&self, task: Task, found: Option<Found>) {
+        let link = Running {
+            header: task.header_ptr(),
+            outer: self.running.get(),
+        };
+        self.running.set(&link);
+        let _unlink = Unlink(&self.running, link.outer);
         match self.registry.tracer.as_deref() {
             None => task.execute(self),
             Some(tracer) => self.run_traced(tracer, task, found),
         }
+    }
+
+    /// Whether the task of `frame` is running on this worker's stack, under the caller: it
+    /// cannot finish before the caller returns, so waiting for it would never end.
+    pub(crate) fn is_running_under_caller(&self, frame: &Header) -> bool {
+        let mut link = self.running.get();
+        // SAFETY: every link lives in a `run_task` frame below the caller on this thread's
+        // stack, and is unlinked before that frame returns: the list holds live links only.
+        while let Some(l) = unsafe { link.as_ref() } {
+            if ptr::eq(l.header, frame) {
+                return true;
+            }
+            link = l.outer;
+        }
+        false
     }
 
     /// Runs `task` and records it: where it was queued, where it was taken from, its
@@ -254,6 +294,7 @@ impl WorkerThread {
             stack_size,
             overflow: RefCell::new(Vec::new()),
             has_overflow: Cell::new(false),
+            running: Cell::new(ptr::null()),
         };
         CURRENT.with(|c| c.set(&worker));
         let guard = AbortOnUnwind;
