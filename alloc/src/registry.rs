@@ -8,7 +8,7 @@
 //! registry is a sorted, immutable snapshot of records behind an [`ArcSwap`]: a lookup is one
 //! lock-free snapshot load (no shared write) and two binary searches, `O(log allocations)`, and
 //! for fine and coarse memory pure arithmetic with no system call. The snapshot is a sorted list
-//! of chunks of at most [`CHUNK_MAX`] records; registering or removing an allocation (under a
+//! of chunks of at most 128 records; registering or removing an allocation (under a
 //! writer mutex) copies the list of chunks and the one chunk it changes, sharing the others
 //! with the previous snapshot: `O(allocations / CHUNK_MAX + CHUNK_MAX)` reference counts, about
 //! 1,700 with 100,000 live allocations, where copying every record took 2-4 ms per allocation
