@@ -22,6 +22,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "unit, integration and doc tests"
 cargo test --workspace --quiet
 
+step "API docs build without warnings (broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 step "benchmarks compile and run once (criterion --test mode)"
 cargo test --workspace --benches --quiet
 
