@@ -229,7 +229,10 @@ fn joining_a_task_from_a_task_running_on_top_of_it_panics_instead_of_hanging() {
             })
         }));
         let err = message(r.expect_err("the join panics, and the scope resumes it"));
-        assert!(err.contains("running on this worker under the caller"), "{err}");
+        assert!(
+            err.contains("running on this worker under the caller"),
+            "{err}"
+        );
         KEPT.with(|k| k.borrow_mut().take());
         // The runtime goes on.
         assert_eq!(rt.scope(|s| fib(s, 12)), fib_seq(12));
