@@ -46,8 +46,11 @@
 //! is the program's own nesting). A task *released* by a completion is never run inline: a
 //! chain of dependent tasks would then run each link inside the completion of the one before,
 //! one stack frame deeper per link, until the stack overflows. It goes to the worker's
-//! overflow list instead, which the worker's loops take from (the newest first) once its
-//! deque is empty, so the chain runs one link after another at the same depth.
+//! overflow list instead: each time the worker pops a task from its deque, the oldest tasks of
+//! the list move into the freed slots, where thieves see them (a push wakes a sleeper), and the
+//! worker takes from the list itself (the newest first) once its deque is empty. So a chain
+//! runs one link after another at the same depth, and no released task waits unseen behind a
+//! long one.
 
 use std::cell::{Cell, RefCell};
 use std::mem;
@@ -79,7 +82,7 @@ pub(crate) struct WorkerThread {
     stack_size: usize,
     /// Tasks released by completions while the scheduler had no room (module docs); only
     /// this worker touches it, and never while a task runs from it.
-    overflow: RefCell<Vec<Task>>,
+    overflow: RefCell<std::collections::VecDeque<Task>>,
     /// Whether `overflow` may hold tasks: the only thing the hot path reads.
     has_overflow: Cell<bool>,
     /// The innermost task running on this worker's stack (see [`Running`]).
@@ -173,27 +176,44 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn push_released(&self, task: Task) {
         if let Err(task) = self.queues.push(&self.ctx(), task) {
-            self.overflow.borrow_mut().push(task);
+            self.overflow.borrow_mut().push_back(task);
             self.has_overflow.set(true);
         }
     }
 
-    /// The next task of this worker's own: from its queues, then from the overflow list
-    /// (looked at only when the queues are empty, so that a pop that finds a task costs
-    /// nothing more; the list's tasks wait for the deque that was full to drain).
+    /// The next task of this worker's own: from its queues (refilling them from the overflow
+    /// list, module docs), then from the overflow list.
     #[inline]
     fn pop_own(&self, ctx: &WorkerCtx<'_>) -> Option<(Task, Found)> {
         match self.queues.pop(ctx) {
-            Some(task) => Some((task, Found::Pop)),
+            Some(task) => {
+                if self.has_overflow.get() {
+                    self.refill_from_overflow(ctx);
+                }
+                Some((task, Found::Pop))
+            }
             None if self.has_overflow.get() => self.pop_overflow().map(|t| (t, Found::Overflow)),
             None => None,
         }
     }
 
+    /// Moves the oldest tasks of the overflow list into the scheduler while it has room.
+    #[cold]
+    fn refill_from_overflow(&self, ctx: &WorkerCtx<'_>) {
+        let mut overflow = self.overflow.borrow_mut();
+        while let Some(task) = overflow.pop_front() {
+            if let Err(task) = self.queues.push(ctx, task) {
+                overflow.push_front(task);
+                break;
+            }
+        }
+        self.has_overflow.set(!overflow.is_empty());
+    }
+
     #[cold]
     fn pop_overflow(&self) -> Option<Task> {
         let mut overflow = self.overflow.borrow_mut();
-        let task = overflow.pop();
+        let task = overflow.pop_back();
         self.has_overflow.set(!overflow.is_empty());
         task
     }
@@ -292,7 +312,7 @@ impl WorkerThread {
             registry,
             stack_base: ptr::addr_of!(top) as usize,
             stack_size,
-            overflow: RefCell::new(Vec::new()),
+            overflow: RefCell::new(std::collections::VecDeque::new()),
             has_overflow: Cell::new(false),
             running: Cell::new(ptr::null()),
         };

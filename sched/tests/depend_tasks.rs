@@ -102,6 +102,62 @@ fn a_long_chain_released_into_a_full_deque_does_not_grow_the_stack() {
 }
 
 #[test]
+fn a_task_released_into_a_full_deque_can_be_stolen_while_its_worker_runs_a_long_task() {
+    // Two workers, deques of one slot. A fills its worker's deque with D, then its completion
+    // releases B, for which the deque has no room. The worker then runs D, which waits (no
+    // deadline) until B has run: only the other worker can run B, so B must be where thieves
+    // look, not only in its releasing worker's overflow list (`within` reports the hang).
+    within(60, || {
+        let rt = numatask_sched::Runtime::builder()
+            .num_threads(2)
+            .proc_bind(false)
+            .deque_capacity(1)
+            .build()
+            .expect("runtime");
+        let mut cell = vec![0u64; 1];
+        let (held, release, b_ran) = (
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+            AtomicBool::new(false),
+        );
+        rt.scope(|s| {
+            let (held, release, b_ran) = (&held, &release, &b_ran);
+            // Keeps the other worker away until D runs.
+            s.spawn(move |_| {
+                held.store(true, Ordering::SeqCst);
+                while !release.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+            });
+            while !held.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            let blocks = Blocks::new(&mut cell, 1).expect("blocks");
+            s.task()
+                .writes(&blocks[0])
+                .spawn(move |s, (c,)| {
+                    c[0] = 1;
+                    s.spawn(move |_| {
+                        release.store(true, Ordering::SeqCst);
+                        while !b_ran.load(Ordering::SeqCst) {
+                            std::hint::spin_loop();
+                        }
+                    });
+                })
+                .expect("spawn A");
+            s.task()
+                .reads(&blocks[0])
+                .spawn(move |_, (c,)| {
+                    assert_eq!(c[0], 1);
+                    b_ran.store(true, Ordering::SeqCst);
+                })
+                .expect("spawn B");
+        });
+        assert!(b_ran.load(Ordering::SeqCst));
+    });
+}
+
+#[test]
 fn readers_run_concurrently_between_writers() {
     // Each reader waits, without a deadline, until the other one is inside too: if readers
     // of one block were ordered like writers, the second could never start while the first
