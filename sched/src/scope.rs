@@ -562,8 +562,8 @@ where
     );
     match here {
         // The job's header is no frame of this pool: short of stack, the worker runs none of
-        // its pool's tasks and only waits.
-        Some(worker) => worker.wait_until(&job.header, || latch.is_set(), || {}),
+        // its pool's tasks but the scopes injected into it.
+        Some(worker) => worker.wait_until_injected_scope(&job.header, || latch.is_set()),
         None => latch.wait_blocking(),
     }
     // SAFETY: the worker wrote the result before setting the latch and does not touch the

@@ -362,11 +362,26 @@ impl WorkerThread {
         // The callers return, or resume a task's panic, only once `done()`: if this loop
         // unwound, they would go on while tasks still use their frames and stack.
         let guard = AbortOnUnwind;
-        self.wait_loop(frame, done, before_block);
+        self.wait_loop(frame, done, before_block, false);
         mem::forget(guard);
     }
 
-    fn wait_loop(&self, frame: &Header, done: impl Fn() -> bool, mut before_block: impl FnMut()) {
+    /// [`wait_until`](Self::wait_until) for a scope this worker injected into another pool:
+    /// it takes scopes injected into its own pool even when short of stack, as the scope it
+    /// waits for may be waiting for one of them (pools whose scopes nest in each other).
+    pub(crate) fn wait_until_injected_scope(&self, frame: &Header, done: impl Fn() -> bool) {
+        let guard = AbortOnUnwind;
+        self.wait_loop(frame, done, || {}, true);
+        mem::forget(guard);
+    }
+
+    fn wait_loop(
+        &self,
+        frame: &Header,
+        done: impl Fn() -> bool,
+        mut before_block: impl FnMut(),
+        injected_when_short: bool,
+    ) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
         let ctx = self.ctx();
@@ -387,26 +402,28 @@ impl WorkerThread {
                 continue;
             }
             before_block();
-            if roomy {
-                if let Some(task) = self.queues.steal(&ctx) {
-                    sleep.work_found(&mut idle);
-                    self.run_task(task, Some(Found::Steal));
-                    continue;
-                }
-                // A scope injected from outside: the thread that injected it may be a worker
-                // of another pool that waits for it (module docs).
-                if let Some(task) = self.queues.take_injected(&ctx) {
-                    sleep.work_found(&mut idle);
-                    self.run_task(task, Some(Found::Injected));
-                    continue;
-                }
+            if roomy && let Some(task) = self.queues.steal(&ctx) {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Steal));
+                continue;
+            }
+            // A scope injected from outside: the thread that injected it may be a worker of
+            // another pool that waits for it (module docs).
+            if (roomy || injected_when_short)
+                && let Some(task) = self.queues.take_injected(&ctx)
+            {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Injected));
+                continue;
             }
             if done() {
                 sleep.end_search(&mut idle);
                 return;
             }
             sleep.no_work_found(&mut idle, self.index(), || {
-                done() || (roomy && self.queues.has_stealable_work(&ctx))
+                done()
+                    || (roomy && self.queues.has_stealable_work(&ctx))
+                    || (injected_when_short && self.queues.has_injected(&ctx))
             });
         }
     }

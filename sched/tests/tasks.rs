@@ -302,6 +302,34 @@ fn scopes_of_two_runtimes_nested_in_each_other_do_not_deadlock() {
     });
 }
 
+/// Recurses `depth` frames of 8 KiB each, then calls `f`.
+fn deep<R>(depth: usize, f: &mut dyn FnMut() -> R) -> R {
+    let mut pad = [0u8; 8192];
+    std::hint::black_box(&mut pad);
+    let r = if depth == 0 { f() } else { deep(depth - 1, f) };
+    std::hint::black_box(&pad);
+    r
+}
+
+#[test]
+fn a_worker_short_of_stack_that_enters_another_pool_still_takes_its_own_pools_scopes() {
+    // With 200 KiB of its 256 KiB stack used, `a`'s only worker runs no unrelated task while
+    // it waits for `b`'s scope; but `b`'s body enters `a` again, and only that worker can run
+    // the scope it injects.
+    within(60, || {
+        let a = Runtime::builder()
+            .num_threads(1)
+            .proc_bind(false)
+            .stack_size(256 << 10)
+            .build()
+            .expect("a");
+        let b = runtime(1);
+        let (a, b) = (&a, &b);
+        let v = a.scope(|_| deep(25, &mut || b.scope(|_| a.scope(|_| 7u32))));
+        assert_eq!(v, 7);
+    });
+}
+
 #[test]
 fn the_global_scope_runs_tasks() {
     let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");

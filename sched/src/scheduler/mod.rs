@@ -174,6 +174,9 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// holds).
     fn has_stealable_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
 
+    /// Whether [`take_injected`](Self::take_injected) may find work.
+    fn has_injected(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
+
     /// Where the task that the calling worker's last successful `found` operation returned
     /// was queued (called only when tracing, right after that operation, so a policy may keep
     /// what it needs for this in `local`).
@@ -335,6 +338,10 @@ impl WorkerQueues {
 
     pub(crate) fn has_stealable_work(&self, ctx: &WorkerCtx<'_>) -> bool {
         dispatch!(self, has_stealable_work(ctx))
+    }
+
+    pub(crate) fn has_injected(&self, ctx: &WorkerCtx<'_>) -> bool {
+        dispatch!(self, has_injected(ctx))
     }
 
     pub(crate) fn origin(&self, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {

@@ -134,6 +134,10 @@ impl Scheduler for WorkStealing {
         }
     }
 
+    fn has_injected(&self, _local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> bool {
+        !self.injector.is_empty()
+    }
+
     fn take_injected(&self, _local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> Option<Task> {
         // Two plain loads first: `pop` on an empty queue pays a `SeqCst` fence, and waiting
         // workers look here after every failed round of steals.
