@@ -123,3 +123,55 @@ fn work_for_one_node_wakes_a_worker_of_that_node() {
         other_node.join().expect("worker panicked");
     });
 }
+
+#[test]
+fn work_any_worker_may_take_wakes_a_worker_that_takes_it_not_a_picky_one() {
+    // Worker 0 sleeps picky (it takes nothing of `queue`: a waiting worker short of stack);
+    // worker 1 takes from `queue`. The producer's `new_work` must reach worker 1: a wake-up
+    // spent on worker 0 would leave worker 1 asleep with the item, a deadlock for loom.
+    numatask_loom_tests::model(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let queue = Arc::new(Bag::default());
+        let picky = {
+            let sleep = Arc::clone(&sleep);
+            thread::spawn(move || {
+                let mut idle = IdleState::new();
+                while !sleep.is_terminated() {
+                    sleep.no_work_found_picky(&mut idle, 0, || false);
+                }
+            })
+        };
+        let taker = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || run_items(&sleep, &queue, 1, 1))
+        };
+        queue.push(3);
+        sleep.new_work();
+        assert_eq!(taker.join().expect("worker panicked"), vec![3]);
+        sleep.notify_all();
+        picky.join().expect("worker panicked");
+    });
+}
+
+#[test]
+fn work_meant_for_a_picky_sleeper_wakes_it() {
+    numatask_loom_tests::model(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let queue = Arc::new(Bag::default());
+        let picky = {
+            let (sleep, queue) = (Arc::clone(&sleep), Arc::clone(&queue));
+            thread::spawn(move || {
+                let mut idle = IdleState::new();
+                loop {
+                    if let Some(item) = queue.pop() {
+                        return item;
+                    }
+                    sleep.no_work_found_picky(&mut idle, 0, || !queue.is_empty());
+                }
+            })
+        };
+        queue.push(4);
+        sleep.new_work_for(0..1);
+        assert_eq!(picky.join().expect("worker panicked"), 4);
+    });
+}

@@ -38,6 +38,12 @@
 //! that the woken worker's `has_work` covers it: [`Sleep::new_work_for`] exists so that work
 //! dealt to one NUMA node's queue wakes a worker of that node.
 //!
+//! A worker that would not take work any worker may take (a waiting worker short of stack)
+//! sleeps in the state `PICKY` ([`Sleep::no_work_found_picky`]): [`Sleep::new_work`] skips
+//! it, so that its wake-up goes to a worker that can use it rather than to one that would
+//! sleep again with it; [`Sleep::new_work_for`] and [`Sleep::wake_all`] wake it as they wake
+//! `SLEEPY` workers, and the argument above holds for them unchanged.
+//!
 //! # Example
 //!
 //! ```
@@ -94,6 +100,9 @@ const SEARCH_TIME: std::time::Duration = std::time::Duration::from_micros(200);
 const AWAKE: usize = 0;
 const SLEEPY: usize = 1;
 const NOTIFIED: usize = 2;
+/// Asleep, and waking only for work meant for it ([`Sleep::new_work_for`]), not for work any
+/// worker may take ([`Sleep::new_work`]): see [`Sleep::no_work_found_picky`].
+const PICKY: usize = 3;
 
 /// One worker's sleeping place.
 struct WorkerSleep {
@@ -214,6 +223,31 @@ impl Sleep {
     /// After termination this returns at once. A `worker` index out of range never sleeps (it
     /// yields instead).
     pub fn no_work_found(&self, idle: &mut IdleState, worker: usize, has_work: impl Fn() -> bool) {
+        self.idle_round(idle, worker, has_work, SLEEPY);
+    }
+
+    /// [`no_work_found`](Self::no_work_found) for a worker that would not take work any worker
+    /// may take (a waiting worker short of stack runs only its own descendants): it sleeps
+    /// without answering [`new_work`](Self::new_work), which then wakes another sleeper
+    /// instead of one that would go back to sleep with the wake-up. [`new_work_for`]
+    /// (Self::new_work_for) a range holding it, and [`wake_all`](Self::wake_all), still wake
+    /// it; `has_work` need only cover the work those announce.
+    pub fn no_work_found_picky(
+        &self,
+        idle: &mut IdleState,
+        worker: usize,
+        has_work: impl Fn() -> bool,
+    ) {
+        self.idle_round(idle, worker, has_work, PICKY);
+    }
+
+    fn idle_round(
+        &self,
+        idle: &mut IdleState,
+        worker: usize,
+        has_work: impl Fn() -> bool,
+        sleep_state: usize,
+    ) {
         if self.is_terminated() {
             return;
         }
@@ -239,7 +273,7 @@ impl Sleep {
         }
         let _ = self.stop_searching(idle);
         match self.workers.get(worker) {
-            Some(place) => self.sleep(place, has_work),
+            Some(place) => self.sleep(place, has_work, sleep_state),
             None => thread::yield_now(),
         }
         idle.rounds = 0;
@@ -252,14 +286,14 @@ impl Sleep {
         }
     }
 
-    fn sleep(&self, place: &WorkerSleep, has_work: impl Fn() -> bool) {
+    fn sleep(&self, place: &WorkerSleep, has_work: impl Fn() -> bool, sleep_state: usize) {
         self.sleepy.fetch_add(1, Ordering::SeqCst);
-        place.state.store(SLEEPY, Ordering::SeqCst);
+        place.state.store(sleep_state, Ordering::SeqCst);
         // Pairs with the fence in `wake_one_in` (see the module docs).
         fence(Ordering::SeqCst);
         if !has_work() {
             let mut guard = place.lock.lock().unwrap_or_else(PoisonError::into_inner);
-            while place.state.load(Ordering::Acquire) == SLEEPY
+            while matches!(place.state.load(Ordering::Acquire), SLEEPY | PICKY)
                 && !self.terminated.load(Ordering::Acquire)
             {
                 guard = place
@@ -269,8 +303,8 @@ impl Sleep {
             }
         }
         // Either we found work, a producer chose us (`NOTIFIED`), or we are shutting down.
-        // `swap` rather than `store`: a producer may be CASing `SLEEPY -> NOTIFIED` right now,
-        // which only costs it a signal nobody waits for.
+        // `swap` rather than `store`: a producer may be CASing `SLEEPY -> NOTIFIED` (or
+        // `PICKY`) right now, which only costs it a signal nobody waits for.
         place.state.swap(AWAKE, Ordering::AcqRel);
         self.sleepy.fetch_sub(1, Ordering::SeqCst);
     }
@@ -279,7 +313,7 @@ impl Sleep {
     /// Returns whether it woke one. Lock-free and cheap when no worker sleeps.
     #[inline]
     pub fn new_work(&self) -> bool {
-        self.wake_one_in(0..self.workers.len())
+        self.wake_one_in(0..self.workers.len(), false)
     }
 
     /// The same as [`new_work`](Self::new_work).
@@ -296,10 +330,11 @@ impl Sleep {
     #[inline]
     pub fn new_work_for(&self, workers: Range<usize>) -> bool {
         let end = workers.end.min(self.workers.len());
-        self.wake_one_in(workers.start.min(end)..end)
+        self.wake_one_in(workers.start.min(end)..end, true)
     }
 
-    fn wake_one_in(&self, workers: Range<usize>) -> bool {
+    /// Wakes one sleeper in `workers`; `picky` ones only if `wake_picky`.
+    fn wake_one_in(&self, workers: Range<usize>, wake_picky: bool) -> bool {
         // Pairs with the fence in `sleep` (see the module docs).
         fence(Ordering::SeqCst);
         if self.sleepy.load(Ordering::Relaxed) == 0 || workers.is_empty() {
@@ -309,19 +344,21 @@ impl Sleep {
         let start = self.next_scan.fetch_add(1, Ordering::Relaxed) % len;
         (0..len)
             .map(|i| workers.start + (start + i) % len)
-            .any(|worker| self.wake(worker))
+            .any(|worker| self.wake(worker, wake_picky))
     }
 
-    /// Wakes `worker` if it is `SLEEPY`.
-    fn wake(&self, worker: usize) -> bool {
+    /// Wakes `worker` if it is `SLEEPY` (or `PICKY`, if `wake_picky`).
+    fn wake(&self, worker: usize, wake_picky: bool) -> bool {
         let Some(place) = self.workers.get(worker) else {
             return false;
         };
-        if place
-            .state
-            .compare_exchange(SLEEPY, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
+        let notified = |from| {
+            place
+                .state
+                .compare_exchange(from, NOTIFIED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        };
+        if !(notified(SLEEPY) || (wake_picky && notified(PICKY))) {
             return false;
         }
         // Taking the lock orders the signal after the worker's test of its state.
@@ -336,7 +373,9 @@ impl Sleep {
         if self.sleepy.load(Ordering::Relaxed) == 0 {
             return 0;
         }
-        (0..self.workers.len()).filter(|&w| self.wake(w)).count()
+        (0..self.workers.len())
+            .filter(|&w| self.wake(w, true))
+            .count()
     }
 
     /// Shutdown: marks the pool terminated and wakes every worker. From then on

@@ -420,11 +420,19 @@ impl WorkerThread {
                 sleep.end_search(&mut idle);
                 return;
             }
-            sleep.no_work_found(&mut idle, self.index(), || {
+            let has_work = || {
                 done()
                     || (roomy && self.queues.has_stealable_work(&ctx))
                     || (injected_when_short && self.queues.has_injected(&ctx))
-            });
+            };
+            if roomy || injected_when_short {
+                sleep.no_work_found(&mut idle, self.index(), has_work);
+            } else {
+                // Short of stack it takes no task another worker could take: a wake-up for
+                // such work must go to a worker that can (`Sleep::no_work_found_picky`); what
+                // it waits for wakes it with `wake`.
+                sleep.no_work_found_picky(&mut idle, self.index(), has_work);
+            }
         }
     }
 

@@ -331,6 +331,46 @@ fn a_worker_short_of_stack_that_enters_another_pool_still_takes_its_own_pools_sc
 }
 
 #[test]
+fn a_scope_injected_while_a_waiter_short_of_stack_sleeps_wakes_an_idle_worker() {
+    // Three workers with small stacks. The scope body waits deep in its stack (short of stack:
+    // it would run only its own descendants); its one child spins until another thread's
+    // scope has run; the third worker is idle and asleep. That scope's wake-up must reach the
+    // idle worker, not the waiter, which could not take it (`within` reports a stall).
+    use std::sync::atomic::AtomicBool;
+    within(120, || {
+        for _ in 0..8 {
+            let rt = Runtime::builder()
+                .num_threads(3)
+                .proc_bind(false)
+                .stack_size(256 << 10)
+                .build()
+                .expect("runtime");
+            let (started, go) = (AtomicBool::new(false), AtomicBool::new(false));
+            thread::scope(|t| {
+                let (rt, started, go) = (&rt, &started, &go);
+                t.spawn(move || {
+                    while !started.load(Ordering::SeqCst) {
+                        thread::yield_now();
+                    }
+                    // Time for the waiter and the idle worker to fall asleep.
+                    thread::sleep(Duration::from_millis(50));
+                    rt.scope(|_| go.store(true, Ordering::SeqCst));
+                });
+                rt.scope(|s| {
+                    s.spawn(move |_| {
+                        started.store(true, Ordering::SeqCst);
+                        while !go.load(Ordering::SeqCst) {
+                            thread::yield_now();
+                        }
+                    });
+                    deep(25, &mut || s.taskwait());
+                });
+            });
+        }
+    });
+}
+
+#[test]
 fn the_global_scope_runs_tasks() {
     let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");
     assert_eq!(v, fib_seq(15));
