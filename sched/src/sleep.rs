@@ -229,9 +229,10 @@ impl Sleep {
     /// [`no_work_found`](Self::no_work_found) for a worker that would not take work any worker
     /// may take (a waiting worker short of stack runs only its own descendants): it sleeps
     /// without answering [`new_work`](Self::new_work), which then wakes another sleeper
-    /// instead of one that would go back to sleep with the wake-up. [`new_work_for`]
-    /// (Self::new_work_for) a range holding it, and [`wake_all`](Self::wake_all), still wake
-    /// it; `has_work` need only cover the work those announce.
+    /// instead of one that would go back to sleep with the wake-up.
+    /// [`new_work_for`](Self::new_work_for) a range holding it, and
+    /// [`wake_all`](Self::wake_all), still wake it; `has_work` need only cover the work those
+    /// announce.
     pub fn no_work_found_picky(
         &self,
         idle: &mut IdleState,
