@@ -9,7 +9,8 @@ use common::{fib, fib_seq, within};
 use numatask_sched::Runtime;
 
 /// CPU time, in seconds, used so far by the threads named `numatask-*` (the workers), read
-/// from `/proc/self/task/<tid>/stat` (fields 14 and 15, in `USER_HZ` = 100 ticks per second).
+/// from `/proc/self/task/<tid>/stat` (fields 14 and 15, in clock ticks: `sysconf(_SC_CLK_TCK)`
+/// per second).
 fn worker_cpu_seconds() -> f64 {
     let mut ticks = 0u64;
     for task in std::fs::read_dir("/proc/self/task").expect("procfs") {
@@ -30,7 +31,10 @@ fn worker_cpu_seconds() -> f64 {
         ticks +=
             fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
     }
-    ticks as f64 / 100.0
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    assert!(per_second > 0, "clock ticks per second");
+    ticks as f64 / per_second as f64
 }
 
 #[test]
