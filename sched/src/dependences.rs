@@ -94,14 +94,9 @@ pub(crate) fn submit(
 ) {
     match tracker.submit(accesses, task) {
         Submitted::Ready(ready) if worker.registry().places.len() == 1 => {
-            let Ready {
-                handle,
-                payload: mut task,
-            } = ready;
-            task.attach_depend(handle);
-            worker.run_undeferred(task);
+            worker.run_undeferred(ready_task(ready));
         }
-        Submitted::Ready(ready) => push_ready(ready, worker),
+        Submitted::Ready(ready) => worker.push(ready_task(ready)),
         Submitted::Deferred => {}
         Submitted::Cancelled(task) => task.cancel(worker),
     }
@@ -122,12 +117,7 @@ pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerT
     let mut released = 0usize;
     let on_release = |r: Released<Task>| match r {
         Released::Ready(ready) => {
-            let Ready {
-                handle,
-                payload: mut task,
-            } = ready;
-            task.attach_depend(handle);
-            worker.push_released(task);
+            worker.push_released(ready_task(ready));
             released += 1;
             if released > 1 {
                 worker.registry().sleep.new_work();
@@ -142,14 +132,15 @@ pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerT
     }
 }
 
+/// The task the tracker made ready, carrying the handle that completes it.
 #[inline]
-fn push_ready(ready: Ready<Task>, worker: &WorkerThread) {
+fn ready_task(ready: Ready<Task>) -> Task {
     let Ready {
         handle,
         payload: mut task,
     } = ready;
     task.attach_depend(handle);
-    worker.push(task);
+    task
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{fib, fib_seq, runtime, within};
+use common::{fib, fib_seq, runtime, runtime_with_stack, within};
 use numatask_sched::{Runtime, Scope};
 
 #[test]
@@ -317,12 +317,7 @@ fn a_worker_short_of_stack_that_enters_another_pool_still_takes_its_own_pools_sc
     // it waits for `b`'s scope; but `b`'s body enters `a` again, and only that worker can run
     // the scope it injects.
     within(60, || {
-        let a = Runtime::builder()
-            .num_threads(1)
-            .proc_bind(false)
-            .stack_size(256 << 10)
-            .build()
-            .expect("a");
+        let a = runtime_with_stack(1, 256 << 10);
         let b = runtime(1);
         let (a, b) = (&a, &b);
         let v = a.scope(|_| deep(25, &mut || b.scope(|_| a.scope(|_| 7u32))));
@@ -339,12 +334,7 @@ fn a_scope_injected_while_a_waiter_short_of_stack_sleeps_wakes_an_idle_worker() 
     use std::sync::atomic::AtomicBool;
     within(120, || {
         for _ in 0..8 {
-            let rt = Runtime::builder()
-                .num_threads(3)
-                .proc_bind(false)
-                .stack_size(256 << 10)
-                .build()
-                .expect("runtime");
+            let rt = runtime_with_stack(3, 256 << 10);
             let (started, go) = (AtomicBool::new(false), AtomicBool::new(false));
             thread::scope(|t| {
                 let (rt, started, go) = (&rt, &started, &go);

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{fib, fib_seq, runtime, within};
-use numatask_sched::{Runtime, Scope};
+use common::{fib, fib_seq, runtime, runtime_with_stack, within};
+use numatask_sched::Scope;
 
 #[test]
 fn taskwait_with_one_worker_does_not_deadlock() {
@@ -76,12 +76,7 @@ fn chain(s: &Scope<'_>, depth: u32) -> u32 {
 fn recursion_1000_levels_deep_does_not_deadlock() {
     within(120, || {
         for workers in [1, 2] {
-            let rt = Runtime::builder()
-                .num_threads(workers)
-                .proc_bind(false)
-                .stack_size(64 << 20)
-                .build()
-                .expect("runtime starts");
+            let rt = runtime_with_stack(workers, 64 << 20);
             assert_eq!(rt.scope(|s| chain(s, 1000)), 1000, "{workers} workers");
         }
     });
@@ -120,12 +115,7 @@ fn many_deep_chains_on_small_stacks_do_not_overflow() {
     const DEPTH: u32 = 16;
     const ROOTS: usize = 64;
     within(120, || {
-        let rt = Runtime::builder()
-            .num_threads(4)
-            .proc_bind(false)
-            .stack_size(8 << 20)
-            .build()
-            .expect("runtime starts");
+        let rt = runtime_with_stack(4, 8 << 20);
         for round in 0..20 {
             let total = AtomicUsize::new(0);
             rt.scope(|s| {

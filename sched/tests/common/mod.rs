@@ -36,6 +36,16 @@ pub fn runtime(n: usize) -> Runtime {
         .expect("runtime starts")
 }
 
+/// [`runtime`] with worker stacks of `bytes`.
+pub fn runtime_with_stack(n: usize, bytes: usize) -> Runtime {
+    Runtime::builder()
+        .num_threads(n)
+        .proc_bind(false)
+        .stack_size(bytes)
+        .build()
+        .expect("runtime starts")
+}
+
 /// fib with both recursive calls as tasks and a taskwait (the OpenMP shape).
 pub fn fib(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
