@@ -6,7 +6,9 @@
 //!   `sum(D) > LLC size / C` and `stddev(D) > 0`, the task goes to the node `i` with the least
 //!   distance-weighted cost `sum_j D[j] * distance(i, j)`; otherwise it stays on the current node.
 //!   A dependence the programmer marked as the most access-intensive one (the paper's proposed
-//!   clause, Algorithm 3's index `a`) sends the task to the node holding most of that dependence.
+//!   clause, Algorithm 3's index `a`) sends the task to the node holding most of that dependence
+//!   (when one node holds strictly most of it; a tie, as under fine distribution, leaves the
+//!   decision to the rest of Algorithm 1).
 //! - **Algorithm 2 (finding work)**: a worker takes from its own node's queue first, then visits
 //!   the other nodes in order of distance, and steals from node `i` only if its queue holds more
 //!   than `distance(i, n) * C` tasks, where distances are normalized so that local is 1 (an OS
@@ -128,13 +130,11 @@ impl LocalityModel {
     /// Algorithm 1: where a task with footprint `d` created on node `current` goes. `intensive`
     /// is the footprint of the dependence marked access-intensive, if any.
     pub fn deal(&self, d: &NodeBytes, current: usize, intensive: Option<&NodeBytes>) -> Deal {
-        if let Some(node) = intensive.and_then(NodeBytes::dominant_node) {
-            if node < self.num_nodes {
-                return Deal {
-                    node,
-                    reason: DealReason::IntensiveDependence,
-                };
-            }
+        if let Some(node) = intensive.and_then(|i| self.sole_dominant_node(i)) {
+            return Deal {
+                node,
+                reason: DealReason::IntensiveDependence,
+            };
         }
         let bytes = &d.per_node()[..d.per_node().len().min(self.num_nodes)];
         let sum: u64 = bytes.iter().sum();
@@ -173,6 +173,19 @@ impl LocalityModel {
             node: best.1,
             reason: DealReason::LeastCost,
         }
+    }
+}
+
+impl LocalityModel {
+    /// The node holding strictly more of `bytes` than any other, if one does. An intensive
+    /// dependence spread evenly (fine distribution) names no node: sending its tasks to the
+    /// lowest of the tied nodes would pile every one of them on node 0, so Algorithm 1
+    /// decides them as if nothing were marked.
+    fn sole_dominant_node(&self, bytes: &NodeBytes) -> Option<usize> {
+        let known = &bytes.per_node()[..bytes.per_node().len().min(self.num_nodes)];
+        let node = bytes.dominant_node().filter(|&n| n < known.len())?;
+        let max = known[node];
+        (known.iter().filter(|&&b| b == max).count() == 1).then_some(node)
     }
 }
 
@@ -323,6 +336,47 @@ mod tests {
             Deal {
                 node: 6,
                 reason: DealReason::IntensiveDependence
+            }
+        );
+    }
+
+    #[test]
+    fn an_intensive_dependence_spread_evenly_names_no_node() {
+        let (_, m) = paper();
+        // Fine distribution: the intensive range is on every node alike, the rest of the
+        // footprint mostly on node 5. Algorithm 1 decides (least cost: node 5), not the
+        // lowest of the tied nodes.
+        let d = NodeBytes::from_bytes(vec![
+            1 << 20,
+            1 << 20,
+            1 << 20,
+            1 << 20,
+            1 << 20,
+            9 << 20,
+            1 << 20,
+            1 << 20,
+        ]);
+        let intensive = NodeBytes::from_bytes(vec![1 << 20; 8]);
+        assert_eq!(
+            m.deal(&d, 2, Some(&intensive)),
+            Deal {
+                node: 5,
+                reason: DealReason::LeastCost
+            }
+        );
+        // Tied on two nodes only: still no single node.
+        let intensive = NodeBytes::from_bytes(vec![0, 0, 0, 4096, 4096, 0, 0, 0]);
+        assert_eq!(
+            m.deal(&d, 2, Some(&intensive)).reason,
+            DealReason::LeastCost
+        );
+        // Even footprint and even intensive dependence: the task stays where it was made.
+        let even = NodeBytes::from_bytes(vec![1 << 20; 8]);
+        assert_eq!(
+            m.deal(&even, 2, Some(&even)),
+            Deal {
+                node: 2,
+                reason: DealReason::EvenFootprint
             }
         );
     }

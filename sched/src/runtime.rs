@@ -56,7 +56,7 @@ pub struct Settings {
     pub display_env: DisplayEnv,
     /// Capacity of each worker's deque.
     pub deque_capacity: usize,
-    /// The largest OS distance the locality-aware scheduler steals dealt tasks across
+    /// The largest OS distance the locality-aware scheduler steals tasks across
     /// (`None`: any).
     pub vicinity: Option<u32>,
     /// The trace file, when tasks are traced.
@@ -184,9 +184,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The vicinity of the locality-aware scheduler: its workers steal dealt tasks only from
-    /// nodes at most this OS distance away (`None`, the default: any node; `Some(10)`: none
-    /// but their own). Work stealing ignores it.
+    /// The vicinity of the locality-aware scheduler (the paper's section 4.2): its workers
+    /// steal tasks (dealt or not) only from nodes at most this OS distance away (`None`, the
+    /// default: any node; `Some(10)`: none but their own). Scopes entered from outside the
+    /// pool still go to any worker. Work stealing ignores it.
     pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
         self.vicinity = max_distance;
         self

@@ -451,28 +451,63 @@ fn nothing_is_stolen_across_a_distance_beyond_the_vicinity() {
     );
 }
 
+/// The nodes whose workers ran 240 footprint-free tasks of 1 ms spawned by one scope body,
+/// and the node of the worker that ran the body.
+fn nodes_running_spawned_tasks(rt: &Runtime) -> (usize, Vec<usize>) {
+    let nodes = Mutex::new(std::collections::BTreeSet::new());
+    let home = rt.scope(|s| {
+        for _ in 0..240 {
+            let nodes = &nodes;
+            s.spawn(move |s| {
+                nodes.lock().unwrap().insert(s.node());
+                std::thread::sleep(Duration::from_millis(1));
+            });
+        }
+        s.node()
+    });
+    (home, nodes.into_inner().unwrap().into_iter().collect())
+}
+
 #[test]
-fn tasks_without_footprints_are_stolen_across_nodes_whatever_the_vicinity() {
+fn tasks_without_footprints_are_stolen_across_nodes_without_a_vicinity() {
     preset_process();
     within(120, || {
-        // Workers on two nodes, vicinity 10 (no dealt task leaves its node): footprint-free
-        // tasks live in deques, which every worker may steal from.
-        let rt = locality_runtime(12, Some(10));
+        // Workers on two nodes: footprint-free tasks live in deques, which every worker may
+        // steal from without a threshold.
+        let rt = locality_runtime(12, None);
         assert_eq!(rt.scope(|s| common::fib(s, 18)), common::fib_seq(18));
-        let nodes = Mutex::new(std::collections::BTreeSet::new());
-        rt.scope(|s| {
-            for _ in 0..240 {
-                let nodes = &nodes;
-                s.spawn(move |s| {
-                    nodes.lock().unwrap().insert(s.node());
-                    std::thread::sleep(Duration::from_millis(1));
-                });
-            }
-        });
+        let (_, nodes) = nodes_running_spawned_tasks(&rt);
         assert_eq!(
-            nodes.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
+            nodes,
             vec![0, 1],
             "both nodes' workers ran footprint-free tasks"
+        );
+    });
+}
+
+#[test]
+fn no_task_is_stolen_from_a_deque_beyond_the_vicinity() {
+    preset_process();
+    within(120, || {
+        // Vicinity 10: a worker steals from its own node only, deques included. The scope
+        // body is injected (any worker may take it); what it spawns stays on its node.
+        let rt = locality_runtime(12, Some(10));
+        assert_eq!(rt.scope(|s| common::fib(s, 18)), common::fib_seq(18));
+        for _ in 0..3 {
+            let (home, nodes) = nodes_running_spawned_tasks(&rt);
+            assert_eq!(
+                nodes,
+                vec![home],
+                "tasks spawned on node {home} ran on other nodes with vicinity 10"
+            );
+        }
+        // Vicinity 16 reaches node 1 from node 0 (distance 16): both nodes run them again.
+        let rt = locality_runtime(12, Some(16));
+        let (_, nodes) = nodes_running_spawned_tasks(&rt);
+        assert_eq!(
+            nodes,
+            vec![0, 1],
+            "vicinity 16 lets node 0 and node 1 share tasks"
         );
     });
 }
@@ -490,6 +525,22 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     }
+    // A topology without caches: the threshold is 0, and the line says why.
+    let bare = numatask_alloc::TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+        .build()
+        .expect("synthetic topology");
+    assert_eq!(bare.llc_bytes(), 0);
+    let rt = Runtime::builder()
+        .topology(Arc::new(bare))
+        .scheduler(SchedulerKind::Locality)
+        .num_threads(2)
+        .proc_bind(false)
+        .build()
+        .unwrap();
+    let shown = rt.display_env();
+    let line = "  numatask locality footprint threshold = '0B (the topology reports no cache: \
+                every uneven footprint is dealt)'";
+    assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     let rt = Runtime::builder()
         .topology(preset())
         .num_threads(1)

@@ -39,17 +39,24 @@
 //!
 //! 1. (`pop`) its own deque, newest first; then its node's queue, oldest first;
 //! 2. (`steal`) the deques of the other workers of its node;
-//! 3. the deques of workers of other nodes, nearest nodes first;
-//! 4. the queues of other nodes in order of distance, taking from node `i`'s queue only if it
-//!    holds more than `distance(i, n) / local * C` tasks, and never beyond the vicinity
-//!    (`NUMATASK_VICINITY`, an OS distance).
+//! 3. the deques of workers of other nodes within the vicinity, nearest nodes first;
+//! 4. the queues of other nodes within the vicinity in order of distance, taking from node
+//!    `i`'s queue only if it holds more than `distance(i, n) / local * C` tasks.
+//!
+//! The vicinity (`NUMATASK_VICINITY`, an OS distance; section 4.2 of the paper) bounds every
+//! steal: no worker takes a task, from a deque or a node queue, across a larger distance.
+//! Only scopes injected from outside the pool go to any worker.
 //!
 //! Step 3 is a decision of this implementation: the paper's Algorithm 2 knows only node
-//! queues. A deque holds only tasks whose footprint is insignificant by Algorithm 1's own
-//! test, so running one on any node costs no remote traffic worth a threshold; stealing them
-//! freely (and before dealt tasks, whose moving does cost) keeps task-parallel programs
-//! without footprints (fib) as balanced as under work stealing. Thresholds and vicinity
-//! therefore apply to node queues only.
+//! queues, and its Algorithm 1 puts the tasks it keeps local in the node's queue, under the
+//! same thresholds (so with fine distribution, where every footprint is even, "the imbalance
+//! can not be completely recovered from since steals are restricted", section 6). Here they
+//! go to deques. A deque holds only tasks whose footprint is insignificant by Algorithm 1's
+//! own test (small, or spread evenly so that every node reaches it at the same cost), so
+//! running one on another node costs no remote traffic worth a threshold; stealing them
+//! within the vicinity without a threshold (and before dealt tasks, whose moving does cost)
+//! keeps task-parallel programs without footprints (fib), and evenly spread data, as
+//! balanced as under work stealing.
 //!
 //! Backoff and sleep between failed rounds are the runtime core's exponential backoff
 //! ([`crate::sleep`]), as the paper's "exponential back-off for steal attempts".
@@ -88,8 +95,13 @@ pub struct Locality {
     /// For each node, the queue length beyond which a worker of some other node may steal
     /// from its queue (`usize::MAX`: nobody may).
     steal_floor: Box<[usize]>,
-    /// For each node, the workers of the other nodes, nearest nodes first.
+    /// For each node, the workers of the other nodes within the vicinity, nearest nodes
+    /// first: the deques its workers may steal from beyond their own node.
     remote_workers: Box<[Box<[usize]>]>,
+    /// With a vicinity, for each node, the workers that may steal from a deque of that node
+    /// (its own and those of the nodes within the vicinity), as runs of indices: a push
+    /// wakes one of them, not a sleeper that could not take the task. Empty without one.
+    reachable_workers: Box<[Box<[Range<usize>]>]>,
     /// The node of each worker.
     worker_nodes: Box<[usize]>,
     injector: NodeQueue<Task>,
@@ -165,7 +177,7 @@ impl Locality {
         &self.model
     }
 
-    /// The vicinity: the largest OS distance a worker steals dealt tasks across (`None`: any).
+    /// The vicinity: the largest OS distance a worker steals any task across (`None`: any).
     pub fn vicinity(&self) -> Option<u32> {
         self.vicinity
     }
@@ -196,11 +208,15 @@ impl Locality {
         vec![
             (
                 "numatask locality footprint threshold",
-                format!(
-                    "{} (LLC / {} cores per node)",
-                    format_size(usize::try_from(m.footprint_threshold()).unwrap_or(usize::MAX)),
-                    m.cores_per_node()
-                ),
+                if m.footprint_threshold() == 0 {
+                    "0B (the topology reports no cache: every uneven footprint is dealt)".to_owned()
+                } else {
+                    format!(
+                        "{} (LLC / {} cores per node)",
+                        format_size(usize::try_from(m.footprint_threshold()).unwrap_or(usize::MAX)),
+                        m.cores_per_node()
+                    )
+                },
             ),
             ("numatask locality steal thresholds", thresholds),
         ]
@@ -217,7 +233,11 @@ impl Locality {
         // The pusher runs its own deque at the latest when it waits: the fence-free check is
         // enough (see `Sleep::sleepy_workers`).
         if ctx.sleep.should_wake_for_push() {
-            wake_one(ctx.sleep);
+            if self.vicinity.is_none() {
+                wake_one(ctx.sleep);
+            } else {
+                self.wake_reachable(ctx.place.node.min(self.num_nodes - 1), ctx.sleep);
+            }
         }
         Ok(())
     }
@@ -351,6 +371,18 @@ impl Locality {
         }
     }
 
+    /// Wakes a sleeper that may steal from a deque of `node`, nearest first (with a
+    /// vicinity: a sleeper beyond it would find nothing to take).
+    #[cold]
+    #[inline(never)]
+    fn wake_reachable(&self, node: usize, sleep: &Sleep) {
+        for run in self.reachable_workers[node].iter() {
+            if sleep.new_work_for(run.clone()) {
+                return;
+            }
+        }
+    }
+
     /// Takes the oldest task of `node`'s queue.
     #[inline]
     fn take_dealt(&self, local: &LocalityLocal, node: usize, stolen: bool) -> Option<Task> {
@@ -450,12 +482,33 @@ impl Scheduler for Locality {
                     .unwrap_or(usize::MAX)
             })
             .collect();
+        // Distances are read victim row, thief column, as in the model's steal orders.
+        let within = |victim: usize, thief: usize| {
+            config.vicinity.is_none_or(|max| dist(victim, thief) <= max)
+        };
         let remote_workers = (0..n)
             .map(|node| {
-                let mut others: Vec<&WorkerPlace> =
-                    places.iter().filter(|p| node_of(p) != node).collect();
-                others.sort_by_key(|p| (dist(node, node_of(p)), node_of(p), p.index));
+                let mut others: Vec<&WorkerPlace> = places
+                    .iter()
+                    .filter(|p| node_of(p) != node && within(node_of(p), node))
+                    .collect();
+                others.sort_by_key(|p| (dist(node_of(p), node), node_of(p), p.index));
                 others.iter().map(|p| p.index).collect()
+            })
+            .collect();
+        let reachable_workers = (0..n)
+            .map(|victim| {
+                if config.vicinity.is_none() {
+                    return Box::default();
+                }
+                let mut thieves: Vec<usize> = (0..n)
+                    .filter(|&thief| thief == victim || within(victim, thief))
+                    .collect();
+                thieves.sort_by_key(|&thief| (thief != victim, dist(victim, thief), thief));
+                thieves
+                    .into_iter()
+                    .flat_map(|thief| node_workers[thief].iter().cloned())
+                    .collect()
             })
             .collect();
 
@@ -490,6 +543,7 @@ impl Scheduler for Locality {
                 .collect(),
             steal_floor,
             remote_workers,
+            reachable_workers,
             worker_nodes: places.iter().map(node_of).collect(),
             injector: NodeQueue::new(),
             vicinity: config.vicinity,
@@ -573,15 +627,13 @@ impl Scheduler for Locality {
 
     /// Includes the worker's own node queue: a waiting worker takes from it (through `pop`)
     /// and must not sleep while a task dealt to its node waits there.
-    fn has_stealable_work(&self, _local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
+    fn has_stealable_work(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
         let here = ctx.place.node.min(self.num_nodes - 1);
+        let has_tasks = |&victim: &usize| !self.stealers[victim].is_empty();
         !self.node_queues[here].is_empty()
             || !self.injector.is_empty()
-            || self
-                .stealers
-                .iter()
-                .enumerate()
-                .any(|(i, s)| i != ctx.place.index && !s.is_empty())
+            || local.peers.iter().any(has_tasks)
+            || self.remote_workers[here].iter().any(has_tasks)
             || self
                 .model
                 .steal_order(here)
