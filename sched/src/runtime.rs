@@ -61,6 +61,9 @@ pub struct Settings {
     pub vicinity: Option<u32>,
     /// The trace file, when tasks are traced.
     pub trace: Option<PathBuf>,
+    /// Whether tasks are traced in memory, for the locality summary only, when there is no
+    /// trace file ([`RuntimeBuilder::trace_summary`]).
+    pub trace_summary: bool,
 }
 
 /// What all workers of a pool share.
@@ -100,6 +103,7 @@ pub struct RuntimeBuilder {
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
     trace: Option<PathBuf>,
+    trace_summary: bool,
 }
 
 impl Default for RuntimeBuilder {
@@ -122,6 +126,7 @@ impl RuntimeBuilder {
             topology: None,
             vicinity: None,
             trace: None,
+            trace_summary: false,
         }
     }
 
@@ -198,6 +203,16 @@ impl RuntimeBuilder {
     /// summary to standard error.
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
         self.trace = Some(path.into());
+        self
+    }
+
+    /// Traces every task in memory, without a trace file, for the locality summary alone:
+    /// [`Runtime::finish_trace`], or dropping the runtime, prints it to standard error (tasks
+    /// and footprint bytes local and remote per node, steals by distance) and
+    /// [`Runtime::tracer`] gives every record. A trace file ([`trace`](Self::trace),
+    /// `NUMATASK_TRACE`) implies it.
+    pub fn trace_summary(mut self, on: bool) -> Self {
+        self.trace_summary = on;
         self
     }
 
@@ -291,6 +306,7 @@ impl RuntimeBuilder {
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
             trace: self.trace.clone(),
+            trace_summary: self.trace_summary || self.trace.is_some(),
         };
         let (scheduler, queues) = self.scheduler.create(
             &topology,
@@ -300,10 +316,10 @@ impl RuntimeBuilder {
                 vicinity: self.vicinity,
             },
         );
-        let tracer = self.trace.map(|path| {
+        let tracer = settings.trace_summary.then(|| {
             Arc::new(Tracer::new(
                 places.iter().map(|p| p.node).collect(),
-                Some(path),
+                self.trace,
             ))
         });
         let registry = Arc::new(Registry {
@@ -461,8 +477,8 @@ impl Runtime {
         self.registry.tracer.as_ref()
     }
 
-    /// Writes the trace file with every task traced so far, prints the locality summary to
-    /// standard error and returns it; `None` when not tracing. Dropping the runtime does the
+    /// Writes the trace file (if there is one) with every task traced so far, prints the
+    /// locality summary to standard error and returns it; `None` when not tracing. Dropping the runtime does the
     /// same if tasks ran since, and so does the process's exit for the process-wide
     /// [`Runtime::global`], which is never dropped.
     pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
@@ -475,13 +491,13 @@ impl Runtime {
         match &result {
             Ok(summary) => {
                 *written = Some(summary.tasks);
-                eprintln!(
-                    "numatask: trace of {} tasks written to {}",
-                    summary.tasks,
-                    tracer
-                        .path()
-                        .map_or("nowhere".into(), |p| p.display().to_string())
-                );
+                if let Some(path) = tracer.path() {
+                    eprintln!(
+                        "numatask: trace of {} tasks written to {}",
+                        summary.tasks,
+                        path.display()
+                    );
+                }
                 eprintln!("{summary}");
             }
             Err(e) => eprintln!(
@@ -515,6 +531,11 @@ impl Runtime {
         }
         if let Some(path) = &s.trace {
             line(TRACE_ENV, &path.display());
+        } else if s.trace_summary {
+            line(
+                TRACE_ENV,
+                &"none (tasks traced in memory for the locality summary)",
+            );
         }
         match numatask_alloc::Distribution::from_env() {
             Ok(d) => line(numatask_alloc::DISTRIBUTION_ENV, &d),

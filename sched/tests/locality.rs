@@ -168,6 +168,49 @@ fn dependent_tasks_are_dealt_by_their_depend_list() {
 }
 
 #[test]
+fn a_summary_only_trace_counts_local_bytes_without_a_file() {
+    preset_process();
+    within(120, || {
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .proc_bind(false)
+            .trace_summary(true)
+            .build()
+            .expect("runtime starts");
+        assert!(rt.settings().trace.is_none() && rt.settings().trace_summary);
+        assert!(
+            rt.display_env()
+                .contains("NUMATASK_TRACE = 'none (tasks traced in memory"),
+            "{}",
+            rt.display_env()
+        );
+        let chunks: Vec<NumaVec<u8>> = (0..4).map(|k| chunk_on(2 * k)).collect();
+        rt.scope(|s| {
+            for chunk in &chunks {
+                // SAFETY: the tasks only read the chunks, which outlive the scope.
+                unsafe { s.spawn_depend(&footprint(chunk), move |_| assert_eq!(chunk[0], 0)) };
+            }
+        });
+        let summary = rt
+            .finish_trace()
+            .expect("tracing")
+            .expect("no file to write");
+        assert_eq!(summary.tasks, 5, "four dealt tasks and the scope body");
+        let local: u64 = summary.per_node.iter().map(|n| n.local_bytes).sum();
+        let remote: u64 = summary.per_node.iter().map(|n| n.remote_bytes).sum();
+        assert_eq!(
+            (local, remote),
+            (4 << 20, 0),
+            "each 1 MiB task ran on its chunk's node"
+        );
+        for node in [0, 2, 4, 6] {
+            assert_eq!(summary.per_node[node].local_bytes, 1 << 20, "node {node}");
+        }
+    });
+}
+
+#[test]
 fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_says_why() {
     preset_process();
     let path = trace_path("local");
