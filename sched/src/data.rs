@@ -17,7 +17,11 @@
 //! | [`mutex_updates`](TaskBuilder::mutex_updates) | `mutexinoutset` | `&mut [T]` |
 //! | [`concurrent_updates`](TaskBuilder::concurrent_updates) | `inoutset` | `&[T]` (for atomics and other `Sync` types) |
 //!
-//! [`intensive`](TaskBuilder::intensive) marks the last declared access as the task's most
+//! Each has an `_each` form ([`reads_each`](TaskBuilder::reads_each), ...) that declares a
+//! list of regions of any length at once, for depend lists whose length the program computes
+//! (a row of blocks): the body gets a `Vec` of the references, in the list's order.
+//!
+//! [`intensive`](TaskBuilder::intensive) marks the last declaration as the task's most
 //! access-intensive one (the hint a locality-aware scheduler weighs); [`label`](TaskBuilder::label)
 //! names the task in traces.
 //!
@@ -44,6 +48,26 @@
 //! })?;
 //! assert_eq!(v[100], 101);
 //! assert_eq!(v[200], 1 + (101 + 99)); // block 1 was updated first
+//! # Ok::<(), numatask_sched::SchedError>(())
+//! ```
+//!
+//! A depend list whose length the program computes is one `_each` declaration:
+//!
+//! ```
+//! use numatask_sched::data::Blocks;
+//! # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+//! let mut parts = vec![1u32; 64];
+//! let mut total = vec![0u32; 1];
+//! rt.scope(|s| {
+//!     let parts = Blocks::new(&mut parts, 8)?;
+//!     let total = Blocks::new(&mut total, 1)?;
+//!     s.task()
+//!         .reads_each(&parts) // all 8 blocks: the body gets a `Vec<&[u32]>`
+//!         .writes(&total[0])
+//!         .spawn(|_, (parts, total)| total[0] = parts.iter().flat_map(|p| p.iter()).sum())?;
+//!     Ok::<(), numatask_sched::SchedError>(())
+//! })?;
+//! assert_eq!(total[0], 64);
 //! # Ok::<(), numatask_sched::SchedError>(())
 //! ```
 //!
@@ -316,15 +340,16 @@ impl<T> fmt::Debug for Region<'_, T> {
 /// Declares the accesses of one dependent task, then spawns it: see [`Scope::task`] and the
 /// [module documentation](self).
 ///
-/// `A` is the tuple of declared accesses so far (up to [`MAX_ACCESSES`]); the body receives
-/// their data as a tuple in the same order.
+/// `A` is the tuple of declarations so far (up to [`MAX_ACCESSES`]; an `_each` declaration
+/// counts as one whatever its length); the body receives their data as a tuple in the same
+/// order.
 #[must_use = "a task builder does nothing until `spawn` is called"]
 pub struct TaskBuilder<'s, 'scope, A> {
     scope: &'s Scope<'scope>,
     /// The id of the scope's dependence tracker, which regions are bound to.
     deps_id: u64,
     views: A,
-    /// Bit `i`: access `i` is marked intensive.
+    /// Bit `i`: declaration `i` is marked intensive.
     intensive: u8,
     label: Option<&'static str>,
     /// A region was bound to another task's children ([`SchedError::ForeignRegion`], reported
@@ -333,8 +358,9 @@ pub struct TaskBuilder<'s, 'scope, A> {
     foreign: bool,
 }
 
-/// The most accesses one [`TaskBuilder`] declares (the raw [`Scope::spawn_depend`] has no
-/// limit).
+/// The most declarations one [`TaskBuilder`] makes (each may be a list of any length:
+/// [`TaskBuilder::reads_each`] and the other `_each` forms; the raw [`Scope::spawn_depend`]
+/// has no limit either).
 pub const MAX_ACCESSES: usize = 8;
 
 impl<'scope> Scope<'scope> {
@@ -422,6 +448,8 @@ macro_rules! access_methods {
     ($(
         $(#[$doc:meta])*
         $name:ident => $kind:ident, $view:ident, [$($bound:tt)+];
+        $(#[$each_doc:meta])*
+        $each:ident => $list:ident;
     )*) => {
         impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             $(
@@ -439,7 +467,24 @@ macro_rules! access_methods {
                         ptr: region.ptr,
                         len: region.len,
                     };
-                    self.declare(region, view)
+                    self.declare(std::iter::once(&*region.binding), view)
+                }
+
+                $(#[$each_doc])*
+                pub fn $each<'r, 'a, T>(
+                    self,
+                    regions: impl IntoIterator<Item = &'r Region<'a, T>>,
+                ) -> TaskBuilder<'s, 'scope, <A as Append<$list<T>>>::Output>
+                where
+                    A: Append<$list<T>>,
+                    T: $($bound)+ + 'static,
+                    'a: 'scope + 'r,
+                {
+                    let regions: Vec<&'r Region<'a, T>> = regions.into_iter().collect();
+                    let view = $list {
+                        parts: regions.iter().map(|r| (r.ptr, r.len)).collect(),
+                    };
+                    self.declare(regions.iter().map(|r| &*r.binding), view)
                 }
             )*
         }
@@ -450,24 +495,44 @@ access_methods! {
     /// Declares that the task reads `region` (`depend(in)`): the body gets `&[T]`. Readers
     /// of a region run concurrently; they wait for its earlier writers.
     reads => In, Read, [Sync];
+    /// Declares that the task reads each of `regions` (`depend(in)` on each): the body gets
+    /// `Vec<&[T]>`, in the order of `regions`. One declaration, whatever the list's length.
+    reads_each => ReadEach;
     /// Declares that the task overwrites `region` (`depend(out)`): the body gets `&mut [T]`
     /// (with the old values in it). It waits for every earlier access of the region.
     writes => Out, Write, [Send];
+    /// Declares that the task overwrites each of `regions` (`depend(out)` on each): the body
+    /// gets `Vec<&mut [T]>`, in the order of `regions`, which must not overlap.
+    writes_each => WriteEach;
     /// Declares that the task reads and writes `region` (`depend(inout)`): the body gets
     /// `&mut [T]`. It waits for every earlier access of the region.
     updates => InOut, Update, [Send];
+    /// Declares that the task reads and writes each of `regions` (`depend(inout)` on each):
+    /// the body gets `Vec<&mut [T]>`, in the order of `regions`, which must not overlap.
+    updates_each => UpdateEach;
     /// Declares that the task updates `region` as a member of a mutually exclusive set
     /// (`depend(mutexinoutset)`): consecutive members run in any order, one at a time; the
     /// body gets `&mut [T]`.
     mutex_updates => MutexInOutSet, MutexUpdate, [Send];
+    /// [`mutex_updates`](Self::mutex_updates) on each of `regions`: the body gets
+    /// `Vec<&mut [T]>`, in the order of `regions`, which must not overlap.
+    mutex_updates_each => MutexUpdateEach;
     /// Declares that the task updates `region` as a member of a concurrent set
     /// (`depend(inoutset)`): consecutive members may run at the same time, so the body gets
     /// `&[T]` (update through atomics or other interior mutability).
     concurrent_updates => InOutSet, ConcurrentUpdate, [Sync];
+    /// [`concurrent_updates`](Self::concurrent_updates) on each of `regions`: the body gets
+    /// `Vec<&[T]>`, in the order of `regions`.
+    concurrent_updates_each => ConcurrentUpdateEach;
 }
 
 impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
-    fn declare<X, V>(self, region: &Region<'_, X>, view: V) -> TaskBuilder<'s, 'scope, A::Output>
+    /// Adds `view`, whose regions have the tracker `bindings`.
+    fn declare<'r, V>(
+        self,
+        bindings: impl Iterator<Item = &'r Cell<u64>>,
+        view: V,
+    ) -> TaskBuilder<'s, 'scope, A::Output>
     where
         A: Append<V>,
     {
@@ -479,9 +544,12 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             label,
             mut foreign,
         } = self;
-        if !foreign {
-            match region.binding.get() {
-                0 => region.binding.set(deps_id),
+        for binding in bindings {
+            if foreign {
+                break;
+            }
+            match binding.get() {
+                0 => binding.set(deps_id),
                 bound if bound == deps_id => {}
                 _ => foreign = true,
             }
@@ -496,8 +564,9 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         }
     }
 
-    /// Marks the access declared last as the task's most access-intensive one (a hint for a
-    /// locality-aware scheduler; it orders nothing). Without accesses it does nothing.
+    /// Marks the access declared last (every region of it, for an `_each` declaration) as the
+    /// task's most access-intensive one (a hint for a locality-aware scheduler; it orders
+    /// nothing). Without accesses it does nothing.
     pub fn intensive(mut self) -> Self
     where
         A: sealed::Sealed,
@@ -533,14 +602,16 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         if self.foreign {
             return Err(SchedError::ForeignRegion);
         }
-        let mut all = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
-        let accesses = &mut all[..A::LEN];
-        self.views.describe(accesses);
-        for (i, access) in accesses.iter_mut().enumerate() {
-            if self.intensive & (1 << i) != 0 {
-                *access = access.intensive();
-            }
-        }
+        let count = self.views.count();
+        let mut fixed = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
+        let mut listed = Vec::new();
+        let accesses: &mut [Access] = if count <= MAX_ACCESSES {
+            &mut fixed[..count]
+        } else {
+            listed.resize(count, Access::new(0, 0, AccessKind::In));
+            &mut listed
+        };
+        self.views.describe(accesses, 0, self.intensive);
         check_conflicts(accesses)?;
         let views = self.views;
         self.scope.spawn_dependent(accesses, self.label, move |s| {
@@ -565,7 +636,10 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
             AccessKind::Out | AccessKind::InOut | AccessKind::MutexInOutSet
         )
     };
-    // Plain index loops over at most `MAX_ACCESSES`: this runs on every safe spawn.
+    if accesses.len() > 2 * MAX_ACCESSES {
+        return check_conflicts_sorted(accesses, exclusive);
+    }
+    // Plain index loops over a few accesses: this runs on every safe spawn.
     for j in 1..accesses.len() {
         let b = &accesses[j];
         for (i, a) in accesses[..j].iter().enumerate() {
@@ -578,6 +652,46 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
                     second_kind: b.kind,
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// [`check_conflicts`] for long lists (`_each` declarations): sorted by address, each access
+/// is checked against the farthest-reaching earlier access and the farthest-reaching earlier
+/// exclusive one, which overlap it if any earlier access of that sort does. `O(n log n)`.
+#[cold]
+fn check_conflicts_sorted(
+    accesses: &[Access],
+    exclusive: impl Fn(&Access) -> bool,
+) -> Result<(), SchedError> {
+    let mut order: Vec<usize> = (0..accesses.len())
+        .filter(|&i| accesses[i].len > 0)
+        .collect();
+    order.sort_unstable_by_key(|&i| (accesses[i].addr, i));
+    // (end, index) of the earlier access reaching farthest, and of the earlier exclusive one.
+    let mut any: Option<(usize, usize)> = None;
+    let mut excl: Option<(usize, usize)> = None;
+    for &j in &order {
+        let b = &accesses[j];
+        let hit = if exclusive(b) { any } else { excl };
+        if let Some((end, i)) = hit
+            && b.addr < end
+        {
+            let (first, second) = (i.min(j), i.max(j));
+            return Err(SchedError::ConflictingAccesses {
+                first,
+                first_kind: accesses[first].kind,
+                second,
+                second_kind: accesses[second].kind,
+            });
+        }
+        let reach = Some((b.end(), j));
+        if any.is_none_or(|(end, _)| b.end() > end) {
+            any = reach;
+        }
+        if exclusive(b) && excl.is_none_or(|(end, _)| b.end() > end) {
+            excl = reach;
         }
     }
     Ok(())
@@ -601,12 +715,21 @@ macro_rules! views {
         impl<T> sealed::Sealed for $view<T> {
             const LEN: usize = 1;
 
-            fn describe(&self, out: &mut [Access]) {
-                out[0] = Access::new(
+            fn count(&self) -> usize {
+                1
+            }
+
+            fn describe(&self, out: &mut [Access], first: usize, intensive: u8) {
+                let access = Access::new(
                     self.ptr.as_ptr() as usize,
                     self.len * size_of::<T>(),
                     AccessKind::$kind,
                 );
+                out[0] = if intensive & (1 << first) != 0 {
+                    access.intensive()
+                } else {
+                    access
+                };
             }
         }
 
@@ -668,17 +791,83 @@ views! {
     ConcurrentUpdate => InOutSet, &'t [T], [Sync];
 }
 
+/// Where the regions of an `_each` declaration are: as [`views!`], one access per region, and
+/// the body gets a `Vec` of the references.
+macro_rules! list_views {
+    ($($(#[$doc:meta])* $list:ident => $kind:ident, $out:ty, [$($send:tt)+];)*) => {$(
+        $(#[$doc])*
+        pub struct $list<T> {
+            parts: Vec<(NonNull<T>, usize)>,
+        }
+
+        // SAFETY: the body on another thread gets references of the kind in the type's docs,
+        // which may cross threads under this bound.
+        unsafe impl<T: $($send)+> Send for $list<T> {}
+
+        impl<T> sealed::Sealed for $list<T> {
+            const LEN: usize = 1;
+
+            fn count(&self) -> usize {
+                self.parts.len()
+            }
+
+            fn describe(&self, out: &mut [Access], first: usize, intensive: u8) {
+                for (slot, &(ptr, len)) in out.iter_mut().zip(&self.parts) {
+                    let access =
+                        Access::new(ptr.as_ptr() as usize, len * size_of::<T>(), AccessKind::$kind);
+                    *slot = if intensive & (1 << first) != 0 {
+                        access.intensive()
+                    } else {
+                        access
+                    };
+                }
+            }
+        }
+
+        impl<'t, T: 't> Views<'t> for $list<T> {
+            type Out = Vec<$out>;
+
+            unsafe fn views(self) -> Vec<$out> {
+                self.parts
+                    .into_iter()
+                    // SAFETY: as for the single views; the regions of one list that give
+                    // `&mut` do not overlap (`check_conflicts` refused the task otherwise).
+                    .map(|(ptr, len)| unsafe { view_slice(ptr, len) })
+                    .collect()
+            }
+        }
+    )*};
+}
+
+list_views! {
+    /// A declared list of `in` accesses: the body gets `Vec<&[T]>`.
+    ReadEach => In, &'t [T], [Sync];
+    /// A declared list of `out` accesses: the body gets `Vec<&mut [T]>`.
+    WriteEach => Out, &'t mut [T], [Send];
+    /// A declared list of `inout` accesses: the body gets `Vec<&mut [T]>`.
+    UpdateEach => InOut, &'t mut [T], [Send];
+    /// A declared list of `mutexinoutset` accesses: the body gets `Vec<&mut [T]>`.
+    MutexUpdateEach => MutexInOutSet, &'t mut [T], [Send];
+    /// A declared list of `inoutset` accesses: the body gets `Vec<&[T]>`.
+    ConcurrentUpdateEach => InOutSet, &'t [T], [Sync];
+}
+
 mod sealed {
     use crate::depend::Access;
 
     /// Keeps [`Views`](super::Views) and [`Append`](super::Append) to this module's types:
     /// a view made elsewhere could hand out references the runtime does not order.
     pub trait Sealed {
-        /// Number of accesses.
+        /// Number of declarations (of which an `_each` list is one).
         const LEN: usize;
 
-        /// Writes the accesses, in declaration order, to `out[..LEN]`.
-        fn describe(&self, out: &mut [Access]);
+        /// Number of accesses (a list has one per region).
+        fn count(&self) -> usize;
+
+        /// Writes the accesses, in declaration order, to `out[..self.count()]`; the first
+        /// declaration is number `first`, and those whose bit is set in `intensive` are
+        /// marked intensive.
+        fn describe(&self, out: &mut [Access], first: usize, intensive: u8);
     }
 }
 
@@ -711,7 +900,11 @@ pub trait Append<V>: sealed::Sealed {
 impl sealed::Sealed for () {
     const LEN: usize = 0;
 
-    fn describe(&self, _: &mut [Access]) {}
+    fn count(&self) -> usize {
+        0
+    }
+
+    fn describe(&self, _: &mut [Access], _: usize, _: u8) {}
 }
 
 impl<'t> Views<'t> for () {
@@ -734,14 +927,21 @@ macro_rules! tuples {
             const LEN: usize = 0 $(+ $v::LEN)+;
 
             #[allow(non_snake_case)]
-            fn describe(&self, out: &mut [Access]) {
+            fn count(&self) -> usize {
                 let ($($v,)+) = self;
-                let mut at = 0;
+                0 $(+ $v.count())+
+            }
+
+            #[allow(non_snake_case)]
+            fn describe(&self, out: &mut [Access], first: usize, intensive: u8) {
+                let ($($v,)+) = self;
+                let (mut at, mut decl) = (0, first);
                 $(
-                    $v.describe(&mut out[at..]);
-                    at += $v::LEN;
+                    $v.describe(&mut out[at..], decl, intensive);
+                    at += $v.count();
+                    decl += $v::LEN;
                 )+
-                let _ = at;
+                let _ = (at, decl);
             }
         }
 
@@ -834,5 +1034,85 @@ mod tests {
         assert!(check_conflicts(&[a(0, 8, MutexInOutSet), a(0, 8, MutexInOutSet)]).is_err());
         // Empty ranges cover no byte.
         assert!(check_conflicts(&[a(4, 0, Out), a(0, 8, Out)]).is_ok());
+    }
+
+    #[test]
+    fn the_sorted_check_of_long_lists_finds_exactly_the_conflicts_of_every_pair() {
+        use AccessKind::*;
+        let exclusive = |k| matches!(k, Out | InOut | MutexInOutSet);
+        let conflict = |x: &Access, y: &Access| {
+            x.len > 0
+                && y.len > 0
+                && x.addr < y.end()
+                && y.addr < x.end()
+                && (exclusive(x.kind) || exclusive(y.kind))
+        };
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as usize
+        };
+        let (mut refused, mut accepted) = (0, 0);
+        for round in 0..2000 {
+            let n = 17 + next(40);
+            // Sparse ranges over a wide span, so that both outcomes occur often.
+            let span = 64 * n as u64 * (1 + round % 4);
+            let accesses: Vec<Access> = (0..n)
+                .map(|_| {
+                    let kind = [In, In, In, Out, InOut, MutexInOutSet, InOutSet][next(7)];
+                    Access::new(next(span), next(24), kind)
+                })
+                .collect();
+            let any = (0..n).any(|j| (0..j).any(|i| conflict(&accesses[i], &accesses[j])));
+            match check_conflicts(&accesses) {
+                Ok(()) => {
+                    assert!(!any, "missed a conflict in {accesses:?}");
+                    accepted += 1;
+                }
+                Err(SchedError::ConflictingAccesses {
+                    first,
+                    first_kind,
+                    second,
+                    second_kind,
+                }) => {
+                    assert!(first < second);
+                    assert_eq!(
+                        (first_kind, second_kind),
+                        (accesses[first].kind, accesses[second].kind)
+                    );
+                    assert!(
+                        conflict(&accesses[first], &accesses[second]),
+                        "reported a pair that does not conflict"
+                    );
+                    refused += 1;
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert!(refused > 100 && accepted > 100, "{refused} / {accepted}");
+    }
+
+    #[test]
+    fn intensive_marks_every_region_of_an_each_declaration() {
+        let mut v = vec![0u8; 40];
+        let blocks = Blocks::new(&mut v, 4).expect("valid");
+        let list = ReadEach {
+            parts: blocks.iter().take(3).map(|r| (r.ptr, r.len)).collect(),
+        };
+        let single = Update {
+            ptr: blocks[5].ptr,
+            len: 4,
+        };
+        let views = (single, list);
+        assert_eq!(sealed::Sealed::count(&views), 4);
+        let mut out = [Access::new(0, 0, AccessKind::In); 4];
+        // Declaration 1 (the list) marked.
+        sealed::Sealed::describe(&views, &mut out, 0, 0b10);
+        let marks: Vec<bool> = out.iter().map(|a| a.intensive).collect();
+        assert_eq!(marks, [false, true, true, true]);
+        assert_eq!(out[0].kind, AccessKind::InOut);
+        assert_eq!(out[3].addr, blocks[2].access(AccessKind::In).addr);
     }
 }

@@ -494,6 +494,121 @@ fn a_task_cannot_write_bytes_it_also_declares_otherwise() {
     });
 }
 
+/// A blocked matrix-vector product by rows of blocks: each task reads a row of `nb` blocks
+/// (one `reads_each`) and the vector, and updates one block of the result; a second round
+/// adds a list-updated correction, ordered after the first by the blocks it updates.
+fn list_declarations(workers: usize, nb: usize) {
+    let rt = runtime(workers);
+    let bs = 3;
+    let mut m: Vec<u64> = (0..(nb * nb * bs) as u64).collect();
+    let x: Vec<u64> = (0..(nb * bs) as u64).map(|i| i % 7 + 1).collect();
+    let mut y = vec![0u64; nb * bs];
+    rt.scope(|s| {
+        // Block (i, j) of m holds `bs` consecutive elements: element k of block (i, j) is
+        // m[(i * nb + j) * bs + k], multiplied by x[j * bs + k], summed into y[i * bs + k].
+        let mb = Blocks::new(&mut m, bs).expect("blocks");
+        let yb = Blocks::new(&mut y, bs).expect("blocks");
+        let x = &x;
+        for i in 0..nb {
+            s.task()
+                .reads_each((0..nb).map(|j| &mb[i * nb + j]))
+                .updates(&yb[i])
+                .spawn(move |_, (row, out)| {
+                    assert_eq!(row.len(), nb, "one slice per listed region, in order");
+                    for (j, block) in row.iter().enumerate() {
+                        for k in 0..bs {
+                            out[k] += block[k] * x[j * bs + k];
+                        }
+                    }
+                })
+                .expect("a row of blocks");
+        }
+        // Every result block at once: ordered after all the row tasks.
+        s.task()
+            .updates_each(&yb)
+            .spawn(|_, (all,)| {
+                for block in all {
+                    block.iter_mut().for_each(|v| *v *= 2);
+                }
+            })
+            .expect("every block");
+        Ok::<(), SchedError>(())
+    })
+    .expect("valid");
+    for i in 0..nb {
+        for k in 0..bs {
+            let expect: u64 = (0..nb)
+                .map(|j| m[(i * nb + j) * bs + k] * x[j * bs + k])
+                .sum();
+            assert_eq!(y[i * bs + k], 2 * expect, "y[{i}][{k}]");
+        }
+    }
+}
+
+#[test]
+fn a_list_of_regions_is_one_declaration_of_any_length() {
+    within(60, || {
+        for workers in [1, 3] {
+            // 5 blocks per row: within one builder's array; 40: beyond it (a vector).
+            for nb in [5, 40] {
+                list_declarations(workers, nb);
+            }
+        }
+    });
+}
+
+#[test]
+fn a_list_that_gives_mut_to_overlapping_regions_is_refused() {
+    within(60, || {
+        let rt = runtime(1);
+        let mut v = vec![0u32; 400];
+        let ran = AtomicBool::new(false);
+        rt.scope(|s| {
+            let blocks = Blocks::new(&mut v, 4).expect("blocks");
+            let ran = &ran;
+            // The same block twice in a short list, and in a long one (sorted check).
+            for len in [3, 60] {
+                let r = s
+                    .task()
+                    .updates_each((0..len).map(|j| &blocks[j % (len - 1)]))
+                    .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
+                assert_eq!(
+                    r,
+                    Err(SchedError::ConflictingAccesses {
+                        first: 0,
+                        first_kind: AccessKind::InOut,
+                        second: len - 1,
+                        second_kind: AccessKind::InOut,
+                    }),
+                    "list of {len}"
+                );
+            }
+            // A long read list overlapping a single write: refused; reading a block twice
+            // in a long list is fine.
+            let r = s
+                .task()
+                .reads_each(blocks.iter().take(50))
+                .writes(&blocks[20])
+                .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
+            assert_eq!(
+                r,
+                Err(SchedError::ConflictingAccesses {
+                    first: 20,
+                    first_kind: AccessKind::In,
+                    second: 50,
+                    second_kind: AccessKind::Out,
+                })
+            );
+            s.task()
+                .reads_each((0..50).map(|j| &blocks[j % 25]))
+                .writes(&blocks[30])
+                .spawn(|_, (reads, w)| w[0] = reads.iter().map(|b| b[0]).sum())
+                .expect("reads may repeat");
+        });
+        assert!(!ran.load(Ordering::SeqCst), "a refused task never runs");
+    });
+}
+
 thread_local! {
     /// Handles smuggled past the type system's `Send` checks, to check the runtime binding.
     static SMUGGLED: std::cell::RefCell<Option<Blocks<'static, u32>>> =

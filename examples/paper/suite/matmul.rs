@@ -5,8 +5,9 @@
 //! column of blocks of B and updates one block of C. The block product is a plain i-k-j loop
 //! the compiler vectorizes, not a BLAS call.
 //!
-//! A task's depend list has `2 nb + 1` entries, more than the safe task builder's eight, so the
-//! tasks are spawned through the raw `Scope::spawn_depend` on the blocks' byte ranges.
+//! A task's depend list has `2 nb + 1` entries, a length the program computes: the safe task
+//! builder declares the row of A and the column of B as one `reads_each` list each, and the
+//! body gets them as vectors of slices. No `unsafe` code.
 //!
 //! With coarse distribution and `nb` a multiple of the node count, all of B's column `j` and
 //! `C(i, j)` lie on node `j mod nodes` while A's row is spread evenly: the locality-aware
@@ -17,6 +18,7 @@
 //! integer vectors `x`.
 
 use numatask::alloc::{Distribution, NumaVec};
+use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedError};
 
@@ -90,6 +92,11 @@ impl Matmul {
     }
 }
 
+/// One [`Blocks`] of one block for each block of a matrix (each block is its own allocation).
+fn handles(m: &mut [NumaVec<f32>], bs: usize) -> Result<Vec<Blocks<'_, f32>>, SchedError> {
+    m.iter_mut().map(|v| Blocks::new(v, bs * bs)).collect()
+}
+
 /// `c += a b` on `bs x bs` row-major blocks.
 fn gemm(a: &[f32], b: &[f32], c: &mut [f32], bs: usize) {
     for (i, c_row) in c.chunks_exact_mut(bs).enumerate() {
@@ -100,13 +107,6 @@ fn gemm(a: &[f32], b: &[f32], c: &mut [f32], bs: usize) {
             }
         }
     }
-}
-
-/// A task's blocks as raw pointers, for the raw depend API.
-struct TaskBlocks {
-    a_row: Vec<*const f32>,
-    b_col: Vec<*const f32>,
-    c: *mut f32,
 }
 
 impl Instance for Matmul {
@@ -135,58 +135,42 @@ impl Instance for Matmul {
     }
 
     fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
-        let (nb, bs) = (self.params.nb, self.params.bs);
-        let bytes = bs * bs * 4;
-        let (a, b, c) = (&self.a, &self.b, &mut self.c);
+        let nb = self.params.nb;
+        let bs = self.params.bs;
+        let (a, b, c) = (&mut self.a, &mut self.b, &mut self.c);
         rt.scope(|s| {
-            let a: Vec<*const f32> = a.iter().map(|v| v.as_ptr()).collect();
-            let b: Vec<*const f32> = b.iter().map(|v| v.as_ptr()).collect();
-            let c: Vec<*mut f32> = c.iter_mut().map(|v| v.as_mut_ptr()).collect();
+            let (a, b, c) = (handles(a, bs)?, handles(b, bs)?, handles(c, bs)?);
             for i in 0..nb {
                 for j in 0..nb {
-                    let task = TaskBlocks {
-                        a_row: (0..nb).map(|k| a[i * nb + k]).collect(),
-                        b_col: (0..nb).map(|k| b[k * nb + j]).collect(),
-                        c: c[i * nb + j],
+                    let a_row = (0..nb).map(|k| &a[i * nb + k][0]);
+                    let b_col = (0..nb).map(|k| &b[k * nb + j][0]);
+                    let c_ij = &c[i * nb + j][0];
+                    // The depend list again, as plain accesses, for the cost model's probe.
+                    let footprint: Vec<Access> = match probe {
+                        None => Vec::new(),
+                        Some(_) => a_row
+                            .clone()
+                            .chain(b_col.clone())
+                            .map(|r| r.access(AccessKind::In))
+                            .chain([c_ij.access(AccessKind::InOut)])
+                            .collect(),
                     };
-                    let block = |p: *const f32, kind| Access::new(p as usize, bytes, kind);
-                    let deps: Vec<Access> = task
-                        .a_row
-                        .iter()
-                        .chain(&task.b_col)
-                        .map(|&p| block(p, AccessKind::In))
-                        .chain([block(task.c, AccessKind::InOut)])
-                        .collect();
-                    let footprint = deps.clone();
-                    let body = move |s: &_| {
-                        let task = task;
-                        timed(probe, s, "matmul", &footprint, || {
-                            // SAFETY: `task.c` is a block of `bs * bs` floats that only this
-                            // task accesses (it declares it `inout`, and each C block has one
-                            // task); the allocation lives until the scope has returned.
-                            let c = unsafe { std::slice::from_raw_parts_mut(task.c, bs * bs) };
-                            for (&a, &b) in task.a_row.iter().zip(&task.b_col) {
-                                // SAFETY: blocks of `bs * bs` floats, declared `in`, which no
-                                // task writes; alive until the scope has returned.
-                                let (a, b) = unsafe {
-                                    (
-                                        std::slice::from_raw_parts(a, bs * bs),
-                                        std::slice::from_raw_parts(b, bs * bs),
-                                    )
-                                };
-                                gemm(a, b, c, bs);
-                            }
-                        });
-                    };
-                    // SAFETY: the body touches exactly the blocks `deps` declares (see above);
-                    // the blocks are distinct allocations owned by `self`, which nothing else
-                    // touches until this scope has returned and every task finished. Raw
-                    // pointers to floats may move to the worker thread that runs the task.
-                    unsafe { s.spawn_depend(&deps, body) };
+                    s.task()
+                        .reads_each(a_row)
+                        .reads_each(b_col)
+                        .updates(c_ij)
+                        .label("matmul")
+                        .spawn(move |s, (a_row, b_col, c)| {
+                            timed(probe, s, "matmul", &footprint, || {
+                                for (a, b) in a_row.iter().zip(&b_col) {
+                                    gemm(a, b, c, bs);
+                                }
+                            });
+                        })?;
                 }
             }
-        });
-        Ok(())
+            Ok(())
+        })
     }
 
     fn verify(&self) -> Result<String, String> {
