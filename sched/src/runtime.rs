@@ -30,7 +30,7 @@ use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace
 use crate::scope::{self, Scope};
 use crate::sleep::Sleep;
 use crate::trace::{TRACE_ENV, TraceSummary, Tracer};
-use crate::worker::WorkerThread;
+use crate::worker::{SetAside, WorkerThread};
 
 /// Default capacity of a worker's deque.
 pub const DEFAULT_DEQUE_CAPACITY: usize = 4096;
@@ -75,6 +75,8 @@ pub(crate) struct Registry {
     pub(crate) settings: Settings,
     /// `Some` only when tracing: workers test it once per task.
     pub(crate) tracer: Option<Arc<Tracer>>,
+    /// Tasks set aside by waiting workers short of stack (see [`crate::worker`]).
+    pub(crate) set_aside: SetAside,
 }
 
 /// Configures a [`Runtime`]. [`RuntimeBuilder::new`] starts from the defaults,
@@ -329,6 +331,7 @@ impl RuntimeBuilder {
             topology,
             settings,
             tracer,
+            set_aside: SetAside::default(),
         });
 
         let (ready_tx, ready_rx) = mpsc::channel();
@@ -429,7 +432,9 @@ impl Runtime {
     /// From a thread outside the pool, the body runs on a worker while the calling thread
     /// blocks. From a worker of this runtime (inside a task), the body runs right there and
     /// the worker runs the scope's tasks while it waits, so nesting scopes does not deadlock.
-    /// From a worker of another runtime, that worker blocks like an outside thread.
+    /// From a worker of another runtime, the body runs on a worker of this one, as from an
+    /// outside thread, while the calling worker keeps running tasks of its own pool until the
+    /// scope ends (so pools whose scopes nest in each other do not deadlock).
     ///
     /// A panic of `f` or of a task that no `taskwait` resumed is resumed here, after all
     /// tasks finished.

@@ -29,16 +29,20 @@
 //!   it inside the child tasks. This is the rule of rayon and oneTBB too.
 //! - **Stack depth.** Stolen tasks run on top of the waiting task's stack. A waiting worker
 //!   steals only while more than a quarter of its stack is free; below that it runs only
-//!   descendants of `F` from its own deque (their depth is bounded by the program's own
-//!   nesting), so unrelated work cannot overflow the stack. Recursion `n`
-//!   deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep recursions.
+//!   descendants of `F` (their depth is bounded by the program's own nesting), so unrelated
+//!   work cannot overflow the stack. A task it pops from its own deque that does not descend
+//!   from `F` is *set aside* in the pool's [`SetAside`] list, where any worker with room takes
+//!   it, and where a worker short of stack looks for descendants of what it waits for (a
+//!   task set aside while joining one child may be the sibling the next `taskwait` needs).
+//!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
+//!   recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
 //!   running on some worker or queued where a worker finds it; a waiting worker never blocks
 //!   while it can run something. With one worker every descendant of `F` is on the worker's
 //!   own deque above every older task, so it runs them all first.
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
-//! injected from outside the pool.
+//! injected from outside the pool, then tasks set aside.
 //!
 //! # A full deque
 //!
@@ -55,7 +59,8 @@
 use std::cell::{Cell, RefCell};
 use std::mem;
 use std::ptr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::blocks::BlockCache;
 use crate::job::{Header, Task};
@@ -103,6 +108,61 @@ impl Drop for Unlink<'_> {
     #[inline]
     fn drop(&mut self) {
         self.0.set(self.1);
+    }
+}
+
+/// Tasks that waiting workers short of stack popped from their deques but could not run (they
+/// do not descend from what those workers wait for): see the module docs. Rarely used, so a
+/// locked list, which a worker short of stack can search for the descendants it needs.
+#[derive(Default)]
+pub(crate) struct SetAside {
+    tasks: Mutex<Vec<Task>>,
+    /// `tasks.len()`, read without the lock on the idle paths.
+    len: AtomicUsize,
+}
+
+impl SetAside {
+    /// Sets `task` aside and wakes every sleeper: any worker with room may take it, and a
+    /// waiter short of stack (which sleeps without answering ordinary wake-ups) may need it.
+    #[cold]
+    fn put(&self, task: Task, sleep: &crate::sleep::Sleep) {
+        {
+            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            tasks.push(task);
+            self.len.store(tasks.len(), Ordering::SeqCst);
+        }
+        sleep.wake_all();
+    }
+
+    /// Whether any task is set aside.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len.load(Ordering::SeqCst) == 0
+    }
+
+    /// Takes the oldest task set aside that `wanted` accepts.
+    #[cold]
+    fn take(&self, wanted: impl Fn(&Task) -> bool) -> Option<Task> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = tasks.iter().position(wanted)?;
+        let task = tasks.remove(at);
+        self.len.store(tasks.len(), Ordering::SeqCst);
+        Some(task)
+    }
+
+    /// Whether a task set aside is one `wanted` accepts.
+    #[cold]
+    fn has(&self, wanted: impl Fn(&Task) -> bool) -> bool {
+        !self.is_empty()
+            && self
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(wanted)
     }
 }
 
@@ -335,6 +395,7 @@ impl WorkerThread {
                     None => self
                         .queues
                         .take_injected(&ctx)
+                        .or_else(|| self.registry.set_aside.take(|_| true))
                         .map(|task| (task, Found::Injected)),
                 },
             };
@@ -346,7 +407,9 @@ impl WorkerThread {
             if sleep.is_terminated() {
                 return;
             }
-            sleep.no_work_found(&mut idle, self.index(), || self.queues.has_work(&ctx));
+            sleep.no_work_found(&mut idle, self.index(), || {
+                self.queues.has_work(&ctx) || !self.registry.set_aside.is_empty()
+            });
         }
     }
 
@@ -396,12 +459,19 @@ impl WorkerThread {
                     sleep.work_found(&mut idle);
                     self.run_task(task, Some(found));
                 } else {
-                    // Short of stack: an unrelated task goes where idle workers take it.
-                    self.registry.scheduler.inject(task, sleep);
+                    // Short of stack: an unrelated task goes where workers with room take it
+                    // (and this one, when it needs it: module docs).
+                    self.registry.set_aside.put(task, sleep);
                 }
                 continue;
             }
             before_block();
+            let set_aside = &self.registry.set_aside;
+            if !roomy && let Some(task) = set_aside.take(|t| t.is_descendant_of(frame)) {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Injected));
+                continue;
+            }
             if roomy && let Some(task) = self.queues.steal(&ctx) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Steal));
@@ -416,21 +486,27 @@ impl WorkerThread {
                 self.run_task(task, Some(Found::Injected));
                 continue;
             }
+            if roomy && let Some(task) = set_aside.take(|_| true) {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Injected));
+                continue;
+            }
             if done() {
                 sleep.end_search(&mut idle);
                 return;
             }
             let has_work = || {
                 done()
-                    || (roomy && self.queues.has_stealable_work(&ctx))
+                    || (roomy && (self.queues.has_stealable_work(&ctx) || !set_aside.is_empty()))
                     || (injected_when_short && self.queues.has_injected(&ctx))
+                    || (!roomy && set_aside.has(|t| t.is_descendant_of(frame)))
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);
             } else {
                 // Short of stack it takes no task another worker could take: a wake-up for
                 // such work must go to a worker that can (`Sleep::no_work_found_picky`); what
-                // it waits for wakes it with `wake`.
+                // it waits for wakes it with `wake`, a task set aside with `wake_all`.
                 sleep.no_work_found_picky(&mut idle, self.index(), has_work);
             }
         }

@@ -103,6 +103,73 @@ fn padded_chain(s: &Scope<'_>, depth: u32) -> u32 {
     child.join() + 1
 }
 
+/// Spawns two children, joins the first and waits for both, holding `pad` bytes of stack.
+fn join_first_of_two(s: &Scope<'_>, pad: &mut [u8]) -> u32 {
+    std::hint::black_box(&mut *pad);
+    let first = s.spawn_with_result(|_| 1u32);
+    let second = s.spawn_with_result(|_| 2u32);
+    // The second child is on top of the deque: joining the first pops it first.
+    let a = first.join();
+    s.taskwait();
+    std::hint::black_box(&*pad);
+    a + second.join()
+}
+
+#[test]
+fn a_worker_short_of_stack_still_runs_the_children_it_set_aside_while_joining() {
+    // A waiting worker with less than a quarter of its stack free runs only descendants of
+    // what it waits for. Joining `first` pops `second` (not a descendant of `first`) and sets
+    // it aside; the taskwait that follows, as short of stack, must find it again: with one
+    // worker nobody else will run it.
+    within(60, || {
+        let rt = runtime_with_stack(1, 512 << 10);
+        for _ in 0..3 {
+            let sum = rt.scope(|s| {
+                s.spawn_with_result(|s| {
+                    // About 420 KiB of the 512 KiB stack in use while waiting.
+                    let mut pad = [0u8; 420 << 10];
+                    join_first_of_two(s, &mut pad)
+                })
+                .join()
+            });
+            assert_eq!(sum, 3);
+        }
+    });
+}
+
+/// `join_first_of_two` `depth` levels deep, each level a task holding `LEVEL` bytes.
+fn nested_joins(s: &Scope<'_>, depth: u32) -> u32 {
+    const LEVEL: usize = 2 << 10;
+    let mut pad = [depth as u8; LEVEL];
+    if depth == 0 {
+        return join_first_of_two(s, &mut pad);
+    }
+    let below = s.spawn_with_result(move |s| nested_joins(s, depth - 1));
+    let here = join_first_of_two(s, &mut pad);
+    below.join() + here
+}
+
+#[test]
+fn nested_joins_hundreds_of_levels_deep_short_of_stack_do_not_deadlock() {
+    // Deep enough that the innermost levels wait short of stack, not so deep that a debug
+    // build overflows the stack.
+    within(120, || {
+        for (stack, depths) in [
+            (2 << 20, &[100, 300, 500][..]),
+            (8 << 20, &[1000, 1500][..]),
+        ] {
+            let rt = runtime_with_stack(1, stack);
+            for &depth in depths {
+                assert_eq!(
+                    rt.scope(|s| nested_joins(s, depth)),
+                    3 * (depth + 1),
+                    "{depth} levels on {stack} bytes of stack"
+                );
+            }
+        }
+    });
+}
+
 #[test]
 fn many_deep_chains_on_small_stacks_do_not_overflow() {
     // Waiting workers run stolen tasks on top of their stacks; the guard stops them stealing
