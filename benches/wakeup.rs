@@ -1,0 +1,164 @@
+//! Wake-up after sleep: how fast a pool whose workers went to sleep comes back, against rayon
+//! in the same run. Each round leaves the pool idle for `--idle-ms` (default 5 ms: both
+//! runtimes' workers are asleep well within 1 ms), then times, from a thread outside the pool:
+//!
+//! - `one`: a scope with an empty body (one worker wakes, runs it, and wakes the caller);
+//! - `all`: a scope whose body spawns one task per worker, each of which waits until every
+//!   one of them has started (every worker must wake).
+//!
+//! Prints the median and the 99th percentile in microseconds.
+//!
+//! ```text
+//! cargo bench --bench wakeup -- --threads 1,2 --rounds 200 --idle-ms 5
+//! ```
+
+// The C-peer helpers stay unused: this bench has no C peer.
+#[allow(dead_code)]
+mod common;
+
+use std::hint::spin_loop;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use numatask::sched::SchedulerKind;
+
+struct Args {
+    threads: Vec<usize>,
+    rounds: usize,
+    idle: Duration,
+    only: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let smoke = common::smoke();
+    let mut args = Args {
+        threads: if smoke { vec![1, 2] } else { Vec::new() },
+        rounds: if smoke { 5 } else { 200 },
+        idle: Duration::from_millis(if smoke { 1 } else { 5 }),
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
+            "--rounds" => {
+                let v = value()?;
+                let n = v.parse().map_err(|e| format!("--rounds '{v}': {e}"))?;
+                args.rounds = common::in_range("--rounds", n, 1, 100_000)?;
+            }
+            "--idle-ms" => {
+                let v = value()?;
+                let n = v.parse().map_err(|e| format!("--idle-ms '{v}': {e}"))?;
+                args.idle =
+                    Duration::from_millis(common::in_range("--idle-ms", n, 1, 10_000)? as u64);
+            }
+            "--only" => args.only = Some(value()?),
+            "--bench" => {}
+            "-h" | "--help" => {
+                println!("wakeup bench: [--threads N,M] [--rounds N] [--idle-ms MS] [--only NAME]");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.threads.is_empty() {
+        args.threads = common::all_cores();
+    }
+    common::check_threads(&args.threads)?;
+    Ok(args)
+}
+
+/// Waits until `started` reaches `n`, spinning, then yielding (more workers than cores).
+fn rendezvous(started: &AtomicUsize, n: usize) {
+    started.fetch_add(1, Ordering::SeqCst);
+    let mut spins = 0u32;
+    while started.load(Ordering::SeqCst) < n {
+        if spins < 1 << 10 {
+            spin_loop();
+            spins += 1;
+        } else {
+            thread::yield_now();
+        }
+    }
+}
+
+/// Runs `f` once per round after `idle`, and returns the round times.
+fn rounds(args: &Args, mut f: impl FnMut()) -> Vec<Duration> {
+    f(); // threads started
+    (0..args.rounds)
+        .map(|_| {
+            thread::sleep(args.idle);
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect()
+}
+
+fn report(name: &str, case: &str, threads: usize, args: &Args, mut times: Vec<Duration>) {
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{name:<10} {case:<4} threads={threads:<3} rounds={} idle_ms={} median_us={:.1} p99_us={:.1}",
+        times.len(),
+        args.idle.as_millis(),
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6
+    );
+}
+
+fn main() {
+    let args = parse_args().unwrap_or_else(|e| common::fail("wakeup", e));
+    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    for &threads in &args.threads {
+        if filter.wants("numatask") {
+            let rt = common::build(
+                "wakeup",
+                common::runtime_builder("wakeup", threads, SchedulerKind::WorkStealing),
+            );
+            report(
+                "numatask",
+                "one",
+                threads,
+                &args,
+                rounds(&args, || rt.scope(|_| ())),
+            );
+            let all = rounds(&args, || {
+                let started = AtomicUsize::new(0);
+                rt.scope(|s| {
+                    for _ in 0..threads {
+                        let started = &started;
+                        s.spawn(move |_| rendezvous(started, threads));
+                    }
+                });
+            });
+            report("numatask", "all", threads, &args, all);
+        }
+        if filter.wants("rayon") {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("rayon pool");
+            report(
+                "rayon",
+                "one",
+                threads,
+                &args,
+                rounds(&args, || pool.scope(|_| ())),
+            );
+            let all = rounds(&args, || {
+                let started = AtomicUsize::new(0);
+                pool.scope(|s| {
+                    for _ in 0..threads {
+                        let started = &started;
+                        s.spawn(move |_| rendezvous(started, threads));
+                    }
+                });
+            });
+            report("rayon", "all", threads, &args, all);
+        }
+    }
+    filter.finish("wakeup");
+}
