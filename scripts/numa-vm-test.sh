@@ -17,7 +17,8 @@
 #   NUMA_VM_EXTRA_BINS  extra libtest executables to run in each guest (whitespace-separated
 #                       paths, e.g. from `cargo test --no-run`); run with the same arguments
 #   NUMA_VM_TIMEOUT     seconds per guest before it counts as failed (default 300)
-#   NUMA_VM_KERNEL      guest kernel image (default: newest /boot/vmlinuz-*-amd64)
+#   NUMA_VM_KERNEL      guest kernel image (default: newest /boot/vmlinuz-*-amd64, or
+#                       vmlinuz-*-generic on Ubuntu)
 #   NUMA_VM_NODE_MEM    memory per NUMA node in MiB (default: 512 for 4 nodes, 256 for 8)
 #
 # Exit status: 0 when every guest printed its PASS line, 1 otherwise (test failure, timeout,
@@ -38,7 +39,13 @@ GUEST_TEST_ARGS="--ignored --test-threads=1"
 # Debian packages: QEMU + a guest kernel + static busybox for the guest userland + numactl for
 # the topology dump in the log; then what building numatask-alloc (hwlocality) needs; cpio to
 # pack the initramfs.
-PACKAGES=(qemu-system-x86 linux-image-amd64 busybox-static numactl
+# The guest kernel is the distribution's own: Debian's linux-image-amd64 (vmlinuz-*-amd64),
+# or on Ubuntu linux-image-generic (vmlinuz-*-generic, readable by root only there).
+KERNEL_PACKAGE=linux-image-amd64 KERNEL_GLOB='vmlinuz-*-amd64'
+if [[ -r /etc/os-release ]] && grep -qE '^ID=ubuntu|^ID_LIKE=.*ubuntu' /etc/os-release; then
+    KERNEL_PACKAGE=linux-image-generic KERNEL_GLOB='vmlinuz-*-generic'
+fi
+PACKAGES=(qemu-system-x86 "$KERNEL_PACKAGE" busybox-static numactl
     libhwloc-dev libudev-dev pkg-config hwloc cpio)
 
 RESULT_TAG="NUMATASK-VM-RESULT"
@@ -85,9 +92,10 @@ command -v cargo >/dev/null || die "cargo not found (install Rust, e.g. with rus
 if [[ -n ${NUMA_VM_KERNEL:-} ]]; then
     KERNEL=$NUMA_VM_KERNEL
 else
-    KERNEL=$(find /boot -maxdepth 1 -name 'vmlinuz-*-amd64' | sort -V | tail -n 1)
+    KERNEL=$(find /boot -maxdepth 1 -name "$KERNEL_GLOB" | sort -V | tail -n 1)
 fi
-[[ -n $KERNEL && -r $KERNEL ]] || die "no readable guest kernel (${KERNEL:-/boot/vmlinuz-*-amd64})"
+[[ -n $KERNEL && -r $KERNEL ]] ||
+    die "no readable guest kernel (${KERNEL:-/boot/$KERNEL_GLOB}; run as root, or set NUMA_VM_KERNEL)"
 BUSYBOX=$(command -v busybox) || die "busybox not found"
 NUMACTL=$(command -v numactl) || die "numactl not found"
 

@@ -28,10 +28,8 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 step "benchmarks compile and run once (criterion --test mode)"
 cargo test --workspace --benches --quiet
 
-if [[ -x scripts/loom.sh ]]; then
-    step "loom model checks"
-    scripts/loom.sh
-fi
+step "loom model checks"
+scripts/loom.sh
 
 step "multi-node placement tests in QEMU guests"
 scripts/numa-vm-test.sh

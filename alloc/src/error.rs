@@ -19,6 +19,18 @@ pub enum AllocError {
     /// A distribution name that is not standard, fine or coarse.
     #[error("unknown data distribution '{0}': expected standard, fine or coarse")]
     InvalidDistribution(String),
+    /// A distribution code from C (`omp_malloc_specific`) that is none of the
+    /// `OMP_DISTRIBUTION_*` values.
+    #[error("unknown data distribution code {0}: expected 0 (standard), 1 (fine) or 2 (coarse)")]
+    InvalidDistributionCode(i32),
+    /// An element type aligned more strictly than a page, which page mappings cannot honour.
+    #[error("cannot allocate elements aligned to {align} bytes: at most the page size {page}")]
+    Alignment {
+        /// The element type's alignment.
+        align: usize,
+        /// The page size.
+        page: usize,
+    },
     /// A topology description hwloc or numatask cannot use.
     #[error("invalid topology '{spec}': {reason}")]
     InvalidTopology {

@@ -107,13 +107,9 @@ impl<T> NumaVec<T> {
             });
         }
         if align_of::<T>() > page_size() {
-            return Err(AllocError::Map {
-                size: bytes,
-                reason: format!(
-                    "alignment {} exceeds the page size {}",
-                    align_of::<T>(),
-                    page_size()
-                ),
+            return Err(AllocError::Alignment {
+                align: align_of::<T>(),
+                page: page_size(),
             });
         }
         let raw = match place {
@@ -275,6 +271,25 @@ impl<T: Clone> Clone for NumaVec<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn elements_aligned_beyond_a_page_are_refused_with_their_alignment() {
+        #[derive(Clone, Copy)]
+        #[allow(dead_code)] // only its alignment matters
+        #[repr(align(65536))]
+        struct Huge(u8);
+        let err = NumaVec::filled(3, Huge(1), Distribution::Fine)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            err,
+            AllocError::Alignment {
+                align: 65536,
+                page: page_size()
+            }
+        );
+        assert!(err.to_string().contains("aligned to 65536 bytes"), "{err}");
+    }
 
     #[test]
     fn constructors_give_the_values_asked_for() {
