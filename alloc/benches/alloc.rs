@@ -89,6 +89,40 @@ fn registry_lookup(c: &mut Criterion) {
         // SAFETY: allocated above, no reference remains.
         unsafe { omp_free(p.as_ptr()) }.unwrap();
     }
+    // Standard (first-touch) memory: touched, every page's node is cached after the first
+    // lookup; untouched, every lookup asks the kernel (`move_pages`) about the pages, which may
+    // have been touched since.
+    // (Not on a synthetic topology, whose first-touch pages stay unknown: nothing to look up.)
+    let real = !Topology::current().unwrap().is_synthetic();
+    for touched in [true, false].into_iter().filter(|_| real) {
+        let len = 1024 * page_size();
+        let p = omp_malloc_specific(len, Distribution::Standard).unwrap();
+        if touched {
+            touch(p.as_ptr(), len);
+        }
+        let name = if touched {
+            "standard"
+        } else {
+            "standard_untouched"
+        };
+        for pages in [1usize, 8, 64] {
+            let range = pages * page_size();
+            let mut out = NodeBytes::new(nodes);
+            group.bench_function(BenchmarkId::new(name, format!("{pages}_pages")), |b| {
+                // SAFETY: address arithmetic inside the allocation, not dereferenced.
+                let start = unsafe { p.as_ptr().add(100 * page_size() + 123) };
+                b.iter(|| {
+                    out.clear();
+                    accumulate_node_bytes(black_box(start), black_box(range), &mut out);
+                    black_box(&out);
+                });
+                // Every byte has a known node once touched, none while untouched.
+                assert_eq!(out.known() > 0, touched, "{name} {pages}");
+            });
+        }
+        // SAFETY: allocated above, no reference remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
     for p in others {
         // SAFETY: allocated above, no reference remains.
         unsafe { omp_free(p.as_ptr()) }.unwrap();

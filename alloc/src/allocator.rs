@@ -24,7 +24,7 @@ use hwlocality::memory::nodeset::NodeSet;
 use crate::distribution::Distribution;
 use crate::error::AllocError;
 use crate::page_size;
-use crate::registry::{Placement, Record, registry};
+use crate::registry::{PageCache, Placement, Record, registry};
 use crate::topology::Topology;
 
 static NEXT_COARSE_NODE: AtomicUsize = AtomicUsize::new(0);
@@ -199,9 +199,7 @@ fn allocate(
         return Err(e);
     }
     let placement = match target {
-        Target::FirstTouch => Placement::Standard {
-            cache: Mutex::new(vec![-1; len / page_size()]),
-        },
+        Target::FirstTouch => Placement::Standard(PageCache::new(len / page_size())),
         Target::Interleave => Placement::Fine {
             num_nodes: topology.num_nodes(),
             phase: interleave_phase(topology, start),
@@ -374,6 +372,42 @@ mod tests {
         assert!(matches!(err, AllocError::Bind { .. }), "{err}");
         assert!(err.to_string().contains(&format!("[{missing}]")), "{err}");
         // SAFETY: allocated above, unused.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+
+    #[test]
+    fn first_touch_pages_are_known_once_touched_and_counted_by_the_byte() {
+        if Topology::current().unwrap().is_synthetic() {
+            return; // the kernel's nodes are not a synthetic topology's: nothing is known
+        }
+        let ps = page_size();
+        let p = omp_malloc_specific(10 * ps, Distribution::Standard).unwrap();
+        // SAFETY: the allocation holds 10 pages.
+        let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), 10 * ps) };
+        // Pages 0-4 touched, 5-9 not: a range from the middle of page 2 to the middle of
+        // page 7 has 2.5 pages known (and its node is this machine's one node, 0, or the
+        // node of this thread).
+        s[..5 * ps].fill(1);
+        let (lo, hi) = (2 * ps + ps / 2, 7 * ps + ps / 2);
+        let d = node_bytes(s[lo..].as_ptr(), hi - lo);
+        assert_eq!(
+            d.known(),
+            (5 * ps - lo) as u64,
+            "touched bytes of the range"
+        );
+        assert_eq!(
+            d.unknown(),
+            (hi - 5 * ps) as u64,
+            "untouched bytes of the range"
+        );
+        // Touching the rest makes them known at the next lookup (not cached as unknown).
+        s[5 * ps..].fill(1);
+        let d = node_bytes(s[lo..].as_ptr(), hi - lo);
+        assert_eq!((d.known(), d.unknown()), ((hi - lo) as u64, 0));
+        // One byte in the middle of a page.
+        let d = node_bytes(s[3 * ps + 7..].as_ptr(), 1);
+        assert_eq!((d.known(), d.unknown()), (1, 0));
+        // SAFETY: no reference into the allocation outlives this call.
         unsafe { omp_free(p.as_ptr()) }.unwrap();
     }
 

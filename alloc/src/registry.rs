@@ -16,8 +16,13 @@
 //!
 //! Standard (first-touch) memory is placed by the kernel when a page is first written, so the
 //! registry asks the kernel (`move_pages`) only when such a range is looked up, and caches each
-//! page's node once the kernel reports it resident.
+//! page's node once the kernel reports it resident: a lookup of pages all known reads the cache
+//! alone (no lock, no system call). Pages not yet resident are asked again at the next lookup,
+//! as they may have been touched since. The cache is not told when the kernel migrates a page
+//! later (automatic NUMA balancing, `migrate_pages`): [`crate::resident_nodes`] asks the kernel
+//! every time.
 
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -109,7 +114,7 @@ impl NodeBytes {
 #[derive(Debug)]
 pub(crate) enum Placement {
     /// First touch; the cache holds each page's node once the kernel reported it (-1: unknown).
-    Standard { cache: Mutex<Vec<i32>> },
+    Standard(PageCache),
     /// Interleaved over `num_nodes` nodes: the page with virtual page number `p` is on node
     /// `(p + phase) % num_nodes`. The kernel deals consecutive pages of a mapping to
     /// consecutive nodes; where it starts depends on the kernel (before Linux 6.7 the index is
@@ -138,7 +143,7 @@ impl Record {
         match &self.placement {
             Placement::Node { node } => out.add_on(*node, (hi - lo) as u64),
             Placement::Fine { num_nodes, phase } => fine_bytes(lo, hi, *num_nodes, *phase, out),
-            Placement::Standard { cache } => standard_bytes(self.start, lo, hi, cache, out),
+            Placement::Standard(cache) => standard_bytes(self.start, lo, hi, cache, out),
         }
     }
 }
@@ -171,40 +176,95 @@ fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, out: &mut NodeBytes)
 }
 
 /// First-touch memory: cached page nodes, asking the kernel for the pages not known yet.
-fn standard_bytes(
-    start: usize,
-    lo: usize,
-    hi: usize,
-    cache: &Mutex<Vec<i32>>,
-    out: &mut NodeBytes,
-) {
+fn standard_bytes(start: usize, lo: usize, hi: usize, pages: &PageCache, out: &mut NodeBytes) {
+    let cache = &pages.nodes;
     let ps = page_size();
     let (first, last) = ((lo - start) / ps, (hi - 1 - start) / ps);
-    let mut cache = cache
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let missing: Vec<usize> = (first..=last).filter(|&p| cache[p] < 0).collect();
-    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
-    // unknown, without asking the kernel on every lookup.
-    let topo = Topology::current().ok().filter(|t| !t.is_synthetic());
-    if let (false, Some(topo)) = (missing.is_empty(), topo) {
-        let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
-        if let Ok(nodes) = kernel_page_nodes(&addrs) {
-            for (&p, os) in missing.iter().zip(nodes) {
-                let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
-                if let Some(index) = index {
-                    cache[p] = index as i32;
-                }
-            }
-        }
+    // Pages are cached independently (a race stores the same answer twice): no lock.
+    // Once every page of the allocation is known (the usual state of initialized memory),
+    // a lookup is one pass.
+    if pages.known.load(Ordering::Relaxed) < cache.len()
+        && cache[first..last + 1]
+            .iter()
+            .any(|n| n.load(Ordering::Relaxed) < 0)
+    {
+        ask_kernel(start, first..=last, pages);
     }
-    for p in first..=last {
-        let page_lo = (start + p * ps).max(lo);
-        let page_hi = (start + (p + 1) * ps).min(hi);
-        let bytes = (page_hi - page_lo) as u64;
-        match usize::try_from(cache[p]) {
+    // One pass, consecutive pages on one node added at once; the parts of the first and last
+    // pages outside `lo..hi` are taken off their runs.
+    let head = ((lo - start) % ps) as u64;
+    let tail = (start + (last + 1) * ps - hi) as u64;
+    let mut flush = |node: i32, pages: usize, first_run: bool, last_run: bool| {
+        let mut bytes = (pages * ps) as u64;
+        if first_run {
+            bytes -= head;
+        }
+        if last_run {
+            bytes -= tail;
+        }
+        match usize::try_from(node) {
             Ok(node) => out.add_on(node, bytes),
             Err(_) => out.unknown = out.unknown.saturating_add(bytes),
+        }
+    };
+    let (mut node, mut run, mut first_run) = (cache[first].load(Ordering::Relaxed), 0, true);
+    for page in &cache[first..last + 1] {
+        let here = page.load(Ordering::Relaxed);
+        if here != node {
+            flush(node, run, first_run, false);
+            (node, run, first_run) = (here, 0, false);
+        }
+        run += 1;
+    }
+    flush(node, run, first_run, true);
+}
+
+/// The node of each page of a first-touch allocation, once the kernel reported it.
+#[derive(Debug)]
+pub(crate) struct PageCache {
+    /// Index in the topology of each page's node; -1 while not known.
+    nodes: Box<[AtomicI32]>,
+    /// How many entries of `nodes` are known.
+    known: AtomicUsize,
+}
+
+impl PageCache {
+    /// A cache of `pages` pages, none known.
+    pub(crate) fn new(pages: usize) -> Self {
+        PageCache {
+            nodes: (0..pages).map(|_| AtomicI32::new(-1)).collect(),
+            known: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Asks the kernel where the pages `pages` (indices from `start`) not yet cached are, and caches
+/// the answers of the resident ones.
+#[cold]
+fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
+    let cache = &pages.nodes;
+    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
+    // unknown, without asking the kernel on every lookup.
+    let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
+        return;
+    };
+    let ps = page_size();
+    let missing: Vec<usize> = range
+        .filter(|&p| cache[p].load(Ordering::Relaxed) < 0)
+        .collect();
+    let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
+    if let Ok(nodes) = kernel_page_nodes(&addrs) {
+        for (&p, os) in missing.iter().zip(nodes) {
+            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
+            if let Some(index) = index {
+                // Counted once per page, by whichever thread caches it first.
+                if cache[p]
+                    .compare_exchange(-1, index as i32, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    pages.known.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
     }
 }
