@@ -29,6 +29,26 @@ macro_rules! zeroable {
 zeroable!(
     u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool
 );
+macro_rules! zeroable_atomic {
+    ($($t:ident),*) => { $(
+        // SAFETY: an atomic integer (or bool) has the layout of its plain type, for which zero
+        // is a valid value.
+        unsafe impl Zeroable for std::sync::atomic::$t {}
+    )* };
+}
+zeroable_atomic!(
+    AtomicU8,
+    AtomicU16,
+    AtomicU32,
+    AtomicU64,
+    AtomicUsize,
+    AtomicI8,
+    AtomicI16,
+    AtomicI32,
+    AtomicI64,
+    AtomicIsize,
+    AtomicBool
+);
 // SAFETY: an array of zeroable elements is zeroable.
 unsafe impl<T: Zeroable, const N: usize> Zeroable for [T; N] {}
 

@@ -556,6 +556,55 @@ fn no_task_is_stolen_from_a_deque_beyond_the_vicinity() {
 }
 
 #[test]
+fn random_dependent_tasks_dealt_by_their_footprints_see_exactly_their_predecessors_writes() {
+    use common::random_program::{CELLS, program, run_on};
+    use std::sync::atomic::AtomicU32;
+    preset_process();
+    // Cells of 10 pages, interleaved page by page over the 8 nodes (fine): a range of k cells
+    // is 10k pages, uneven over the nodes unless 8 divides 10k, and the larger footprints
+    // exceed LLC / C: Algorithm 1 deals those to the node of least cost, the others stay in
+    // deques; workers on two nodes take from node queues and steal across, above the
+    // thresholds. The oracle is the one `depend_runtime.rs` checks work stealing against.
+    let stride = 10 * numatask_alloc::page_size() / 4;
+    let memory = NumaVec::<AtomicU32>::zeroed(CELLS * stride, numatask_alloc::Distribution::Fine)
+        .expect("40 MiB");
+    let specs = program(0x5EED_0003, 30_000, 0);
+    let (observed, message, dealt) = within(300, move || {
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .num_threads(12)
+            .proc_bind(false)
+            .trace_summary(true)
+            .build()
+            .expect("runtime starts");
+        let (observed, message) = run_on(&specs, &rt, &memory, stride);
+        let dealt = rt
+            .tracer()
+            .expect("tracing")
+            .records()
+            .iter()
+            .filter(|r| matches!(r.queue, QueueChoice::Node { .. }))
+            .count();
+        (observed, message, dealt)
+    });
+    assert_eq!(message, None, "no task panicked");
+    assert_eq!(
+        observed.wrong.load(Ordering::Relaxed),
+        0,
+        "tasks saw stamps other than their predecessors'"
+    );
+    assert!(
+        observed.ran.iter().all(|r| r.load(Ordering::Relaxed)),
+        "every task ran"
+    );
+    assert!(
+        dealt > 1000,
+        "only {dealt} of 30000 tasks were dealt to node queues"
+    );
+}
+
+#[test]
 fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     preset_process();
     let rt = locality_runtime(2, Some(16));

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use numatask_sched::{Runtime, Scope};
 
+pub mod random_program;
+
 /// Runs `f` on its own thread and fails the test, instead of hanging it, if `f` has not
 /// returned after `secs` seconds (a deadlock). Panics of `f` are re-raised.
 pub fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
