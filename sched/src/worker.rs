@@ -31,7 +31,7 @@
 //!   steals only while more than a quarter of its stack is free; below that it runs only
 //!   descendants of `F` (their depth is bounded by the program's own nesting), so unrelated
 //!   work cannot overflow the stack. A task it pops from its own deque that does not descend
-//!   from `F` is *set aside* in the pool's [`SetAside`] list, where any worker with room takes
+//!   from `F` is *set aside* in the pool's set-aside list, where any worker with room takes
 //!   it, and where a worker short of stack looks for descendants of what it waits for (a
 //!   task set aside while joining one child may be the sibling the next `taskwait` needs).
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
