@@ -121,6 +121,9 @@ pub(crate) struct Header {
     pub(crate) panic: PanicSlot,
     /// Number of links to the root (0 for a root).
     depth: u32,
+    /// A final task (OpenMP's `final`), or a descendant of one: its children run at once,
+    /// inline, as included tasks ([`Scope::spawn_final`]).
+    final_task: bool,
     pub(crate) children: ChildCounter,
 }
 
@@ -151,11 +154,28 @@ impl Header {
             vtable,
             parent: parent_ptr,
             depth,
+            final_task: parent.is_some_and(|p| p.final_task),
             children: ChildCounter::new(owner),
             panic: PanicSlot::new(),
             meta: None,
             depend: UnsafeCell::new(None),
         }
+    }
+
+    /// Whether this is a final task or descends from one: its children run inline.
+    #[inline]
+    pub(crate) fn is_final(&self) -> bool {
+        self.final_task
+    }
+
+    /// Makes the task of `frame` final (before it is published: [`Scope::spawn_final`]).
+    ///
+    /// # Safety
+    ///
+    /// `frame` is a fresh frame from [`heap_task`] that no other thread can see yet.
+    pub(crate) unsafe fn mark_final(frame: NonNull<Header>) {
+        // SAFETY: the caller's promise: nothing else reads or writes the frame yet.
+        unsafe { (&raw mut (*frame.as_ptr()).final_task).write(true) };
     }
 
     /// The header of a scope root owned by worker `owner`.
@@ -436,6 +456,7 @@ where
         (&raw mut (*h).vtable).write(&HeapVTable::<'scope, F, T, HANDLE>::VTABLE);
         (&raw mut (*h).parent).write(parent);
         (&raw mut (*h).depth).write(parent.depth.wrapping_add(1));
+        (&raw mut (*h).final_task).write(parent.final_task);
         ChildCounter::init_at(&raw mut (*h).children, parent.children.owner());
         (&raw mut (*h).panic).write(PanicSlot::new());
         (&raw mut (*h).meta).write(meta);

@@ -145,9 +145,9 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Spawns `f` as a task if `defer` is true; otherwise runs it right away, inline, as a
-    /// plain call on this task's context (OpenMP's `if(false)` / `final`: no frame, no queue,
-    /// its children become this task's children). The cheap way to stop spawning below a
-    /// cutoff.
+    /// plain call on this task's context (OpenMP's `if(false)`: no frame, no queue, its
+    /// children become this task's children). The cheap way to stop spawning below a cutoff;
+    /// [`spawn_final`](Self::spawn_final) stops it for a whole subtree.
     #[inline]
     pub fn spawn_if<F>(&self, defer: bool, f: F)
     where
@@ -158,6 +158,60 @@ impl<'scope> Scope<'scope> {
         } else {
             f(self);
         }
+    }
+
+    /// Spawns `f` as a **final** task (OpenMP's `final` clause): a task like any other, but
+    /// every task spawned inside it, at any depth, is *included*: it runs at once on the
+    /// spawning thread, before `spawn` returns, instead of being queued. Dependent spawns
+    /// inside it run at once too (in program order, which satisfies every dependence among
+    /// them). Results, panics, `taskwait` and taskgroups behave as for deferred tasks.
+    /// [`in_final`](Self::in_final) tells a body whether it runs in a final task.
+    ///
+    /// The usual cutoff of recursive task programs: above a depth spawn, below it spawn one
+    /// final task and let the recursion run sequentially inside it, code unchanged.
+    ///
+    /// ```
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// use numatask_sched::Scope;
+    ///
+    /// fn fib(s: &Scope<'_>, n: u64) -> u64 {
+    ///     if n < 2 {
+    ///         return n;
+    ///     }
+    ///     let a = s.spawn_with_result(move |s| fib(s, n - 1));
+    ///     let b = s.spawn_with_result(move |s| fib(s, n - 2));
+    ///     s.taskwait();
+    ///     a.join() + b.join()
+    /// }
+    ///
+    /// let (mut small, mut large) = (0, 0);
+    /// rt.scope(|s| {
+    ///     // Below the cutoff: one final task, inside which fib's spawns run inline.
+    ///     s.spawn_final(|s| {
+    ///         assert!(s.in_final());
+    ///         small = fib(s, 15);
+    ///     });
+    ///     s.spawn(|s| large = fib(s, 20));
+    /// });
+    /// assert_eq!((small, large), (610, 6765));
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    #[inline]
+    pub fn spawn_final<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), None, f);
+        // SAFETY: the frame was made just above and is not published yet.
+        unsafe { Header::mark_final(frame) };
+        self.spawn_frame(frame);
+    }
+
+    /// Whether this task is a final task or runs inside one (OpenMP's `omp_in_final`): then
+    /// every task it spawns runs at once, inline (see [`spawn_final`](Self::spawn_final)).
+    #[inline]
+    pub fn in_final(&self) -> bool {
+        self.frame().is_final()
     }
 
     /// Spawns a task that declares the byte ranges it touches (OpenMP 5's `affinity`): a
@@ -204,7 +258,12 @@ impl<'scope> Scope<'scope> {
     #[inline]
     fn spawn_frame(&self, frame: NonNull<Header>) {
         self.frame().children.on_spawn();
-        self.worker().push(Task::from_header(frame));
+        if self.frame().is_final() {
+            // An included task: run now, on this thread.
+            self.worker().run_undeferred(Task::from_header(frame));
+        } else {
+            self.worker().push(Task::from_header(frame));
+        }
     }
 
     /// Whether the runtime records tasks (then task labels are worth storing).
@@ -236,6 +295,12 @@ impl<'scope> Scope<'scope> {
             })
         });
         let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), meta, f);
+        if self.frame().is_final() {
+            // Included: every earlier sibling ran to its end before this spawn (all of them
+            // were included too), so no dependence is left to wait for.
+            self.spawn_frame(frame);
+            return;
+        }
         self.frame().children.on_spawn();
         dependences::submit(
             &self.child_deps().tracker,

@@ -410,3 +410,96 @@ fn tasks_with_a_footprint_run_under_work_stealing() {
             .all(|(i, b)| b.iter().all(|&x| x == i as u8))
     );
 }
+
+/// Spawns a binary tree of `depth` levels, recording the worker and the thread of every task
+/// and whether it ran in a final task.
+/// What `record_tree` records per task.
+type Seen = Mutex<Vec<(usize, thread::ThreadId, bool)>>;
+
+fn record_tree<'s>(s: &Scope<'s>, depth: u32, seen: &'s Seen) {
+    seen.lock()
+        .unwrap()
+        .push((s.worker_index(), thread::current().id(), s.in_final()));
+    if depth == 0 {
+        return;
+    }
+    for _ in 0..2 {
+        s.spawn(move |s| record_tree(s, depth - 1, seen));
+    }
+    s.taskwait();
+}
+
+#[test]
+fn tasks_spawned_in_a_final_task_run_inline_on_its_thread_at_any_depth() {
+    within(60, || {
+        let rt = runtime(4);
+        for _ in 0..5 {
+            let seen = Mutex::new(Vec::new());
+            let ran_before_spawn_returned = AtomicBool::new(false);
+            rt.scope(|s| {
+                assert!(!s.in_final(), "a scope body is not final");
+                s.spawn_final(|s| {
+                    // An included child has run by the time `spawn` returns.
+                    let flag = &ran_before_spawn_returned;
+                    s.spawn(move |_| flag.store(true, Ordering::SeqCst));
+                    assert!(flag.load(Ordering::SeqCst), "the child ran inline");
+                    record_tree(s, 6, &seen);
+                });
+                // Meanwhile, the scope's other tasks are deferred as usual.
+                s.spawn(|s| assert!(!s.in_final()));
+            });
+            let seen = seen.into_inner().unwrap();
+            assert_eq!(seen.len(), 127, "every task of the tree ran");
+            let (worker, thread, _) = seen[0];
+            assert!(
+                seen.iter()
+                    .all(|&(w, t, fin)| w == worker && t == thread && fin),
+                "the whole subtree ran in final tasks on one worker's thread"
+            );
+            assert!(ran_before_spawn_returned.load(Ordering::SeqCst));
+        }
+    });
+}
+
+#[test]
+fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
+    use numatask_sched::data::Blocks;
+    within(60, || {
+        let rt = runtime(2);
+        // Results through handles, and dependent tasks in program order.
+        let mut v = vec![1u64; 8];
+        let (mut sum, mut fib_20) = (0, 0);
+        rt.scope(|s| {
+            s.spawn_final(|s| {
+                fib_20 = s.spawn_with_result(|s| fib(s, 20)).join();
+                let blocks = Blocks::new(&mut v, 2).expect("blocks");
+                for i in 1..blocks.len() {
+                    s.task()
+                        .reads(&blocks[i - 1])
+                        .updates(&blocks[i])
+                        .spawn(|_, (prev, this)| this[0] += prev[0])
+                        .expect("spawn");
+                }
+                sum = s.spawn_with_result(|_| 40 + 2).join();
+            });
+        });
+        assert_eq!(fib_20, fib_seq(20));
+        assert_eq!(v, [1, 1, 2, 1, 3, 1, 4, 1], "the chain ran in order");
+        assert_eq!(sum, 42);
+        // A panic of an included task resumes at the final task's taskwait, which catches it;
+        // the runtime stays usable.
+        let caught = AtomicBool::new(false);
+        rt.scope(|s| {
+            s.spawn_final(|s| {
+                s.spawn(|_| panic!("included task panics"));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.taskwait()));
+                caught.store(r.is_err(), Ordering::SeqCst);
+            });
+        });
+        assert!(
+            caught.load(Ordering::SeqCst),
+            "the panic reached the taskwait"
+        );
+        assert_eq!(rt.scope(|s| fib(s, 15)), fib_seq(15));
+    });
+}
