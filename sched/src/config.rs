@@ -43,13 +43,14 @@ pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 6] = [
+pub const ENV_VARS: [&str; 7] = [
     NUM_THREADS_ENV,
     PROC_BIND_ENV,
     STACKSIZE_ENV,
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
     VICINITY_ENV,
+    DISTRIBUTION_ENV,
 ];
 
 /// Worker stack size when `OMP_STACKSIZE` is unset (the same as Rust's default).

@@ -373,11 +373,31 @@ impl RuntimeBuilder {
         for (index, pinning) in ready_rx.iter() {
             runtime.pinning[index] = pinning;
         }
+        if let Some(warning) = unpinned_warning(&runtime.pinning) {
+            eprintln!("{warning}");
+        }
         if runtime.settings().display_env != DisplayEnv::False {
             eprint!("{}", runtime.display_env());
         }
         Ok(runtime)
     }
+}
+
+/// With `OMP_PROC_BIND=true`, the line that says which workers could not be pinned (they run
+/// wherever the OS puts them), once per runtime: `None` when every worker was pinned.
+fn unpinned_warning(pinning: &[Option<Result<Pinning, AllocError>>]) -> Option<String> {
+    let mut failed = pinning.iter().enumerate().filter_map(|(i, p)| match p {
+        Some(Err(e)) => Some((i, e)),
+        _ => None,
+    });
+    let (first, error) = failed.next()?;
+    let more = failed.count();
+    Some(format!(
+        "numatask: {} of {} workers run unpinned (worker {first}: {error}{})",
+        more + 1,
+        pinning.len(),
+        if more > 0 { "; and others" } else { "" }
+    ))
 }
 
 /// A pool of workers running scoped tasks (see the crate docs for an example).
@@ -666,4 +686,36 @@ where
 /// Where the calling thread runs, if it is a worker of some runtime.
 pub fn current_worker() -> Option<WorkerPlace> {
     WorkerThread::current().map(|w| *w.place())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_that_could_not_be_pinned_are_named_once() {
+        let failed = || {
+            Some(Err(AllocError::Pin {
+                core: 3,
+                reason: "Invalid argument".into(),
+            }))
+        };
+        let pinned = || Some(Ok(Pinning::Exact { core: 0 }));
+        assert_eq!(unpinned_warning(&[pinned(), pinned()]), None);
+        assert_eq!(unpinned_warning(&[None, None]), None, "OMP_PROC_BIND=false");
+        assert_eq!(
+            unpinned_warning(&[pinned(), failed()]).as_deref(),
+            Some(
+                "numatask: 1 of 2 workers run unpinned (worker 1: pinning the thread to core 3 \
+                 failed: Invalid argument)"
+            )
+        );
+        assert_eq!(
+            unpinned_warning(&[failed(), pinned(), failed()]).as_deref(),
+            Some(
+                "numatask: 2 of 3 workers run unpinned (worker 0: pinning the thread to core 3 \
+                 failed: Invalid argument; and others)"
+            )
+        );
+    }
 }

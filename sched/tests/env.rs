@@ -88,5 +88,19 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         let err = Runtime::new().expect_err("not UTF-8");
         assert!(err.to_string().starts_with("OMP_NUM_THREADS='4"), "{err}");
         unset("OMP_NUM_THREADS");
+        // The allocator's variable too: not silently taken as unset.
+        // SAFETY: as in `set`.
+        unsafe {
+            std::env::set_var(
+                "OMP_DATA_DISTRIBUTION",
+                std::ffi::OsStr::from_bytes(b"fine\xff"),
+            )
+        };
+        let err = Runtime::new().expect_err("not UTF-8");
+        assert!(
+            err.to_string().starts_with("OMP_DATA_DISTRIBUTION='fine"),
+            "{err}"
+        );
+        unset("OMP_DATA_DISTRIBUTION");
     }
 }
