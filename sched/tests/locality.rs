@@ -484,6 +484,78 @@ fn other_nodes_steal_dealt_tasks_only_while_the_queue_is_above_the_distance_thre
 }
 
 #[test]
+fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
+    preset_process();
+    // 24 workers: nodes 0-3, six each. Every worker but one of node 0 is held (sleeping in a
+    // task dealt to its node); node 0's driver deals 20 tasks to node 1 (distance 16,
+    // threshold 9), then 20 to node 3 (distance 22, threshold 13). The free worker of node 0
+    // must take 11 from node 1, and only then 7 from node 3, and nothing more.
+    let model = LocalityModel::new(&preset(), None);
+    let threshold = |node| {
+        model
+            .steal_order(0)
+            .iter()
+            .find(|c| c.node == node)
+            .map(|c| (c.distance, c.threshold))
+            .expect("a candidate")
+    };
+    assert_eq!((threshold(1), threshold(3)), ((16, 9), (22, 13)));
+    let order = within(120, || {
+        let rt = locality_runtime(24, None);
+        let chunks: Vec<NumaVec<u8>> = (0..4).map(chunk_on).collect();
+        let held = AtomicUsize::new(0);
+        let release = AtomicBool::new(false);
+        let order = Mutex::new(Vec::new());
+        let hold = |s: &numatask_sched::Scope<'_>, node: usize| {
+            assert_eq!(s.node(), node);
+            held.fetch_add(1, Ordering::SeqCst);
+            while !release.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        rt.scope(|s| {
+            s.spawn_with_footprint(footprint(&chunks[0]), |s| {
+                assert_eq!(s.node(), 0, "the driver runs on node 0");
+                for node in [1, 2, 3] {
+                    for _ in 0..6 {
+                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| hold(s, node));
+                    }
+                }
+                for _ in 0..4 {
+                    s.spawn_with_footprint(footprint(&chunks[0]), |s| hold(s, 0));
+                }
+                while held.load(Ordering::SeqCst) < 22 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                for node in [1, 3] {
+                    for _ in 0..20 {
+                        let order = &order;
+                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                            if s.node() == 0 {
+                                order.lock().unwrap().push(node);
+                            }
+                        });
+                    }
+                }
+                while order.lock().unwrap().len() < 11 + 7 {
+                    std::thread::yield_now();
+                }
+                // A pause in which a steal beyond the thresholds would show.
+                std::thread::sleep(Duration::from_millis(200));
+                release.store(true, Ordering::SeqCst);
+            });
+        });
+        order.into_inner().unwrap()
+    });
+    let mut expected = vec![1; 11];
+    expected.extend([3; 7]);
+    assert_eq!(
+        order, expected,
+        "nearest node first, each down to its threshold"
+    );
+}
+
+#[test]
 fn nothing_is_stolen_across_a_distance_beyond_the_vicinity() {
     preset_process();
     // Vicinity 10: only a worker's own node. Node 1 is at distance 16 from node 0.
