@@ -216,9 +216,8 @@ impl Probe {
 
     fn footprint(&self, accesses: &[Access]) -> NodeBytes {
         let mut d = NodeBytes::new(self.nodes);
-        for a in accesses {
-            a.accumulate_footprint(&mut d);
-        }
+        // Each byte once, as the runtime's tracer counts it.
+        numatask::sched::depend::accumulate_union_footprint(accesses, |_| true, &mut d);
         d
     }
 

@@ -170,6 +170,6 @@ mod tracker;
 #[cfg(test)]
 mod tests;
 
-pub use access::{Access, AccessKind};
+pub use access::{Access, AccessKind, accumulate_union_footprint};
 pub use node::{DepHandle, Ready, Released};
 pub use tracker::{DepTracker, Submitted};

@@ -237,11 +237,10 @@ impl<T> DepHandle<T> {
         self.accesses().iter().find(|a| a.intensive)
     }
 
-    /// Adds the bytes per NUMA node of every access to `out`: the task's data footprint.
+    /// Adds the bytes per NUMA node of the task's accesses to `out` (each byte once): the
+    /// task's data footprint.
     pub fn accumulate_footprint(&self, out: &mut NodeBytes) {
-        for access in self.accesses() {
-            access.accumulate_footprint(out);
-        }
+        super::access::accumulate_union_footprint(self.accesses(), |_| true, out);
     }
 
     /// Marks the task finished and passes every task that this releases to `on_release`:

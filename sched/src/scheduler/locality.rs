@@ -69,7 +69,7 @@ use std::sync::Arc;
 use numatask_alloc::{NodeBytes, Topology};
 
 use crate::config::format_size;
-use crate::depend::Access;
+use crate::depend::{Access, accumulate_union_footprint};
 use crate::deque::{self, Steal, Stealer, Worker};
 use crate::job::Task;
 use crate::locality_policy::{DealReason, LocalityModel};
@@ -158,9 +158,7 @@ impl fmt::Debug for Locality {
 /// Bytes per node of a footprint (the `D` of Algorithm 1), over `num_nodes` nodes.
 pub fn footprint_node_bytes(footprint: &[Access], num_nodes: usize) -> NodeBytes {
     let mut d = NodeBytes::new(num_nodes);
-    for access in footprint {
-        access.accumulate_footprint(&mut d);
-    }
+    accumulate_union_footprint(footprint, |_| true, &mut d);
     d
 }
 
@@ -267,13 +265,10 @@ impl Locality {
     ) -> crate::locality_policy::Deal {
         d.clear();
         intensive.clear();
-        let mut any_intensive = false;
-        for access in footprint {
-            access.accumulate_footprint(d);
-            if access.intensive {
-                any_intensive = true;
-                access.accumulate_footprint(intensive);
-            }
+        accumulate_union_footprint(footprint, |_| true, d);
+        let any_intensive = footprint.iter().any(|a| a.intensive);
+        if any_intensive {
+            accumulate_union_footprint(footprint, |a| a.intensive, intensive);
         }
         self.model
             .deal(d, here, any_intensive.then_some(&*intensive))
