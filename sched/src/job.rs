@@ -237,16 +237,31 @@ static ROOT_VTABLE: VTable = VTable {
     free: never_freed,
 };
 
+/// The `execute` and `cancel` of roots and groups, which are never queued: aborts.
+///
+/// # Safety
+///
+/// None needed (it touches nothing); `unsafe` only to fit the table's type.
 unsafe fn never_executed(_: NonNull<Header>, _: &WorkerThread) {
     // A root or group header is never pushed to a queue.
     std::process::abort();
 }
 
+/// The `release` of roots and groups, whose counters never reach zero: aborts.
+///
+/// # Safety
+///
+/// None needed (it touches nothing); `unsafe` only to fit the table's type.
 unsafe fn never_released(_: NonNull<Header>, _: &WorkerThread, _: bool) {
     // A root or group counter never reaches zero: nothing removes its bias.
     std::process::abort();
 }
 
+/// The `free` of roots and groups, which live on their owner's stack: aborts.
+///
+/// # Safety
+///
+/// None needed (it touches nothing); `unsafe` only to fit the table's type.
 unsafe fn never_freed(_: NonNull<Header>, _: Option<&WorkerThread>) {
     // Roots and groups live on their owner's stack.
     std::process::abort();
@@ -517,6 +532,13 @@ pub(crate) unsafe fn free_finished(frame: NonNull<Header>, worker: Option<&Worke
     unsafe { free(frame, worker) }
 }
 
+/// The `execute` of a heap task: runs its closure on `worker` under `catch_unwind`, stores the
+/// result (or the panic) and finishes the frame when its subtree is done.
+///
+/// # Safety
+///
+/// `frame` came from [`heap_task_unchecked::<F, T, HANDLE>`] and is run exactly once, on
+/// `worker`'s thread, while everything the closure borrows is alive.
 unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
     frame: NonNull<Header>,
     worker: &WorkerThread,
@@ -614,11 +636,24 @@ unsafe fn cancel_heap<'scope, F, T, const HANDLE: bool>(
     }
 }
 
+/// The `release` of a task without a result handle: frees the frame.
+///
+/// # Safety
+///
+/// `frame` is a finished `HeapTask<F, T>` whose subtree is done, owned by the caller, and
+/// nobody uses it any more.
 unsafe fn release_heap<F, T>(frame: NonNull<Header>, worker: &WorkerThread, _: bool) {
     // SAFETY: the subtree is finished and the caller owns the frame.
     unsafe { free_heap::<F, T>(frame, Some(worker)) }
 }
 
+/// The `release` of a task with a result handle: hands the frame to the handle, or frees it
+/// if the handle let go first.
+///
+/// # Safety
+///
+/// `frame` is a finished `HeapTask<F, T>` with a result handle, whose subtree is done; the
+/// caller owns the task's side of it (the handle may still own the other).
 unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread, same: bool) {
     // SAFETY: the frame is alive: the caller owns the finishing side of it.
     let head = unsafe { frame.cast::<ResultHead<T>>().as_ref() };

@@ -640,6 +640,13 @@ where
     }
 }
 
+/// The `execute` of a scope injected from outside the pool: runs the scope body on `worker`,
+/// waits for its tasks, stores the result and sets the latch the injecting thread waits on.
+///
+/// # Safety
+///
+/// `frame` is the header of a live `InjectedScope<F, R>` on the injecting thread's stack,
+/// which stays there until the latch is set; it is run exactly once.
 unsafe fn execute_injected<'scope, F, R>(frame: NonNull<Header>, worker: &WorkerThread)
 where
     F: FnOnce(&Scope<'scope>) -> R + Send,
