@@ -149,7 +149,9 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
     };
     let machine = physical_memory();
     let (limit, what) = match target {
-        Target::Node(node) if !topology.is_synthetic() => {
+        // A synthetic node's memory is its description's (not bound, but what the program
+        // models: an allocation on one node cannot exceed it there either).
+        Target::Node(node) => {
             let m = topology.nodes()[node].memory_bytes;
             if m > 0 {
                 (m.min(machine), format!("node {node}"))

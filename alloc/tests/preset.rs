@@ -32,4 +32,10 @@ fn a_clone_goes_where_the_original_was_asked_to_go() {
         Place::Distributed(Distribution::Coarse)
     );
     assert_eq!(node_of(&coarse_copy), (node_of(&second) + 1) % 8);
+    // A preset node has 16 GiB: more on one node is refused, naming the node.
+    let err = NumaVec::<u8>::zeroed(20 << 30, Place::OnNode(3)).expect_err("20 GiB on node 3");
+    assert!(
+        matches!(&err, numatask_alloc::AllocError::TooLarge { what, .. } if what == "node 3"),
+        "{err}"
+    );
 }
