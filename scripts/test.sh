@@ -22,6 +22,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "unit, integration and doc tests"
 cargo test --workspace --quiet
 
+step "the allocator's C API from C, through its header (feature c-api)"
+cargo test -p numatask --features c-api --test c_api --quiet
+
 step "API docs build without warnings (broken links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 

@@ -2,6 +2,12 @@
 //! `omp_malloc_specific`; its `omp_free` is `numatask_omp_free` in C, see [`omp_free`]), for C
 //! code linked with a Rust program (or a `staticlib`/`cdylib` wrapper). They return `NULL` /
 //! `-1` on error, set `errno`, and keep the error's message for [`numatask_last_error`].
+//!
+//! The C symbols are exported only with the crate's **`c-api`** feature (without it these are
+//! plain Rust functions), so that a Rust program linking numatask does not define
+//! `omp_malloc` behind its C libraries' backs. The declarations are in
+//! `alloc/include/numatask_alloc.h`; `tests/c/alloc_api.c` is a C program using them, run by
+//! `cargo test -p numatask --features c-api --test c_api`.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
@@ -45,13 +51,13 @@ fn to_c(r: Result<std::ptr::NonNull<u8>, AllocError>) -> *mut c_void {
 }
 
 /// `omp_malloc(size)`: allocates with `OMP_DATA_DISTRIBUTION`; `NULL` on error.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "c-api", unsafe(no_mangle))]
 pub extern "C" fn omp_malloc(size: usize) -> *mut c_void {
     to_c(allocator::omp_malloc(size))
 }
 
 /// `omp_malloc_specific(size, distribution)` with one of the `OMP_DISTRIBUTION_*` values.
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "c-api", unsafe(no_mangle))]
 pub extern "C" fn omp_malloc_specific(size: usize, distribution: c_int) -> *mut c_void {
     let d = match distribution {
         OMP_DISTRIBUTION_STANDARD => Distribution::Standard,
@@ -76,7 +82,7 @@ pub extern "C" fn omp_malloc_specific(size: usize, distribution: c_int) -> *mut 
 /// # Safety
 ///
 /// Nothing may use the memory after the call.
-#[unsafe(export_name = "numatask_omp_free")]
+#[cfg_attr(feature = "c-api", unsafe(export_name = "numatask_omp_free"))]
 pub unsafe extern "C" fn omp_free(ptr: *mut c_void) -> c_int {
     if ptr.is_null() {
         return 0;
@@ -97,7 +103,7 @@ pub unsafe extern "C" fn omp_free(ptr: *mut c_void) -> c_int {
 /// # Safety
 ///
 /// `buf` must be valid for writes of `len` bytes (or `len` must be 0).
-#[unsafe(no_mangle)]
+#[cfg_attr(feature = "c-api", unsafe(no_mangle))]
 pub unsafe extern "C" fn numatask_last_error(buf: *mut c_char, len: usize) -> usize {
     let copy = |msg: &str| {
         if len > 0 && !buf.is_null() {
