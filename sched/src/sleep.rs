@@ -252,7 +252,10 @@ impl Sleep {
         if self.is_terminated() {
             return;
         }
-        if !idle.searching {
+        // A picky worker does not search for work others may take: counted as a searcher it
+        // would stop pushes from waking a worker that does (`should_wake_for_push`).
+        let searches = sleep_state != PICKY;
+        if searches && !idle.searching {
             idle.searching = true;
             self.searching.fetch_add(1, Ordering::Relaxed);
         }
@@ -281,7 +284,7 @@ impl Sleep {
         // A woken worker searches: when its first steal succeeds, `work_found` hands the search
         // on to the next sleeper, so a burst of tasks wakes the workers one after the other
         // (without this, pushes saw a searcher and woke nobody, and the chain stopped).
-        if !self.is_terminated() {
+        if searches && !self.is_terminated() {
             idle.searching = true;
             self.searching.fetch_add(1, Ordering::Relaxed);
         }
@@ -460,6 +463,42 @@ mod tests {
             sleep.no_work_found(&mut idle, 7, || false);
         }
         assert_eq!(sleep.sleepy_workers(), 0);
+    }
+
+    #[test]
+    fn a_picky_worker_does_not_count_as_searching_for_others_work() {
+        with_watchdog(Duration::from_secs(60), || {
+            let sleep = Arc::new(Sleep::new(2));
+            let sleeper = {
+                let sleep = Arc::clone(&sleep);
+                std::thread::spawn(move || {
+                    let mut idle = IdleState::new();
+                    while !sleep.is_terminated() {
+                        sleep.no_work_found(&mut idle, 1, || false);
+                    }
+                })
+            };
+            while sleep.sleepy_workers() < 1 {
+                std::thread::yield_now();
+            }
+            // Worker 0, short of stack, spins without finding what it waits for: a push of
+            // work it would not take must still wake worker 1.
+            let mut idle = IdleState::new();
+            for _ in 0..3 {
+                sleep.no_work_found_picky(&mut idle, 0, || false);
+            }
+            assert!(
+                sleep.should_wake_for_push(),
+                "the picky spinner hid the sleeper"
+            );
+            // An ordinary searcher does hide it (it will find the work itself).
+            let mut searcher = IdleState::new();
+            sleep.no_work_found(&mut searcher, 0, || false);
+            assert!(!sleep.should_wake_for_push());
+            sleep.end_search(&mut searcher);
+            sleep.notify_all();
+            sleeper.join().unwrap();
+        });
     }
 
     #[test]
