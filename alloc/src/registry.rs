@@ -207,9 +207,14 @@ fn standard_bytes(start: usize, lo: usize, hi: usize, pages: &PageCache, out: &m
             Err(_) => out.unknown = out.unknown.saturating_add(bytes),
         }
     };
-    let (mut node, mut run, mut first_run) = (cache[first].load(Ordering::Relaxed), 0, true);
-    for page in &cache[first..last + 1] {
-        let here = page.load(Ordering::Relaxed);
+    // Each page's entry is read once: another thread may cache a page meanwhile, and a run
+    // must not end on an entry read twice with two answers.
+    let mut pages_of = cache[first..last + 1]
+        .iter()
+        .map(|p| p.load(Ordering::Relaxed));
+    let mut node = pages_of.next().unwrap_or(-1);
+    let (mut run, mut first_run) = (1, true);
+    for here in pages_of {
         if here != node {
             flush(node, run, first_run, false);
             (node, run, first_run) = (here, 0, false);
@@ -584,6 +589,50 @@ pub fn live_allocations() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_cached_by_another_thread_during_a_lookup_is_counted_once() {
+        // Another thread's lookup caches the first page (-1 -> node 0, the only transition)
+        // while this one reads the range: every byte must still be counted exactly once,
+        // whichever answer this lookup saw (it once read that entry twice and subtracted
+        // the first page's head from an empty run).
+        use std::sync::atomic::AtomicBool;
+        let ps = page_size();
+        let cache = Arc::new(PageCache::new(4));
+        let stop = Arc::new(AtomicBool::new(false));
+        let round = Arc::new(AtomicUsize::new(0));
+        let other = {
+            let (cache, stop, round) = (Arc::clone(&cache), Arc::clone(&stop), Arc::clone(&round));
+            std::thread::spawn(move || {
+                let mut seen = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let r = round.load(Ordering::Acquire);
+                    if r != seen {
+                        seen = r;
+                        (0..r % 64).for_each(|_| std::hint::spin_loop());
+                        let _ = cache.nodes[0].compare_exchange(
+                            -1,
+                            0,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
+                    }
+                }
+            })
+        };
+        // Not mapped: the kernel leaves the pages unknown, so only the other thread caches.
+        let start = 1 << 40;
+        let (lo, hi) = (start + ps / 2, start + 2 * ps);
+        for r in 1..20_000 {
+            cache.nodes[0].store(-1, Ordering::Relaxed);
+            round.store(r, Ordering::Release);
+            let mut out = NodeBytes::new(1);
+            standard_bytes(start, lo, hi, &cache, &mut out);
+            assert_eq!(out.known() + out.unknown(), (hi - lo) as u64, "round {r}");
+        }
+        stop.store(true, Ordering::Relaxed);
+        other.join().unwrap();
+    }
 
     fn fine_by_pages(lo: usize, hi: usize, n: usize) -> Vec<u64> {
         let ps = page_size();
