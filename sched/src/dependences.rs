@@ -84,16 +84,18 @@ fn fresh_id() -> u64 {
 }
 
 /// Submits the child `task` (already counted in its parent frame) with `accesses` to
-/// `tracker`, on `worker`, the worker running the parent's body.
+/// `tracker`, on `worker`, the worker running the parent's body. With `included` (a child of
+/// a final task), a ready task runs at once, undeferred.
 #[inline]
 pub(crate) fn submit(
     tracker: &DepTracker<Task>,
     accesses: &[Access],
     task: Task,
     worker: &WorkerThread,
+    included: bool,
 ) {
     match tracker.submit(accesses, task) {
-        Submitted::Ready(ready) if worker.registry().places.len() == 1 => {
+        Submitted::Ready(ready) if included || worker.registry().places.len() == 1 => {
             worker.run_undeferred(ready_task(ready));
         }
         Submitted::Ready(ready) => worker.push(ready_task(ready)),

@@ -295,18 +295,15 @@ impl<'scope> Scope<'scope> {
             })
         });
         let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), meta, f);
-        if self.frame().is_final() {
-            // Included: every earlier sibling ran to its end before this spawn (all of them
-            // were included too), so no dependence is left to wait for.
-            self.spawn_frame(frame);
-            return;
-        }
         self.frame().children.on_spawn();
+        // In a final task every earlier sibling was included and has finished, so the task
+        // is ready at once (or cancelled, behind a sibling that panicked) and runs inline.
         dependences::submit(
             &self.child_deps().tracker,
             accesses,
             Task::from_header(frame),
             self.worker(),
+            self.frame().is_final(),
         );
     }
 

@@ -413,6 +413,27 @@ fn tasks_with_a_footprint_run_under_work_stealing() {
 
 /// Spawns a binary tree of `depth` levels, recording the worker and the thread of every task
 /// and whether it ran in a final task.
+/// A writer of block 0 that panics halfway, then a dependent update of block 0 that sets
+/// `ran` if it runs.
+fn writer_then_successor<'s>(s: &Scope<'s>, v: &'s mut [u32], ran: &'s AtomicBool) {
+    use numatask_sched::data::Blocks;
+    let b = Blocks::new(v, 4).expect("blocks");
+    s.task()
+        .writes(&b[0])
+        .spawn(|_, (w,)| {
+            w[0] = 1;
+            panic!("the writer panics halfway");
+        })
+        .expect("spawn");
+    s.task()
+        .updates(&b[0])
+        .spawn(move |_, (w,)| {
+            w[0] += 1;
+            ran.store(true, Ordering::SeqCst);
+        })
+        .expect("spawn");
+}
+
 /// What `record_tree` records per task.
 type Seen = Mutex<Vec<(usize, thread::ThreadId, bool)>>;
 
@@ -501,5 +522,29 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
             "the panic reached the taskwait"
         );
         assert_eq!(rt.scope(|s| fib(s, 15)), fib_seq(15));
+        // A dependent task after a writer that panicked is cancelled, included or deferred,
+        // so it never sees the half-written block.
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            for final_task in [false, true] {
+                let mut v = vec![0u32; 8];
+                let successor_ran = AtomicBool::new(false);
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    rt.scope(|s| {
+                        let (v, ran) = (&mut v, &successor_ran);
+                        if final_task {
+                            s.spawn_final(move |s| writer_then_successor(s, v, ran));
+                        } else {
+                            s.spawn(move |s| writer_then_successor(s, v, ran));
+                        }
+                    });
+                }));
+                assert!(result.is_err(), "the writer's panic reaches the scope end");
+                assert!(
+                    !successor_ran.load(Ordering::SeqCst),
+                    "final={final_task}, {workers} workers: the successor was cancelled"
+                );
+            }
+        }
     });
 }
