@@ -31,9 +31,12 @@
 //!   steals only while more than a quarter of its stack is free; below that it runs only
 //!   descendants of `F` (their depth is bounded by the program's own nesting), so unrelated
 //!   work cannot overflow the stack. A task it pops from its own deque that does not descend
-//!   from `F` is *set aside* in the pool's set-aside list, where any worker with room takes
-//!   it, and where a worker short of stack looks for descendants of what it waits for (a
-//!   task set aside while joining one child may be the sibling the next `taskwait` needs).
+//!   from `F` is *set aside* in the pool's set-aside list, where a worker with room takes it
+//!   (one its policy lets run a task of that node: the locality-aware policy's vicinity), and
+//!   where a worker short of stack looks for descendants of what it waits for (a task set
+//!   aside while joining one child may be the sibling the next `taskwait` needs). Before it
+//!   sleeps, such a worker checks its own queues as well as the list: a descendant may be
+//!   dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
 //!   recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
@@ -116,19 +119,22 @@ impl Drop for Unlink<'_> {
 /// locked list, which a worker short of stack can search for the descendants it needs.
 #[derive(Default)]
 pub(crate) struct SetAside {
-    tasks: Mutex<Vec<Task>>,
+    /// Each task with the node of the worker that set it aside (whose policy may bound which
+    /// workers take it: [`Scheduler::within_reach`](crate::scheduler::Scheduler)).
+    tasks: Mutex<Vec<(Task, usize)>>,
     /// `tasks.len()`, read without the lock on the idle paths.
     len: AtomicUsize,
 }
 
 impl SetAside {
-    /// Sets `task` aside and wakes every sleeper: any worker with room may take it, and a
-    /// waiter short of stack (which sleeps without answering ordinary wake-ups) may need it.
+    /// Sets `task`, from a worker of `node`, aside and wakes every sleeper: a worker with room
+    /// may take it, and a waiter short of stack (which sleeps without answering ordinary
+    /// wake-ups) may need it.
     #[cold]
-    fn put(&self, task: Task, sleep: &crate::sleep::Sleep) {
+    fn put(&self, task: Task, node: usize, sleep: &crate::sleep::Sleep) {
         {
             let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-            tasks.push(task);
+            tasks.push((task, node));
             self.len.store(tasks.len(), Ordering::SeqCst);
         }
         sleep.wake_all();
@@ -140,29 +146,29 @@ impl SetAside {
         self.len.load(Ordering::SeqCst) == 0
     }
 
-    /// Takes the oldest task set aside that `wanted` accepts.
+    /// Takes the oldest task set aside that `wanted` accepts (given the task and its node).
     #[cold]
-    fn take(&self, wanted: impl Fn(&Task) -> bool) -> Option<Task> {
+    fn take(&self, wanted: impl Fn(&Task, usize) -> bool) -> Option<Task> {
         if self.is_empty() {
             return None;
         }
         let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = tasks.iter().position(wanted)?;
-        let task = tasks.remove(at);
+        let at = tasks.iter().position(|(t, node)| wanted(t, *node))?;
+        let (task, _) = tasks.remove(at);
         self.len.store(tasks.len(), Ordering::SeqCst);
         Some(task)
     }
 
     /// Whether a task set aside is one `wanted` accepts.
     #[cold]
-    fn has(&self, wanted: impl Fn(&Task) -> bool) -> bool {
+    fn has(&self, wanted: impl Fn(&Task, usize) -> bool) -> bool {
         !self.is_empty()
             && self
                 .tasks
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .any(wanted)
+                .any(|(t, node)| wanted(t, *node))
     }
 }
 
@@ -395,7 +401,7 @@ impl WorkerThread {
                     None => self
                         .queues
                         .take_injected(&ctx)
-                        .or_else(|| self.registry.set_aside.take(|_| true))
+                        .or_else(|| self.take_set_aside(&ctx))
                         .map(|task| (task, Found::Injected)),
                 },
             };
@@ -408,7 +414,7 @@ impl WorkerThread {
                 return;
             }
             sleep.no_work_found(&mut idle, self.index(), || {
-                self.queues.has_work(&ctx) || !self.registry.set_aside.is_empty()
+                self.queues.has_work(&ctx) || self.has_set_aside(&ctx)
             });
         }
     }
@@ -461,13 +467,15 @@ impl WorkerThread {
                 } else {
                     // Short of stack: an unrelated task goes where workers with room take it
                     // (and this one, when it needs it: module docs).
-                    self.registry.set_aside.put(task, sleep);
+                    self.registry.set_aside.put(task, self.place.node, sleep);
                 }
                 continue;
             }
             before_block();
             let set_aside = &self.registry.set_aside;
-            if !roomy && let Some(task) = set_aside.take(|t| t.is_descendant_of(frame)) {
+            // What it waits for, from any node (a vicinity must not keep a waiter from what
+            // it needs).
+            if !roomy && let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -486,7 +494,7 @@ impl WorkerThread {
                 self.run_task(task, Some(Found::Injected));
                 continue;
             }
-            if roomy && let Some(task) = set_aside.take(|_| true) {
+            if roomy && let Some(task) = self.take_set_aside(&ctx) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -497,9 +505,11 @@ impl WorkerThread {
             }
             let has_work = || {
                 done()
-                    || (roomy && (self.queues.has_stealable_work(&ctx) || !set_aside.is_empty()))
+                    || (roomy && (self.queues.has_stealable_work(&ctx) || self.has_set_aside(&ctx)))
                     || (injected_when_short && self.queues.has_injected(&ctx))
-                    || (!roomy && set_aside.has(|t| t.is_descendant_of(frame)))
+                    || (!roomy
+                        && (self.queues.has_own_work(&ctx)
+                            || set_aside.has(|t, _| t.is_descendant_of(frame))))
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);
@@ -510,6 +520,23 @@ impl WorkerThread {
                 sleep.no_work_found_picky(&mut idle, self.index(), has_work);
             }
         }
+    }
+
+    /// Takes the oldest task set aside that this worker's policy lets it run.
+    #[inline]
+    fn take_set_aside(&self, ctx: &WorkerCtx<'_>) -> Option<Task> {
+        let set_aside = &self.registry.set_aside;
+        if set_aside.is_empty() {
+            return None;
+        }
+        set_aside.take(|_, node| self.queues.within_reach(ctx, node))
+    }
+
+    /// Whether [`take_set_aside`](Self::take_set_aside) may find a task.
+    #[inline]
+    fn has_set_aside(&self, ctx: &WorkerCtx<'_>) -> bool {
+        let set_aside = &self.registry.set_aside;
+        !set_aside.is_empty() && set_aside.has(|_, node| self.queues.within_reach(ctx, node))
     }
 
     /// Whether more than `1 / STACK_RESERVE_DIVISOR` of this worker's stack is free.

@@ -555,6 +555,99 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
     );
 }
 
+/// A locality-aware runtime on the preset with `n` unpinned workers on 512 KiB stacks.
+fn small_stack_runtime(n: usize, vicinity: Option<u32>) -> Runtime {
+    Runtime::builder()
+        .topology(preset())
+        .scheduler(SchedulerKind::Locality)
+        .num_threads(n)
+        .proc_bind(false)
+        .vicinity(vicinity)
+        .stack_size(512 << 10)
+        .build()
+        .expect("runtime starts")
+}
+
+#[test]
+fn tasks_a_waiter_short_of_stack_sets_aside_stay_within_the_vicinity() {
+    preset_process();
+    within(120, || {
+        // Node 0's driver, short of stack, waits at a taskgroup's end for a child dealt to
+        // node 1; the 60 tasks it spawned before (for node 0) are not descendants of the
+        // group, so what it pops of them it sets aside. With vicinity 10 only node 0's
+        // workers may take them.
+        let rt = small_stack_runtime(7, Some(10));
+        let (on0, on1) = (chunk_on(0), chunk_on(1));
+        let ran_on = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            s.spawn_with_footprint(footprint(&on0), |s| {
+                assert_eq!(s.node(), 0);
+                let mut pad = [0u8; 420 << 10];
+                std::hint::black_box(&mut pad);
+                for _ in 0..60 {
+                    let ran_on = &ran_on;
+                    s.spawn_with_footprint(footprint(&on0), move |s| {
+                        ran_on.lock().unwrap().push(s.node());
+                        std::thread::sleep(Duration::from_millis(20));
+                    });
+                }
+                s.taskgroup(|g| {
+                    g.spawn_with_footprint(footprint(&on1), |s| {
+                        assert_eq!(s.node(), 1);
+                        std::thread::sleep(Duration::from_millis(100));
+                    });
+                });
+                std::hint::black_box(&mut pad);
+            });
+        });
+        let ran_on = ran_on.into_inner().unwrap();
+        assert_eq!(ran_on.len(), 60);
+        assert!(
+            ran_on.iter().all(|&n| n == 0),
+            "node-0 tasks ran on other nodes with vicinity 10: {ran_on:?}"
+        );
+    });
+}
+
+#[test]
+fn a_waiter_short_of_stack_wakes_for_a_descendant_dealt_to_its_node() {
+    preset_process();
+    within(120, || {
+        // Worker 6 is node 1's only worker: short of stack, it waits for a child on node 0,
+        // which deals a grandchild back to node 1 (below the steal threshold, so node 0
+        // leaves it there) and waits for it. The grandchild may arrive just as worker 6
+        // goes to sleep: its last look must cover its own node's queue. Repeated, with the
+        // child's delay varied, to cross that window.
+        let rt = small_stack_runtime(7, None);
+        let (on0, on1) = (chunk_on(0), chunk_on(1));
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut rounds = 0u64;
+        while Instant::now() < deadline {
+            let delay = Duration::from_nanos(150_000 + (rounds * 997) % 150_000);
+            let (on0, on1) = (&on0, &on1);
+            rt.scope(|s| {
+                s.spawn_with_footprint(footprint(on1), move |s| {
+                    assert_eq!(s.node(), 1);
+                    let mut pad = [0u8; 420 << 10];
+                    std::hint::black_box(&mut pad);
+                    let t0 = Instant::now();
+                    s.spawn_with_footprint(footprint(on0), move |s| {
+                        while t0.elapsed() < delay {
+                            std::hint::spin_loop();
+                        }
+                        s.spawn_with_footprint(footprint(on1), |_| {});
+                        s.taskwait();
+                    });
+                    s.taskwait();
+                    std::hint::black_box(&mut pad);
+                });
+            });
+            rounds += 1;
+        }
+        assert!(rounds > 100, "only {rounds} rounds in 3 s");
+    });
+}
+
 #[test]
 fn nothing_is_stolen_across_a_distance_beyond_the_vicinity() {
     preset_process();

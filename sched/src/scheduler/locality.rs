@@ -44,8 +44,10 @@
 //!    `i`'s queue only if it holds more than `distance(i, n) / local * C` tasks.
 //!
 //! The vicinity (`NUMATASK_VICINITY`, an OS distance; section 4.2 of the paper) bounds every
-//! steal: no worker takes a task, from a deque or a node queue, across a larger distance.
-//! Only scopes injected from outside the pool go to any worker.
+//! steal: no worker takes a task, from a deque or a node queue, across a larger distance; a
+//! task that a waiting worker short of stack hands on (see `crate::worker`) goes only to
+//! workers within the vicinity of its node too, or back to a waiter that needs it. Only
+//! scopes injected from outside the pool go to any worker.
 //!
 //! Step 3 is a decision of this implementation: the paper's Algorithm 2 knows only node
 //! queues, and its Algorithm 1 puts the tasks it keeps local in the node's queue, under the
@@ -614,6 +616,21 @@ impl Scheduler for Locality {
             return None;
         }
         self.injector.pop()
+    }
+
+    fn has_own_work(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
+        !local.deque.is_empty()
+            || !self.node_queues[ctx.place.node.min(self.num_nodes - 1)].is_empty()
+    }
+
+    /// Within the vicinity of the calling worker's node.
+    fn within_reach(&self, _local: &LocalityLocal, ctx: &WorkerCtx<'_>, node: usize) -> bool {
+        let (here, n) = (ctx.place.node.min(self.num_nodes - 1), self.num_nodes);
+        node == here
+            || node >= n
+            || self
+                .vicinity
+                .is_none_or(|max| self.distances[node * n + here] <= max)
     }
 
     fn has_work(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {

@@ -177,6 +177,17 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// Whether [`take_injected`](Self::take_injected) may find work.
     fn has_injected(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
 
+    /// Whether [`pop`](Self::pop) may find work (the worker's own queues: the check of a
+    /// waiting worker short of stack, which takes from nowhere else).
+    fn has_own_work(&self, local: &Self::Local, ctx: &WorkerCtx<'_>) -> bool;
+
+    /// Whether the calling worker may run a task that a worker of node `node` handed on
+    /// (set aside while short of stack): the policy's bound on how far tasks move (the
+    /// locality-aware policy's vicinity). Every worker may, by default.
+    fn within_reach(&self, _local: &Self::Local, _ctx: &WorkerCtx<'_>, _node: usize) -> bool {
+        true
+    }
+
     /// Where the task that the calling worker's last successful `found` operation returned
     /// was queued (called only when tracing, right after that operation, so a policy may keep
     /// what it needs for this in `local`).
@@ -342,6 +353,14 @@ impl WorkerQueues {
 
     pub(crate) fn has_injected(&self, ctx: &WorkerCtx<'_>) -> bool {
         dispatch!(self, has_injected(ctx))
+    }
+
+    pub(crate) fn has_own_work(&self, ctx: &WorkerCtx<'_>) -> bool {
+        dispatch!(self, has_own_work(ctx))
+    }
+
+    pub(crate) fn within_reach(&self, ctx: &WorkerCtx<'_>, node: usize) -> bool {
+        dispatch!(self, within_reach(ctx, node))
     }
 
     pub(crate) fn origin(&self, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {

@@ -147,6 +147,10 @@ impl Scheduler for WorkStealing {
         self.injector.pop()
     }
 
+    fn has_own_work(&self, local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> bool {
+        !local.deque.is_empty()
+    }
+
     fn has_work(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> bool {
         !local.deque.is_empty() || !self.injector.is_empty() || self.has_stealable_work(local, ctx)
     }
