@@ -337,6 +337,15 @@ impl Sleep {
         self.wake_one_in(workers.start.min(end)..end, true)
     }
 
+    /// [`new_work_for`](Self::new_work_for) for work that any worker in `workers` may take
+    /// (a task in a deque they may steal from): it wakes no picky sleeper, which would not
+    /// take it and would go back to sleep with the wake-up.
+    #[inline]
+    pub fn new_work_among(&self, workers: Range<usize>) -> bool {
+        let end = workers.end.min(self.workers.len());
+        self.wake_one_in(workers.start.min(end)..end, false)
+    }
+
     /// Wakes one sleeper in `workers`; `picky` ones only if `wake_picky`.
     fn wake_one_in(&self, workers: Range<usize>, wake_picky: bool) -> bool {
         // Pairs with the fence in `sleep` (see the module docs).
@@ -498,6 +507,38 @@ mod tests {
             sleep.end_search(&mut searcher);
             sleep.notify_all();
             sleeper.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn work_among_a_range_skips_picky_sleepers_and_work_for_it_does_not() {
+        with_watchdog(Duration::from_secs(60), || {
+            let sleep = Arc::new(Sleep::new(1));
+            let picky = {
+                let sleep = Arc::clone(&sleep);
+                std::thread::spawn(move || {
+                    let mut idle = IdleState::new();
+                    let mut woken = 0;
+                    while !sleep.is_terminated() {
+                        sleep.no_work_found_picky(&mut idle, 0, || false);
+                        woken += 1;
+                    }
+                    woken
+                })
+            };
+            while sleep.sleepy_workers() < 1 {
+                std::thread::yield_now();
+            }
+            assert!(
+                !sleep.new_work_among(0..1),
+                "a picky sleeper takes no stealable work"
+            );
+            assert!(
+                sleep.new_work_for(0..1),
+                "work meant for its range wakes it"
+            );
+            sleep.notify_all();
+            assert!(picky.join().unwrap() > 0);
         });
     }
 

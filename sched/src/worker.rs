@@ -127,15 +127,15 @@ pub(crate) struct SetAside {
 }
 
 impl SetAside {
-    /// Sets `task`, from a worker of `node`, aside and wakes every sleeper: a worker with room
-    /// may take it, and a waiter short of stack (which sleeps without answering ordinary
-    /// wake-ups) may need it.
+    /// Sets `tasks`, from a worker of `node`, aside and wakes every sleeper: a worker with
+    /// room may take them, and a waiter short of stack (which sleeps without answering
+    /// ordinary wake-ups) may need one.
     #[cold]
-    fn put(&self, task: Task, node: usize, sleep: &crate::sleep::Sleep) {
+    fn put(&self, tasks: impl IntoIterator<Item = Task>, node: usize, sleep: &crate::sleep::Sleep) {
         {
-            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-            tasks.push((task, node));
-            self.len.store(tasks.len(), Ordering::SeqCst);
+            let mut list = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            list.extend(tasks.into_iter().map(|t| (t, node)));
+            self.len.store(list.len(), Ordering::SeqCst);
         }
         sleep.wake_all();
     }
@@ -465,9 +465,23 @@ impl WorkerThread {
                     sleep.work_found(&mut idle);
                     self.run_task(task, Some(found));
                 } else {
-                    // Short of stack: an unrelated task goes where workers with room take it
-                    // (and this one, when it needs it: module docs).
-                    self.registry.set_aside.put(task, self.place.node, sleep);
+                    // Short of stack: unrelated tasks go where workers with room take them
+                    // (and this one, when it needs them: module docs), all that come before
+                    // the next descendant at once, with one wake-up.
+                    let mut aside = vec![task];
+                    let mut next = None;
+                    while let Some((task, found)) = self.pop_own(&ctx) {
+                        if task.is_descendant_of(frame) {
+                            next = Some((task, found));
+                            break;
+                        }
+                        aside.push(task);
+                    }
+                    self.registry.set_aside.put(aside, self.place.node, sleep);
+                    if let Some((task, found)) = next {
+                        sleep.work_found(&mut idle);
+                        self.run_task(task, Some(found));
+                    }
                 }
                 continue;
             }

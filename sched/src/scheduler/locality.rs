@@ -230,14 +230,16 @@ impl Locality {
         task: Task,
     ) -> Result<(), Task> {
         local.deque.push(task)?;
-        // The pusher runs its own deque at the latest when it waits: the fence-free check is
-        // enough (see `Sleep::sleepy_workers`).
-        if ctx.sleep.should_wake_for_push() {
-            if self.vicinity.is_none() {
+        // The pusher runs its own deque at the latest when it waits: the fence-free checks are
+        // enough (see `Sleep::sleepy_workers`). With a vicinity, a worker searching far away
+        // cannot take the task, so the search throttle does not apply: a sleeper in reach is
+        // woken whenever one may sleep.
+        if self.vicinity.is_none() {
+            if ctx.sleep.should_wake_for_push() {
                 wake_one(ctx.sleep);
-            } else {
-                self.wake_reachable(ctx.place.node.min(self.num_nodes - 1), ctx.sleep);
             }
+        } else if ctx.sleep.sleepy_workers() != 0 {
+            self.wake_reachable(ctx.place.node.min(self.num_nodes - 1), ctx.sleep);
         }
         Ok(())
     }
@@ -369,12 +371,12 @@ impl Locality {
     }
 
     /// Wakes a sleeper that may steal from a deque of `node`, nearest first (with a
-    /// vicinity: a sleeper beyond it would find nothing to take).
+    /// vicinity: a sleeper beyond it would find nothing to take), and not a picky one.
     #[cold]
     #[inline(never)]
     fn wake_reachable(&self, node: usize, sleep: &Sleep) {
         for run in self.reachable_workers[node].iter() {
-            if sleep.new_work_for(run.clone()) {
+            if sleep.new_work_among(run.clone()) {
                 return;
             }
         }
