@@ -164,8 +164,10 @@ impl<'scope> Scope<'scope> {
     /// every task spawned inside it, at any depth, is *included*: it runs at once on the
     /// spawning thread, before `spawn` returns, instead of being queued. Dependent spawns
     /// inside it run at once too (in program order, which satisfies every dependence among
-    /// them). Results, panics, `taskwait` and taskgroups behave as for deferred tasks.
-    /// [`in_final`](Self::in_final) tells a body whether it runs in a final task.
+    /// them). Results, panics, `taskwait` and taskgroups behave as for deferred tasks, and a
+    /// dependent task after one that panicked is cancelled. A new scope entered inside
+    /// ([`Runtime::scope`](crate::Runtime::scope)) is a tree of its own, whose tasks are
+    /// deferred. [`in_final`](Self::in_final) tells a body whether it runs in a final task.
     ///
     /// The usual cutoff of recursive task programs: above a depth spawn, below it spawn one
     /// final task and let the recursion run sequentially inside it, code unchanged.
