@@ -464,24 +464,9 @@ impl WorkerThread {
                 if roomy || task.is_descendant_of(frame) {
                     sleep.work_found(&mut idle);
                     self.run_task(task, Some(found));
-                } else {
-                    // Short of stack: unrelated tasks go where workers with room take them
-                    // (and this one, when it needs them: module docs), all that come before
-                    // the next descendant at once, with one wake-up.
-                    let mut aside = vec![task];
-                    let mut next = None;
-                    while let Some((task, found)) = self.pop_own(&ctx) {
-                        if task.is_descendant_of(frame) {
-                            next = Some((task, found));
-                            break;
-                        }
-                        aside.push(task);
-                    }
-                    self.registry.set_aside.put(aside, self.place.node, sleep);
-                    if let Some((task, found)) = next {
-                        sleep.work_found(&mut idle);
-                        self.run_task(task, Some(found));
-                    }
+                } else if let Some((task, found)) = self.set_aside_until_descendant(task, frame) {
+                    sleep.work_found(&mut idle);
+                    self.run_task(task, Some(found));
                 }
                 continue;
             }
@@ -534,6 +519,30 @@ impl WorkerThread {
                 sleep.no_work_found_picky(&mut idle, self.index(), has_work);
             }
         }
+    }
+
+    /// Short of stack: sets `task` and the tasks popped after it aside until a descendant of
+    /// `frame` comes (returned, to be run) or the worker's queues are empty; they go where
+    /// workers with room take them, and this one when it needs them (module docs), at once,
+    /// with one wake-up. Out of line: the waiting loop's frame, repeated once per level of a
+    /// deep recursion, stays small.
+    #[cold]
+    #[inline(never)]
+    fn set_aside_until_descendant(&self, task: Task, frame: &Header) -> Option<(Task, Found)> {
+        let ctx = self.ctx();
+        let mut aside = vec![task];
+        let mut next = None;
+        while let Some((task, found)) = self.pop_own(&ctx) {
+            if task.is_descendant_of(frame) {
+                next = Some((task, found));
+                break;
+            }
+            aside.push(task);
+        }
+        self.registry
+            .set_aside
+            .put(aside, self.place.node, &self.registry.sleep);
+        next
     }
 
     /// Takes the oldest task set aside that this worker's policy lets it run.
