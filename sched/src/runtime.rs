@@ -14,7 +14,7 @@ use std::fmt::{self, Write as _};
 use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
 use numatask_alloc::topology::Pinning;
@@ -339,7 +339,7 @@ impl RuntimeBuilder {
             registry: Arc::clone(&registry),
             threads: Vec::with_capacity(num_threads),
             pinning: vec![None; num_threads],
-            traced_tasks_written: Mutex::new(None),
+            trace: registry.tracer.clone().map(TraceSink::register),
         };
         for (index, queues) in queues.into_iter().enumerate() {
             let registry = Arc::clone(&registry);
@@ -405,8 +405,96 @@ pub struct Runtime {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
     pinning: Vec<Option<Result<Pinning, AllocError>>>,
+    /// Where the trace goes, when tracing (shared with the exit handler: [`TraceSink`]).
+    trace: Option<Arc<TraceSink>>,
+}
+
+/// A runtime's trace and how much of it was written: the runtime writes it when dropped,
+/// and the process's exit handler writes the traces of the runtimes never dropped (the
+/// process-wide one, one kept in a `static`).
+struct TraceSink {
+    tracer: Arc<Tracer>,
     /// How many traced tasks the last written trace file held (`None`: none written yet).
-    traced_tasks_written: Mutex<Option<u64>>,
+    written: Mutex<Option<u64>>,
+}
+
+/// The traces of every runtime that traces, for the exit handler.
+static TRACE_SINKS: Mutex<Vec<Weak<TraceSink>>> = Mutex::new(Vec::new());
+
+impl TraceSink {
+    /// A sink for `tracer`, known to the exit handler (registered with the C library on the
+    /// first one).
+    fn register(tracer: Arc<Tracer>) -> Arc<TraceSink> {
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        let sink = Arc::new(TraceSink {
+            tracer,
+            written: Mutex::new(None),
+        });
+        let mut sinks = TRACE_SINKS.lock().unwrap_or_else(PoisonError::into_inner);
+        sinks.retain(|s| s.strong_count() > 0);
+        sinks.push(Arc::downgrade(&sink));
+        AT_EXIT.call_once(|| {
+            // SAFETY: `finish_traces_at_exit` is an `extern "C" fn()` that does not unwind;
+            // registering it has no other precondition.
+            unsafe { libc::atexit(finish_traces_at_exit) };
+        });
+        sink
+    }
+
+    /// Writes the trace file (if there is one) with every task traced so far, prints the
+    /// locality summary to standard error and returns it.
+    fn finish(&self) -> io::Result<TraceSummary> {
+        let tracer = &self.tracer;
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let result = tracer.finish();
+        match &result {
+            Ok(summary) => {
+                *written = Some(summary.tasks);
+                if let Some(path) = tracer.path() {
+                    eprintln!(
+                        "numatask: trace of {} tasks written to {}",
+                        summary.tasks,
+                        path.display()
+                    );
+                }
+                eprintln!("{summary}");
+            }
+            Err(e) => eprintln!(
+                "numatask: could not write the trace to {}: {e}",
+                tracer
+                    .path()
+                    .map_or("nowhere".into(), |p| p.display().to_string())
+            ),
+        }
+        result
+    }
+
+    /// [`finish`](Self::finish) unless the file already holds every traced task (also when
+    /// no task ran: the file created at start-up then gets an empty trace). Errors are
+    /// reported on standard error: the callers (`drop`, the exit handler) cannot return them.
+    fn finish_if_pending(&self) {
+        let written = *self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        if written != Some(self.tracer.summary().tasks) {
+            let _ = self.finish();
+        }
+    }
+}
+
+/// Writes, at the process's exit, the traces of the runtimes still alive (never dropped),
+/// unless already written with every task.
+extern "C" fn finish_traces_at_exit() {
+    // Nothing may unwind out of an exit handler.
+    let _ = std::panic::catch_unwind(|| {
+        let sinks: Vec<Arc<TraceSink>> = TRACE_SINKS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for sink in sinks {
+            sink.finish_if_pending();
+        }
+    });
 }
 
 static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
@@ -427,20 +515,10 @@ impl Runtime {
     ///
     /// It is never dropped; when it traces (`NUMATASK_TRACE`), its trace file is written and
     /// its summary printed when the process exits normally (returning from `main`, or
-    /// `std::process::exit`).
+    /// `std::process::exit`), as for every runtime still alive then.
     pub fn global() -> Result<&'static Runtime, SchedError> {
         GLOBAL
-            .get_or_init(|| {
-                let rt = Runtime::new();
-                if let Ok(rt) = &rt
-                    && rt.registry.tracer.is_some()
-                {
-                    // SAFETY: `finish_global_trace` is an `extern "C" fn()` that does not
-                    // unwind; registering it has no other precondition.
-                    unsafe { libc::atexit(finish_global_trace) };
-                }
-                rt
-            })
+            .get_or_init(Runtime::new)
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -503,36 +581,11 @@ impl Runtime {
     }
 
     /// Writes the trace file (if there is one) with every task traced so far, prints the
-    /// locality summary to standard error and returns it; `None` when not tracing. Dropping the runtime does the
-    /// same if tasks ran since, and so does the process's exit for the process-wide
-    /// [`Runtime::global`], which is never dropped.
+    /// locality summary to standard error and returns it; `None` when not tracing. Dropping
+    /// the runtime does the same if tasks ran since, and so does the process's normal exit
+    /// for a runtime never dropped (the process-wide [`Runtime::global`], one in a `static`).
     pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
-        let tracer = self.registry.tracer.as_ref()?;
-        let mut written = self
-            .traced_tasks_written
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let result = tracer.finish();
-        match &result {
-            Ok(summary) => {
-                *written = Some(summary.tasks);
-                if let Some(path) = tracer.path() {
-                    eprintln!(
-                        "numatask: trace of {} tasks written to {}",
-                        summary.tasks,
-                        path.display()
-                    );
-                }
-                eprintln!("{summary}");
-            }
-            Err(e) => eprintln!(
-                "numatask: could not write the trace to {}: {e}",
-                tracer
-                    .path()
-                    .map_or("nowhere".into(), |p| p.display().to_string())
-            ),
-        }
-        Some(result)
+        Some(self.trace.as_ref()?.finish())
     }
 
     /// The settings as OpenMP runtimes print them for `OMP_DISPLAY_ENV`, between
@@ -623,24 +676,6 @@ impl fmt::Debug for Runtime {
     }
 }
 
-impl Runtime {
-    /// [`finish_trace`](Self::finish_trace) unless the file already holds every traced task
-    /// (also when no task ran: the file created at start-up then gets an empty trace). Errors
-    /// are reported on standard error by `finish_trace`: the callers (`drop`, the exit
-    /// handler) cannot return them.
-    fn finish_trace_if_pending(&self) {
-        if let Some(tracer) = &self.registry.tracer {
-            let written = *self
-                .traced_tasks_written
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if written != Some(tracer.summary().tasks) {
-                let _ = self.finish_trace();
-            }
-        }
-    }
-}
-
 impl Drop for Runtime {
     fn drop(&mut self) {
         self.registry.sleep.notify_all();
@@ -654,19 +689,10 @@ impl Drop for Runtime {
                 let _ = handle.join();
             }
         }
-        self.finish_trace_if_pending();
-    }
-}
-
-/// Writes the trace of the process-wide runtime at exit (registered by [`Runtime::global`]
-/// when it traces), unless it is already written with every task.
-extern "C" fn finish_global_trace() {
-    // Nothing may unwind out of an exit handler.
-    let _ = std::panic::catch_unwind(|| {
-        if let Some(Ok(rt)) = GLOBAL.get() {
-            rt.finish_trace_if_pending();
+        if let Some(trace) = &self.trace {
+            trace.finish_if_pending();
         }
-    });
+    }
 }
 
 /// Runs `f` in a scope of the current runtime: the runtime of the calling worker when called

@@ -67,3 +67,46 @@ fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
     );
     assert_eq!(json.matches("\"ph\":\"X\"").count(), 0);
 }
+
+/// Set in the child process that `a_runtime_kept_in_a_static_writes_its_trace_at_exit` starts.
+const STATIC_CHILD: &str = "NUMATASK_TRACE_STATIC_CHILD";
+
+#[test]
+fn a_runtime_kept_in_a_static_writes_its_trace_at_exit() {
+    use std::sync::OnceLock;
+    static RT: OnceLock<numatask_sched::Runtime> = OnceLock::new();
+    if let Some(path) = std::env::var_os(STATIC_CHILD) {
+        // The child: a runtime of its own in a static (never dropped), then a normal exit.
+        let rt = RT.get_or_init(|| {
+            numatask_sched::Runtime::builder()
+                .num_threads(2)
+                .proc_bind(false)
+                .trace(path)
+                .build()
+                .expect("runtime starts")
+        });
+        rt.scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|_| std::hint::black_box(()));
+            }
+        });
+        return;
+    }
+    let path = temp("static-trace");
+    let out = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "a_runtime_kept_in_a_static_writes_its_trace_at_exit",
+            "--exact",
+            "--test-threads=1",
+        ])
+        .env(STATIC_CHILD, &path)
+        .output()
+        .expect("the child runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {stderr}");
+    let json = std::fs::read_to_string(&path).expect("the trace file");
+    std::fs::remove_file(&path).expect("the trace file");
+    // The three tasks and the scope body.
+    assert_eq!(json.matches("\"ph\":\"X\"").count(), 4, "{json:.400}");
+    assert!(stderr.contains("trace of 4 tasks written"), "{stderr}");
+}
