@@ -444,8 +444,24 @@ impl TraceSink {
     /// Writes the trace file (if there is one) with every task traced so far, prints the
     /// locality summary to standard error and returns it.
     fn finish(&self) -> io::Result<TraceSummary> {
-        let tracer = &self.tracer;
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        self.write(&mut written)
+    }
+
+    /// [`finish`](Self::finish) unless the file already holds every traced task (also when
+    /// no task ran: the file created at start-up then gets an empty trace). The lock is held
+    /// from the check to the write, so a drop racing the exit handler writes once. Errors are
+    /// reported on standard error: the callers (`drop`, the exit handler) cannot return them.
+    fn finish_if_pending(&self) {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        if *written != Some(self.tracer.summary().tasks) {
+            let _ = self.write(&mut written);
+        }
+    }
+
+    /// The write of [`finish`](Self::finish), under the `written` lock the caller holds.
+    fn write(&self, written: &mut Option<u64>) -> io::Result<TraceSummary> {
+        let tracer = &self.tracer;
         let result = tracer.finish();
         match &result {
             Ok(summary) => {
@@ -467,16 +483,6 @@ impl TraceSink {
             ),
         }
         result
-    }
-
-    /// [`finish`](Self::finish) unless the file already holds every traced task (also when
-    /// no task ran: the file created at start-up then gets an empty trace). Errors are
-    /// reported on standard error: the callers (`drop`, the exit handler) cannot return them.
-    fn finish_if_pending(&self) {
-        let written = *self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        if written != Some(self.tracer.summary().tasks) {
-            let _ = self.finish();
-        }
     }
 }
 

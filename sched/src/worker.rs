@@ -33,8 +33,9 @@
 //!   work cannot overflow the stack. A task it pops from its own deque that does not descend
 //!   from `F` is *set aside* in the pool's set-aside list, where a worker with room takes it
 //!   (one its policy lets run a task of that node: the locality-aware policy's vicinity), and
-//!   where a worker short of stack looks for descendants of what it waits for (a task set
-//!   aside while joining one child may be the sibling the next `taskwait` needs). Before it
+//!   where every waiting worker, short of stack or not, looks for descendants of what it waits
+//!   for, whatever their node (a task set aside while joining one child may be the sibling the
+//!   next `taskwait` needs, or the task of a nested scope that a far worker set aside). Before it
 //!   sleeps, such a worker checks its own queues as well as the list: a descendant may be
 //!   dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
@@ -472,9 +473,10 @@ impl WorkerThread {
             }
             before_block();
             let set_aside = &self.registry.set_aside;
-            // What it waits for, from any node (a vicinity must not keep a waiter from what
-            // it needs).
-            if !roomy && let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
+            // What it waits for, from any node, with room or not (a vicinity must not keep a
+            // waiter from what it needs: a nested scope's task set aside by a far worker short
+            // of stack is reachable to the waiter only here).
+            if let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -506,9 +508,8 @@ impl WorkerThread {
                 done()
                     || (roomy && (self.queues.has_stealable_work(&ctx) || self.has_set_aside(&ctx)))
                     || (injected_when_short && self.queues.has_injected(&ctx))
-                    || (!roomy
-                        && (self.queues.has_own_work(&ctx)
-                            || set_aside.has(|t, _| t.is_descendant_of(frame))))
+                    || set_aside.has(|t, _| t.is_descendant_of(frame))
+                    || (!roomy && self.queues.has_own_work(&ctx))
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);

@@ -649,6 +649,43 @@ fn a_waiter_short_of_stack_wakes_for_a_descendant_dealt_to_its_node() {
 }
 
 #[test]
+fn a_waiter_with_room_takes_its_descendant_set_aside_beyond_the_vicinity() {
+    preset_process();
+    within(60, || {
+        // Worker 6, node 1's only worker, short of stack, waits for its child H on node 0.
+        // H opens a nested scope (its tasks do not descend from worker 6's frame) and waits
+        // in it for D, dealt to node 1. Worker 6 pops D, may not run it, and sets it aside
+        // on node 1, beyond H's worker's vicinity: H's worker, with room, must still take
+        // it, being what it waits for; nothing else could (worker 6 waits for H).
+        let rt = small_stack_runtime(7, Some(10));
+        let (on0, on1) = (chunk_on(0), chunk_on(1));
+        let d_ran_on = Mutex::new(Vec::new());
+        for _ in 0..20 {
+            let (on0, on1, d_ran_on) = (&on0, &on1, &d_ran_on);
+            rt.scope(|s| {
+                s.spawn_with_footprint(footprint(on1), move |s| {
+                    assert_eq!(s.node(), 1);
+                    let mut pad = [0u8; 420 << 10];
+                    std::hint::black_box(&mut pad);
+                    s.spawn_with_footprint(footprint(on0), move |_| {
+                        numatask_sched::scope(|inner| {
+                            inner.spawn_with_footprint(footprint(on1), move |d| {
+                                d_ran_on.lock().unwrap().push(d.node());
+                            });
+                        })
+                        .expect("a nested scope in a task");
+                    });
+                    s.taskwait();
+                    std::hint::black_box(&mut pad);
+                });
+            });
+        }
+        let d_ran_on = d_ran_on.into_inner().unwrap();
+        assert_eq!(d_ran_on.len(), 20);
+    });
+}
+
+#[test]
 fn nothing_is_stolen_across_a_distance_beyond_the_vicinity() {
     preset_process();
     // Vicinity 10: only a worker's own node. Node 1 is at distance 16 from node 0.
