@@ -225,9 +225,16 @@ impl Tracer {
             };
             node.tasks += 1;
             if let Some(f) = &r.footprint {
-                let local = f.on(r.node);
+                let (local, known) = (f.on(r.node), f.known());
                 node.local_bytes += local;
-                node.remote_bytes += f.known() - local;
+                node.remote_bytes += known - local;
+                if known > 0 {
+                    if 2 * local > known {
+                        node.local_tasks += 1;
+                    } else {
+                        node.remote_tasks += 1;
+                    }
+                }
             }
         }
         s
@@ -319,6 +326,11 @@ fn escape(s: &str) -> String {
 pub struct NodeSummary {
     /// Tasks executed on the node.
     pub tasks: u64,
+    /// Of them, tasks with most of their footprint bytes on the node (local tasks).
+    pub local_tasks: u64,
+    /// Of them, tasks with most of their footprint bytes on other nodes, half or more
+    /// (remote tasks). Tasks without known footprint bytes are neither.
+    pub remote_tasks: u64,
     /// Footprint bytes on the executing node.
     pub local_bytes: u64,
     /// Footprint bytes on other nodes.
@@ -348,7 +360,10 @@ impl TraceSummary {
 impl fmt::Display for TraceSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "locality summary: {} tasks", self.tasks)?;
-        writeln!(f, "  node    tasks     local MiB    remote MiB   local")?;
+        writeln!(
+            f,
+            "  node    tasks    local   remote     local MiB    remote MiB   local"
+        )?;
         for (i, n) in self.per_node.iter().enumerate() {
             let total = n.local_bytes + n.remote_bytes;
             let pct = if total > 0 {
@@ -358,8 +373,10 @@ impl fmt::Display for TraceSummary {
             };
             writeln!(
                 f,
-                "  {i:>4} {:>8} {:>13.2} {:>13.2} {pct:>7}",
+                "  {i:>4} {:>8} {:>8} {:>8} {:>13.2} {:>13.2} {pct:>7}",
                 n.tasks,
+                n.local_tasks,
+                n.remote_tasks,
                 n.local_bytes as f64 / (1 << 20) as f64,
                 n.remote_bytes as f64 / (1 << 20) as f64
             )?;
@@ -416,29 +433,34 @@ mod tests {
         t.record(record(2, 1, Some(vec![50, 150]), Some(16)));
         t.record(record(3, 1, None, Some(16)));
         t.record(record(1, 0, Some(vec![0, 0]), Some(10)));
+        t.record(record(1, 0, Some(vec![20, 20]), None));
         let s = t.summary();
-        assert_eq!(s.tasks, 4);
+        assert_eq!(s.tasks, 5);
         assert_eq!(
             s.per_node[0],
             NodeSummary {
-                tasks: 2,
-                local_bytes: 300,
-                remote_bytes: 100
+                tasks: 3,
+                local_tasks: 1,
+                remote_tasks: 1,
+                local_bytes: 320,
+                remote_bytes: 120
             }
         );
         assert_eq!(
             s.per_node[1],
             NodeSummary {
                 tasks: 2,
+                local_tasks: 1,
+                remote_tasks: 0,
                 local_bytes: 150,
                 remote_bytes: 50
             }
         );
         assert_eq!(s.steals_by_distance, BTreeMap::from([(10, 1), (16, 2)]));
-        assert_eq!(s.local_fraction(), Some(450.0 / 600.0));
+        assert_eq!(s.local_fraction(), Some(470.0 / 640.0));
         let text = s.to_string();
         assert!(
-            text.contains("2 at distance 16") && text.contains("75.0% of footprint bytes local"),
+            text.contains("2 at distance 16") && text.contains("73.4% of footprint bytes local"),
             "{text}"
         );
     }
