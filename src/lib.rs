@@ -20,6 +20,31 @@ pub use numatask_sched::{
     Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
 };
 
+/// The names most programs use, in one import: the runtime and its scopes, the allocator's
+/// owned vectors and policies, and the dependence API.
+///
+/// ```
+/// use numatask::prelude::*;
+///
+/// let rt = Runtime::builder().num_threads(2).build()?;
+/// let mut v = NumaVec::<u32>::filled(1024, 1, Distribution::Fine)?;
+/// rt.scope(|s| {
+///     let blocks = Blocks::new(&mut v, 256)?;
+///     for b in blocks.iter() {
+///         s.task().updates(b).spawn(|_, (x,)| x.iter_mut().for_each(|e| *e *= 2))?;
+///     }
+///     Ok::<(), SchedError>(())
+/// })?;
+/// assert!(v.iter().all(|&e| e == 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub mod prelude {
+    pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
+    pub use numatask_sched::data::Blocks;
+    pub use numatask_sched::depend::{Access, AccessKind};
+    pub use numatask_sched::{Runtime, SchedError, SchedulerKind, Scope, TaskHandle, scope};
+}
+
 /// The README's examples, compiled and run as doc tests so that they stay true.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
