@@ -61,7 +61,8 @@ use crate::worker::WorkerThread;
 pub struct Scope<'scope> {
     frame: NonNull<Header>,
     worker: NonNull<WorkerThread>,
-    /// The task's own scope when this is a taskgroup's: `taskwait` waits for both.
+    /// When this is a taskgroup's scope, the scope it is in (the task's own or an outer
+    /// group's): `taskwait` waits for every level.
     enclosing: Option<NonNull<Scope<'scope>>>,
     /// The dependence tracker of the task's children, created by the first dependent spawn
     /// (a taskgroup's scope uses its task's: dependences order all children of a task).
@@ -310,25 +311,43 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Waits until every child this task spawned so far (and their descendants) finished,
-    /// running them, or stealing their descendants, meanwhile. Resumes the first panic of
-    /// those children, if any.
+    /// running them, or stealing their descendants, meanwhile: inside taskgroups, the children
+    /// spawned in each enclosing group and before the outermost one too. Resumes the first
+    /// panic of those children, if any (a task's own panic before the cancellation it caused).
     pub fn taskwait(&self) {
-        self.wait_children();
-        if let Some(enclosing) = self.enclosing {
-            // SAFETY: a taskgroup's scope lives inside the call of its enclosing scope.
-            unsafe { enclosing.as_ref() }.wait_children();
+        for level in self.levels() {
+            level.wait_children();
         }
         if let Some(payload) = self.take_panic() {
             panic::resume_unwind(payload);
         }
     }
 
+    /// This scope, then the scopes of the taskgroups it is in, out to the task's own.
+    fn levels(&self) -> impl Iterator<Item = &Scope<'scope>> {
+        // SAFETY: a taskgroup's scope lives inside the call of its enclosing scope.
+        std::iter::successors(Some(self), |s| s.enclosing.map(|e| unsafe { e.as_ref() }))
+    }
+
+    /// Takes the panic of a child of the task, at any of its levels: a real panic before a
+    /// cancellation (which a dependence on a panicked task caused: that panic is the news).
     fn take_panic(&self) -> Option<Payload> {
-        self.frame().panic.take().or_else(|| {
-            // SAFETY: as in `taskwait`.
-            self.enclosing
-                .and_then(|e| unsafe { e.as_ref() }.frame().panic.take())
-        })
+        let mut cancelled = None;
+        for level in self.levels() {
+            if let Some(payload) = level.frame().panic.take() {
+                if !is_cancellation(&payload) {
+                    if let Some(c) = cancelled {
+                        drop_payload(c);
+                    }
+                    return Some(payload);
+                }
+                match cancelled {
+                    None => cancelled = Some(payload),
+                    Some(_) => drop_payload(payload),
+                }
+            }
+        }
+        cancelled
     }
 
     /// Waits for the frame's children, never unwinding.
@@ -358,7 +377,16 @@ impl<'scope> Scope<'scope> {
         };
         let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
         scope.wait_children();
-        let child_panic = group.panic.take();
+        let mut child_panic = group.panic.take();
+        if child_panic.as_ref().is_some_and(is_cancellation)
+            && let Some(cause) = self.levels().find_map(|l| l.frame().panic.take())
+        {
+            // A task of the group was cancelled because a task spawned before the group
+            // panicked: that panic, waiting in an enclosing frame, is what to report.
+            if let Some(c) = child_panic.replace(cause) {
+                drop_payload(c);
+            }
+        }
         match result {
             Err(payload) => {
                 // The body's panic wins; the children's is dropped here rather than while
@@ -396,12 +424,20 @@ impl<'scope> Scope<'scope> {
         RA: Send,
         B: FnOnce(&Scope<'scope>) -> RB,
     {
+        // `a`'s own panic stays with its result, for this call to resume: through the parent
+        // frame it could lose to a sibling's earlier panic (the frame keeps the first).
+        let a = move |s: &Scope<'scope>| panic::catch_unwind(AssertUnwindSafe(|| a(s)));
         // SAFETY: the task is waited for below (`join_inner`) before this function returns or
         // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
         let frame = unsafe {
-            job::heap_task_unchecked::<A, RA, true>(self.frame(), self.worker(), None, a)
+            job::heap_task_unchecked::<_, thread::Result<RA>, true>(
+                self.frame(),
+                self.worker(),
+                None,
+                a,
+            )
         };
-        let handle: TaskHandle<'_, RA> = TaskHandle {
+        let handle: TaskHandle<'_, thread::Result<RA>> = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
@@ -418,7 +454,10 @@ impl<'scope> Scope<'scope> {
             }
         };
         match ra {
-            Some(ra) => (ra, rb),
+            Some(Ok(ra)) => (ra, rb),
+            Some(Err(payload)) => panic::resume_unwind(payload),
+            // The body's panics are caught in the task: only a panicking destructor of its
+            // captures could get here, reported through the frame.
             None => match self.frame().panic.take() {
                 Some(payload) => panic::resume_unwind(payload),
                 None => panic!("numatask: the first task of join() panicked"),
@@ -547,6 +586,13 @@ impl<T> fmt::Debug for TaskHandle<'_, T> {
             .field("finished", &self.is_finished())
             .finish()
     }
+}
+
+/// Whether `payload` is the panic of a task cancelled behind a panicked predecessor.
+fn is_cancellation(payload: &Payload) -> bool {
+    payload
+        .downcast_ref::<&'static str>()
+        .is_some_and(|m| *m == dependences::CANCELLED)
 }
 
 /// Runs a scope body on `worker` (the calling thread's worker): a root frame on this stack,

@@ -368,6 +368,41 @@ fn a_panic_cancels_the_dependent_tasks_and_resumes_at_taskwait() {
 }
 
 #[test]
+fn a_taskgroup_whose_task_was_cancelled_resumes_the_panic_that_cancelled_it() {
+    within(60, || {
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            let mut v = vec![0u32; 2];
+            let (at_group, at_taskwait) = rt.scope(|s| {
+                let blocks = Blocks::new(&mut v, 1).expect("blocks");
+                s.task()
+                    .writes(&blocks[0])
+                    .spawn(|_, _| panic!("root cause"))
+                    .expect("spawn");
+                let group = catch_unwind(AssertUnwindSafe(|| {
+                    s.taskgroup(|g| {
+                        g.task()
+                            .reads(&blocks[0])
+                            .spawn(|_, _| unreachable!("cancelled"))
+                            .expect("spawn");
+                    })
+                }));
+                let at_taskwait = catch_unwind(AssertUnwindSafe(|| s.taskwait())).err();
+                (
+                    message(group.expect_err("the group ends in a panic")),
+                    at_taskwait,
+                )
+            });
+            assert_eq!(at_group, "root cause", "{workers} workers");
+            assert!(
+                at_taskwait.is_none(),
+                "{workers} workers: the panic was resumed twice"
+            );
+        }
+    });
+}
+
+#[test]
 fn a_panic_in_a_predecessor_with_one_worker_does_not_hang() {
     within(60, || {
         let rt = runtime(1);

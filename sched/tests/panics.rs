@@ -352,3 +352,78 @@ fn a_second_panic_whose_payload_panics_when_dropped_does_not_end_the_scope_early
         assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
     });
 }
+
+#[test]
+fn taskwait_in_nested_taskgroups_waits_for_the_tasks_children_spawned_before_them() {
+    within(60, || {
+        let rt = runtime(2);
+        let finished = std::sync::atomic::AtomicBool::new(false);
+        let seen = rt.scope(|s| {
+            let finished = &finished;
+            s.spawn(move |_| {
+                thread::sleep(Duration::from_millis(200));
+                finished.store(true, Ordering::SeqCst);
+            });
+            s.taskgroup(|g1| {
+                g1.taskgroup(|g2| {
+                    g2.taskwait();
+                    finished.load(Ordering::SeqCst)
+                })
+            })
+        });
+        assert!(
+            seen,
+            "taskwait two groups deep returned before the task's first child"
+        );
+
+        // And it resumes that child's panic.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.spawn(|_| {
+                    thread::sleep(Duration::from_millis(50));
+                    panic!("spawned before the groups")
+                });
+                s.taskgroup(|g1| g1.taskgroup(|g2| g2.taskwait()));
+                "taskwait returned"
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("the taskwait resumes it")),
+            "spawned before the groups"
+        );
+    });
+}
+
+#[test]
+fn join_resumes_its_own_tasks_panic_and_leaves_a_siblings_for_the_scope_end() {
+    within(60, || {
+        let rt = runtime(2);
+        // An earlier sibling's panic waits in the parent's frame when `a` panics: join
+        // resumes `a`'s (the body reports what it saw, and its panic wins at the scope end).
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.spawn(|_| panic!("sibling"));
+                thread::sleep(Duration::from_millis(100));
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    s.join(|_| -> u32 { panic!("a side") }, |_| 1)
+                }));
+                std::panic::panic_any(format!("join gave: {}", message(r.unwrap_err())))
+            })
+        }));
+        assert_eq!(message(r.unwrap_err()), "join gave: a side");
+        // When the body goes on, the sibling's panic is still there for the scope end.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.spawn(|_| panic!("sibling"));
+                thread::sleep(Duration::from_millis(100));
+                let _ = catch_unwind(AssertUnwindSafe(|| {
+                    s.join(|_| -> u32 { panic!("a side") }, |_| 1)
+                }));
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("the scope end resumes the sibling's panic")),
+            "sibling"
+        );
+    });
+}
