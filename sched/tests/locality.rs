@@ -555,6 +555,88 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
     );
 }
 
+#[test]
+fn a_thief_takes_a_nearer_nodes_dealt_tasks_before_a_farther_nodes_kept_ones() {
+    preset_process();
+    // 24 workers: nodes 0-3, six each, all held but node 0's driver. A held worker of node 3
+    // (distance 22) has 5 tasks without footprints on its deque; node 1 (distance 16) has 20
+    // tasks dealt to its queue (threshold 9). Waiting at its taskwait, the driver must take
+    // 11 from node 1 first, then the 5 of node 3's deque: nodes in order of distance.
+    let order = within(120, || {
+        let rt = locality_runtime(24, None);
+        let chunks: Vec<NumaVec<u8>> = (0..4).map(chunk_on).collect();
+        let held = AtomicUsize::new(0);
+        let release = AtomicBool::new(false);
+        let order = Mutex::new(Vec::new());
+        let (held, release, order) = (&held, &release, &order);
+        let hold = move |s: &numatask_sched::Scope<'_>, node: usize| {
+            assert_eq!(s.node(), node);
+            held.fetch_add(1, Ordering::SeqCst);
+            while !release.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        std::thread::scope(|threads| {
+            // Lets the held workers go once the driver took all it may, and a pause in which
+            // a steal beyond the threshold would show.
+            threads.spawn(move || {
+                while order.lock().unwrap().len() < 11 + 5 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+                release.store(true, Ordering::SeqCst);
+            });
+            rt.scope(|s| {
+                s.spawn_with_footprint(footprint(&chunks[0]), |s| {
+                    assert_eq!(s.node(), 0, "the driver runs on node 0");
+                    for node in [1, 2, 3] {
+                        for k in 0..6 {
+                            s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                                if node == 3 && k == 0 {
+                                    // Once every other worker is held, so that nobody takes
+                                    // them before the driver looks.
+                                    while held.load(Ordering::SeqCst) < 22 {
+                                        std::thread::sleep(Duration::from_millis(1));
+                                    }
+                                    for _ in 0..5 {
+                                        s.spawn(|s| {
+                                            if s.node() == 0 {
+                                                order.lock().unwrap().push(3);
+                                            }
+                                        });
+                                    }
+                                }
+                                hold(s, node)
+                            });
+                        }
+                    }
+                    for _ in 0..5 {
+                        s.spawn_with_footprint(footprint(&chunks[0]), move |s| hold(s, 0));
+                    }
+                    while held.load(Ordering::SeqCst) < 23 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    for _ in 0..20 {
+                        s.spawn_with_footprint(footprint(&chunks[1]), move |s| {
+                            if s.node() == 0 {
+                                order.lock().unwrap().push(1);
+                            }
+                        });
+                    }
+                    s.taskwait();
+                });
+            });
+        });
+        order.lock().unwrap().clone()
+    });
+    let mut expected = vec![1; 11];
+    expected.extend([3; 5]);
+    assert_eq!(
+        order, expected,
+        "node 1's dealt tasks (distance 16) before node 3's deque (distance 22)"
+    );
+}
+
 /// A locality-aware runtime on the preset with `n` unpinned workers on 512 KiB stacks.
 fn small_stack_runtime(n: usize, vicinity: Option<u32>) -> Runtime {
     Runtime::builder()

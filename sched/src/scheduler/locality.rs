@@ -39,9 +39,12 @@
 //!
 //! 1. (`pop`) its own deque, newest first; then its node's queue, oldest first;
 //! 2. (`steal`) the deques of the other workers of its node;
-//! 3. the deques of workers of other nodes within the vicinity, nearest nodes first;
-//! 4. the queues of other nodes within the vicinity in order of distance, taking from node
-//!    `i`'s queue only if it holds more than `distance(i, n) / local * C` tasks.
+//! 3. the other nodes within the vicinity in order of distance (ties by index), and of each
+//!    node `i`: the deques of its workers, then its queue, taking from the queue only if it
+//!    holds more than `distance(i, n) / local * C` tasks. The check and the take are two
+//!    steps: thieves that read the same length at once may take a queue below its threshold
+//!    by as many tasks as there are of them, less one (the threshold is a heuristic of load,
+//!    not an invariant; a lock per queue to make it exact would serialize every take).
 //!
 //! The vicinity (`NUMATASK_VICINITY`, an OS distance; section 4.2 of the paper) bounds every
 //! steal: no worker takes a task, from a deque or a node queue, across a larger distance; a
@@ -49,14 +52,16 @@
 //! workers within the vicinity of its node too, or back to a waiter that needs it. Only
 //! scopes injected from outside the pool go to any worker.
 //!
-//! Step 3 is a decision of this implementation: the paper's Algorithm 2 knows only node
-//! queues, and its Algorithm 1 puts the tasks it keeps local in the node's queue, under the
-//! same thresholds (so with fine distribution, where every footprint is even, "the imbalance
-//! can not be completely recovered from since steals are restricted", section 6). Here they
+//! The deques of steps 2 and 3 are a decision of this implementation: the paper's Algorithm 2
+//! knows only node queues, and its Algorithm 1 puts the tasks it keeps local in the node's
+//! queue, under the same thresholds (so with fine distribution, where every footprint is even,
+//! "the imbalance can not be completely recovered from since steals are restricted", section
+//! 6). Here they
 //! go to deques. A deque holds only tasks whose footprint is insignificant by Algorithm 1's
 //! own test (small, or spread evenly so that every node reaches it at the same cost), so
 //! running one on another node costs no remote traffic worth a threshold; stealing them
-//! within the vicinity without a threshold (and before dealt tasks, whose moving does cost)
+//! within the vicinity without a threshold (and before the dealt tasks of the same node,
+//! whose moving does cost; a nearer node's dealt tasks above their threshold come first)
 //! keeps task-parallel programs without footprints (fib), and evenly spread data, as
 //! balanced as under work stealing.
 //!
@@ -100,6 +105,9 @@ pub struct Locality {
     /// For each node, the workers of the other nodes within the vicinity, nearest nodes
     /// first: the deques its workers may steal from beyond their own node.
     remote_workers: Box<[Box<[usize]>]>,
+    /// For each node, aligned with its steal order: the run of `remote_workers` that belongs
+    /// to each node of the order (empty for a node without workers).
+    remote_runs: Box<[Box<[Range<usize>]>]>,
     /// With a vicinity, for each node, the workers that may steal from a deque of that node
     /// (its own and those of the nodes within the vicinity), as runs of indices: a push
     /// wakes one of them, not a sleeper that could not take the task. Empty without one.
@@ -495,6 +503,20 @@ impl Scheduler for Locality {
                 others.iter().map(|p| p.index).collect()
             })
             .collect();
+        let remote_runs = (0..n)
+            .map(|thief| {
+                let mut start = 0;
+                model
+                    .steal_order(thief)
+                    .iter()
+                    .map(|c| {
+                        let count = places.iter().filter(|p| node_of(p) == c.node).count();
+                        start += count;
+                        start - count..start
+                    })
+                    .collect()
+            })
+            .collect();
         let reachable_workers = (0..n)
             .map(|victim| {
                 if config.vicinity.is_none() {
@@ -542,6 +564,7 @@ impl Scheduler for Locality {
                 .collect(),
             steal_floor,
             remote_workers,
+            remote_runs,
             reachable_workers,
             worker_nodes: places.iter().map(node_of).collect(),
             injector: NodeQueue::new(),
@@ -590,14 +613,21 @@ impl Scheduler for Locality {
             local.taken.set(Taken::Deque(local.peers[at] as u32));
             return Some(task);
         }
+        // The other nodes in order of distance: each one's deques, then its queue above the
+        // threshold.
         let remote = &self.remote_workers[here];
-        if !remote.is_empty()
-            && let Some((at, task)) = self.steal_deques(remote, 0)
+        for (candidate, run) in self
+            .model
+            .steal_order(here)
+            .iter()
+            .zip(&self.remote_runs[here])
         {
-            local.taken.set(Taken::Deque(remote[at] as u32));
-            return Some(task);
-        }
-        for candidate in self.model.steal_order(here) {
+            if !run.is_empty()
+                && let Some((at, task)) = self.steal_deques(&remote[run.clone()], 0)
+            {
+                local.taken.set(Taken::Deque(remote[run.start + at] as u32));
+                return Some(task);
+            }
             if self.node_queues[candidate.node].len() > candidate.threshold
                 && let Some(task) = self.take_dealt(local, candidate.node, true)
             {
