@@ -454,14 +454,11 @@ impl Scheduler for Locality {
         config: &SchedulerConfig,
     ) -> (Self, Vec<LocalityLocal>) {
         let model = LocalityModel::new(topology, config.vicinity);
-        let n = topology.num_nodes().max(1);
-        let distances: Box<[u32]> = if topology.distance_matrix().len() == n * n {
-            topology.distance_matrix().into()
-        } else {
-            (0..n * n)
-                .map(|k| if k / n == k % n { 10 } else { 20 })
-                .collect()
-        };
+        // A topology has at least one node and an n x n matrix (the OS's, or 10/20 when the
+        // OS gives none): `Topology` builds it so.
+        let n = topology.num_nodes();
+        let distances: Box<[u32]> = topology.distance_matrix().into();
+        debug_assert_eq!(distances.len(), n * n);
         let dist = |a: usize, b: usize| distances[a * n + b];
         let node_of = |p: &WorkerPlace| p.node.min(n - 1);
 
