@@ -22,9 +22,10 @@
 //!   parallel work at once.
 //! - **Panics.** The tracker cancels every task that depends, directly or not, on a task that
 //!   panicked (see [`crate::depend`], "Panics"). A cancelled task's closure is dropped unrun
-//!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait` (or the
-//!   scope end) resumes the predecessor's own panic, which reaches the parent first. Tasks
-//!   spawned later on poisoned bytes are cancelled too, and report [`CANCELLED`].
+//!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait`, the end
+//!   of the taskgroup the cancelled task is in, or the scope end resumes the predecessor's own
+//!   panic, which reaches the parent first. Tasks spawned later on poisoned bytes are
+//!   cancelled too, and report [`CANCELLED`].
 //! - **Memory.** A dependent task costs one frame (from the worker's frame cache) and one
 //!   tracker node (176 bytes, from the thread's block cache), plus a chunk of 14 successor
 //!   entries per 14 tasks waiting for it (see `blocks.rs`). The creating thread allocates

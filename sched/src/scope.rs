@@ -364,7 +364,10 @@ impl<'scope> Scope<'scope> {
 
     /// Runs `f` and then waits for every task spawned inside it, at any depth (OpenMP's
     /// `taskgroup`). Tasks spawned before the group are not waited for. Resumes the first
-    /// panic of `f` or of those tasks.
+    /// panic of `f` or of those tasks; when that is only the cancellation of a task of the
+    /// group behind a panicked predecessor spawned before the group, it resumes instead the
+    /// panic waiting in the task's frame, which is the predecessor's (or, if the program
+    /// caught that one already, the panic of another earlier child).
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let worker = self.worker();
         let group = LineAligned(Header::group(self.frame(), worker.index()));
@@ -378,11 +381,14 @@ impl<'scope> Scope<'scope> {
         let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
         scope.wait_children();
         let mut child_panic = group.panic.take();
-        if child_panic.as_ref().is_some_and(is_cancellation)
+        if result.is_ok()
+            && child_panic.as_ref().is_some_and(is_cancellation)
             && let Some(cause) = self.levels().find_map(|l| l.frame().panic.take())
         {
             // A task of the group was cancelled because a task spawned before the group
-            // panicked: that panic, waiting in an enclosing frame, is what to report.
+            // panicked: that panic, waiting in the task's frame (or an enclosing group's),
+            // is what to report. (Not when the body panicked: its panic wins, and the waiting
+            // one stays for the next taskwait.)
             if let Some(c) = child_panic.replace(cause) {
                 drop_payload(c);
             }
@@ -425,19 +431,22 @@ impl<'scope> Scope<'scope> {
         B: FnOnce(&Scope<'scope>) -> RB,
     {
         // `a`'s own panic stays with its result, for this call to resume: through the parent
-        // frame it could lose to a sibling's earlier panic (the frame keeps the first).
-        let a = move |s: &Scope<'scope>| panic::catch_unwind(AssertUnwindSafe(|| a(s)));
+        // frame it could lose to a sibling's earlier panic (the frame keeps the first). Boxed
+        // once more, a thin pointer: the result of a one-word `RA` keeps its size.
+        let a = move |s: &Scope<'scope>| {
+            panic::catch_unwind(AssertUnwindSafe(|| a(s))).map_err(Box::new)
+        };
         // SAFETY: the task is waited for below (`join_inner`) before this function returns or
         // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
         let frame = unsafe {
-            job::heap_task_unchecked::<_, thread::Result<RA>, true>(
+            job::heap_task_unchecked::<_, Result<RA, Box<Payload>>, true>(
                 self.frame(),
                 self.worker(),
                 None,
                 a,
             )
         };
-        let handle: TaskHandle<'_, thread::Result<RA>> = TaskHandle {
+        let handle: TaskHandle<'_, Result<RA, Box<Payload>>> = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
@@ -448,14 +457,18 @@ impl<'scope> Scope<'scope> {
             Ok(rb) => rb,
             Err(payload) => {
                 // Dropped now rather than while unwinding, where a panicking destructor of
-                // `a`'s result would abort.
-                drop(ra);
+                // `a`'s result would abort; `a`'s panic through `drop_payload`, which contains
+                // a panicking destructor of its payload.
+                match ra {
+                    Some(Err(a_payload)) => drop_payload(*a_payload),
+                    other => drop(other),
+                }
                 panic::resume_unwind(payload)
             }
         };
         match ra {
             Some(Ok(ra)) => (ra, rb),
-            Some(Err(payload)) => panic::resume_unwind(payload),
+            Some(Err(payload)) => panic::resume_unwind(*payload),
             // The body's panics are caught in the task: only a panicking destructor of its
             // captures could get here, reported through the frame.
             None => match self.frame().panic.take() {

@@ -13,6 +13,8 @@
 //!    from outside the pool (the injecting thread may be a worker of another pool, waiting
 //!    for it in the same way: pools whose scopes nest in each other never wait for each
 //!    other with every worker blocked);
+//!    then tasks set aside (below) that it may run: those of nodes within its reach (the
+//!    locality-aware policy's vicinity) and descendants of `F` from any node;
 //! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
 //! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
@@ -36,8 +38,8 @@
 //!   where every waiting worker, short of stack or not, looks for descendants of what it waits
 //!   for, whatever their node (a task set aside while joining one child may be the sibling the
 //!   next `taskwait` needs, or the task of a nested scope that a far worker set aside). Before it
-//!   sleeps, such a worker checks its own queues as well as the list: a descendant may be
-//!   dealt to its node's queue at any time.
+//!   sleeps, a worker short of stack checks its own queues as well as the list: a descendant
+//!   may be dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
 //!   recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
@@ -473,10 +475,9 @@ impl WorkerThread {
             }
             before_block();
             let set_aside = &self.registry.set_aside;
-            // What it waits for, from any node, with room or not (a vicinity must not keep a
-            // waiter from what it needs: a nested scope's task set aside by a far worker short
-            // of stack is reachable to the waiter only here).
-            if let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
+            // Short of stack: what it waits for, from any node (a vicinity must not keep a
+            // waiter from what it needs).
+            if !roomy && let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -495,7 +496,15 @@ impl WorkerThread {
                 self.run_task(task, Some(Found::Injected));
                 continue;
             }
-            if roomy && let Some(task) = self.take_set_aside(&ctx) {
+            // With room: a task set aside within its reach, or what it waits for from any
+            // node (a nested scope's task that a far worker short of stack set aside is
+            // reachable to this waiter only here).
+            if roomy
+                && !set_aside.is_empty()
+                && let Some(task) = set_aside.take(|t, node| {
+                    self.queues.within_reach(&ctx, node) || t.is_descendant_of(frame)
+                })
+            {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;

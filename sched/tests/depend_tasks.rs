@@ -403,6 +403,42 @@ fn a_taskgroup_whose_task_was_cancelled_resumes_the_panic_that_cancelled_it() {
 }
 
 #[test]
+fn a_taskgroup_whose_body_panics_leaves_the_earlier_tasks_panic_for_the_next_taskwait() {
+    within(60, || {
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            let mut v = vec![0u32; 2];
+            let at_taskwait = rt.scope(|s| {
+                let blocks = Blocks::new(&mut v, 1).expect("blocks");
+                s.task()
+                    .writes(&blocks[0])
+                    .spawn(|_, _| panic!("root cause"))
+                    .expect("spawn");
+                thread::sleep(Duration::from_millis(50));
+                let group = catch_unwind(AssertUnwindSafe(|| {
+                    s.taskgroup(|g| {
+                        g.task()
+                            .reads(&blocks[0])
+                            .spawn(|_, _| unreachable!("cancelled"))
+                            .expect("spawn");
+                        panic!("group body")
+                    })
+                }));
+                assert_eq!(message(group.unwrap_err()), "group body");
+                catch_unwind(AssertUnwindSafe(|| s.taskwait()))
+                    .err()
+                    .map(message)
+            });
+            assert_eq!(
+                at_taskwait.as_deref(),
+                Some("root cause"),
+                "{workers} workers: the earlier task's panic was lost"
+            );
+        }
+    });
+}
+
+#[test]
 fn a_panic_in_a_predecessor_with_one_worker_does_not_hang() {
     within(60, || {
         let rt = runtime(1);

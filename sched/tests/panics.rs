@@ -427,3 +427,32 @@ fn join_resumes_its_own_tasks_panic_and_leaves_a_siblings_for_the_scope_end() {
         );
     });
 }
+
+/// A panic payload whose destructor panics.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("payload dropped");
+    }
+}
+
+#[test]
+fn join_whose_both_sides_panic_resumes_the_inline_sides_and_contains_the_others_drop() {
+    within(60, || {
+        let rt = runtime(2);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.join(
+                    |_| -> u32 { std::panic::panic_any(PanicsWhenDropped) },
+                    |_| -> u32 { panic!("right failed") },
+                )
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("join resumes a panic")),
+            "right failed"
+        );
+        assert_eq!(rt.scope(|s| s.join(|_| 1, |_| 2)), (1, 2));
+    });
+}

@@ -56,8 +56,7 @@
 //! knows only node queues, and its Algorithm 1 puts the tasks it keeps local in the node's
 //! queue, under the same thresholds (so with fine distribution, where every footprint is even,
 //! "the imbalance can not be completely recovered from since steals are restricted", section
-//! 6). Here they
-//! go to deques. A deque holds only tasks whose footprint is insignificant by Algorithm 1's
+//! 6). Here they go to deques. A deque holds only tasks whose footprint is insignificant by Algorithm 1's
 //! own test (small, or spread evenly so that every node reaches it at the same cost), so
 //! running one on another node costs no remote traffic worth a threshold; stealing them
 //! within the vicinity without a threshold (and before the dealt tasks of the same node,
