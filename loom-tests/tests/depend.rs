@@ -32,7 +32,13 @@ fn record(log: &Log, s: Submitted<u32>) -> Option<DepHandle<u32>> {
             Some(r.handle)
         }
         Submitted::Deferred => None,
-        Submitted::Cancelled(id) => {
+        Submitted::Cancelled(id, released) => {
+            // These models cancel at registration only behind a finished predecessor, holding
+            // no set: nothing to hand on.
+            assert!(
+                released.is_empty(),
+                "a task cancelled at registration released tasks"
+            );
             log.lock().unwrap().push(Event::Cancelled(id));
             None
         }
@@ -194,5 +200,61 @@ fn a_panic_racing_a_registration_cancels_the_dependent_task_once() {
         assert!(record(&log, c).is_none(), "3 depends on a panicking task");
         assert_eq!(panicking.join().unwrap() + fine.join().unwrap(), 0);
         assert_eq!(sorted(&log), [Event::Cancelled(3)]);
+    });
+}
+
+#[test]
+fn a_mutexinoutset_member_registered_while_another_panics_is_cancelled_once() {
+    numatask_loom_tests::model(|| {
+        let tracker = DepTracker::new();
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let m1 = ready(tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 1));
+        let panicking = {
+            let log = Arc::clone(&log);
+            thread::spawn(move || complete(&log, m1.handle, true).len())
+        };
+        // Queued on the set while 1 holds it, or taking it after 1 poisoned it: either way
+        // it must not run after the panicking member.
+        let m2 = record(
+            &log,
+            tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 2),
+        );
+        assert!(m2.is_none(), "a member after a panicking one is not run");
+        assert_eq!(panicking.join().unwrap(), 0);
+        assert_eq!(sorted(&log), [Event::Cancelled(2)]);
+    });
+}
+
+#[test]
+fn a_member_cancelled_at_a_poisoned_set_hands_on_the_set_it_holds() {
+    numatask_loom_tests::model(|| {
+        let tracker = DepTracker::new();
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        // 1 holds the set at 100, 2 the set at 0; 3 belongs to both, 4 to the set at 0.
+        let m1 = ready(tracker.submit(&[acc(100, 8, AccessKind::MutexInOutSet)], 1));
+        let m2 = ready(tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 2));
+        let s3 = tracker.submit(
+            &[
+                acc(0, 8, AccessKind::MutexInOutSet),
+                acc(100, 8, AccessKind::MutexInOutSet),
+            ],
+            3,
+        );
+        assert!(matches!(s3, Submitted::Deferred));
+        let s4 = tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 4);
+        assert!(matches!(s4, Submitted::Deferred));
+        let panicking = {
+            let log = Arc::clone(&log);
+            thread::spawn(move || complete(&log, m1.handle, true))
+        };
+        let mut released = complete(&log, m2.handle, false);
+        released.extend(panicking.join().unwrap());
+        // 3 is cancelled (it takes the set at 100 after 1 panicked there), whatever the
+        // interleaving; 4 gets the set at 0, from 2 or from the cancelled 3.
+        for handle in released {
+            let more = complete(&log, handle, false);
+            assert!(more.is_empty());
+        }
+        assert_eq!(sorted(&log), [Event::Ready(4), Event::Cancelled(3)]);
     });
 }

@@ -94,7 +94,10 @@
 //!   it cannot store the references anywhere that outlives its call, nor move them into the
 //!   tasks it spawns (those must be `'scope`). Successors start only after the body returned.
 //! - **Panics.** A task whose predecessor panicked is cancelled (its body never sees data a
-//!   panicking writer left half-written); see [`crate::dependences`].
+//!   panicking writer left half-written), and so is a `mutex_updates` member that would take
+//!   the set after a member that panicked; see [`crate::dependences`]. `concurrent_updates`
+//!   members run at the same time and share `&[T]`, so they see each other's updates as they
+//!   happen, a panicking member's included (tasks after the set are cancelled).
 //!
 //! Element types must not borrow (`T: 'static`): a current limitation of Rust's
 //! higher-ranked bounds, which would otherwise demand `'static` data.

@@ -101,7 +101,11 @@ pub(crate) fn submit(
         }
         Submitted::Ready(ready) => worker.push(ready_task(ready)),
         Submitted::Deferred => {}
-        Submitted::Cancelled(task) => task.cancel(worker),
+        Submitted::Cancelled(task, released) => {
+            task.cancel(worker);
+            let mut on_release = releaser(worker);
+            released.into_iter().for_each(&mut on_release);
+        }
     }
 }
 
@@ -117,8 +121,19 @@ pub(crate) fn submit(
 /// asleep while a completion releases a whole row of tasks.
 #[inline]
 pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerThread) {
+    let on_release = releaser(worker);
+    if panicked {
+        handle.complete_panicked(on_release);
+    } else {
+        handle.complete(on_release);
+    }
+}
+
+/// What to do with each task a completion releases, on `worker` (see [`complete`]).
+#[inline]
+fn releaser(worker: &WorkerThread) -> impl FnMut(Released<Task>) + '_ {
     let mut released = 0usize;
-    let on_release = |r: Released<Task>| match r {
+    move |r: Released<Task>| match r {
         Released::Ready(ready) => {
             worker.push_released(ready_task(ready));
             released += 1;
@@ -127,11 +142,6 @@ pub(crate) fn complete(handle: DepHandle<Task>, panicked: bool, worker: &WorkerT
             }
         }
         Released::Cancelled(task) => task.cancel(worker),
-    };
-    if panicked {
-        handle.complete_panicked(on_release);
-    } else {
-        handle.complete(on_release);
     }
 }
 

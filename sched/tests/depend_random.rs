@@ -239,9 +239,19 @@ fn execute(workers: usize, tasks: &[Vec<Access>], run: &(dyn Fn(u32) -> bool + S
                     }
                 }
                 Submitted::Deferred => {}
-                Submitted::Cancelled(id) => {
+                Submitted::Cancelled(id, released) => {
+                    let mut done = 1;
                     cancelled.lock().unwrap().push(id);
-                    finished.fetch_add(1, Ordering::Release);
+                    for r in released {
+                        match r {
+                            Released::Ready(r) => ready.push(r),
+                            Released::Cancelled(other) => {
+                                cancelled.lock().unwrap().push(other);
+                                done += 1;
+                            }
+                        }
+                    }
+                    finished.fetch_add(done, Ordering::Release);
                 }
             }
         }
@@ -412,6 +422,8 @@ fn every_task_sees_exactly_its_predecessors_writes_with_4_workers() {
 struct GroupCheck {
     cell: u32,
     kind: CellKind,
+    /// The index of this task's group on the cell.
+    group: u32,
     /// Tasks on the cell in groups before this task's group: all must have finished.
     before: u32,
 }
@@ -419,8 +431,11 @@ struct GroupCheck {
 /// All five kinds, and optionally panics. On each cell the tasks form a sequence of groups
 /// (a run of readers, a run of one set kind, or a single writer); a task must start only once
 /// every task of the earlier groups has finished (counted per cell), and members of a
-/// `mutexinoutset` group must not run at the same time. A task is cancelled exactly if, on
-/// some cell, an earlier group holds a task that panicked or was cancelled.
+/// `mutexinoutset` group must not run at the same time. A task is cancelled if, on some
+/// cell, an earlier group holds a task that panicked or was cancelled; and a member of a
+/// `mutexinoutset` group that would take the set after a member that panicked is cancelled
+/// too (which members come after it depends on the run: no member runs after it, checked as
+/// they run, and no task is cancelled for any other reason, checked after).
 fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Option<usize>) {
     let mut rng = Rng(seed);
     let ranges = Ranges::new(&mut rng);
@@ -441,19 +456,15 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
     let mut offsets = Vec::with_capacity(tasks + 1);
     let mut checks: Vec<GroupCheck> = Vec::new();
     let mut panics = Vec::with_capacity(tasks);
-    let mut expected_cancelled = Vec::new();
-    // Per cell: kind of the current group, tasks before it, tasks in it, its index, and the
-    // first group holding a poisoned task.
+    // Per cell: kind of the current group, tasks before it, tasks in it, its index.
     let mut group_kind: Vec<Option<CellKind>> = vec![None; cells];
     let mut before = vec![0u32; cells];
     let mut in_group = vec![0u32; cells];
     let mut group_index = vec![0u32; cells];
-    let mut poisoned_group: Vec<Option<u32>> = vec![None; cells];
-    for id in 0..tasks {
+    for _ in 0..tasks {
         let task = draw_task(&mut rng, &kinds);
         offsets.push(checks.len());
         let mine = task_cells(&ranges, &task);
-        let mut groups = Vec::with_capacity(mine.len());
         for &(c, kind) in &mine {
             let joins = kind != CellKind::Write && group_kind[c] == Some(kind);
             if !joins {
@@ -463,27 +474,14 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
                 group_kind[c] = Some(kind);
             }
             in_group[c] += 1;
-            groups.push(group_index[c]);
             checks.push(GroupCheck {
                 cell: c as u32,
                 kind,
+                group: group_index[c],
                 before: before[c],
             });
         }
-        let cancelled = mine
-            .iter()
-            .zip(&groups)
-            .any(|(&(c, _), &g)| poisoned_group[c].is_some_and(|p| p < g));
-        let panics_here = panic_one_in.is_some_and(|k| rng.below(k) == 0);
-        panics.push(panics_here);
-        if cancelled {
-            expected_cancelled.push(id as u32);
-        }
-        if cancelled || panics_here {
-            for (&(c, _), &g) in mine.iter().zip(&groups) {
-                poisoned_group[c] = Some(poisoned_group[c].map_or(g, |p| p.min(g)));
-            }
-        }
+        panics.push(panic_one_in.is_some_and(|k| rng.below(k) == 0));
         declared.push(accesses(&ranges, &task));
     }
     offsets.push(checks.len());
@@ -494,6 +492,8 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
         .collect::<Vec<_>>();
     let finished: Vec<AtomicU32> = (0..cells).map(|_| AtomicU32::new(0)).collect();
     let exclusive: Vec<AtomicU32> = (0..cells).map(|_| AtomicU32::new(0)).collect();
+    // Per cell: 1 + the `mutexinoutset` group in which a member panicked while holding the set.
+    let set_poisoned: Vec<AtomicU32> = (0..cells).map(|_| AtomicU32::new(0)).collect();
     let failures = Failures::default();
     let run = |id: u32| {
         if started[id as usize].swap(true, Ordering::Relaxed) {
@@ -519,6 +519,13 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
             {
                 failures.report(|| format!("two mutexinoutset members run on cell {c}"));
             }
+            if ch.kind == CellKind::MutexSet
+                && set_poisoned[c].load(Ordering::Acquire) == ch.group + 1
+            {
+                failures.report(|| {
+                    format!("task {id} runs on cell {c} after a member of its set panicked")
+                });
+            }
         }
         if mine.iter().any(|ch| ch.kind == CellKind::MutexSet) {
             // Stay a while, so that a member released too early overlaps this one.
@@ -527,6 +534,9 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
         for ch in mine {
             let c = ch.cell as usize;
             if ch.kind == CellKind::MutexSet {
+                if panics[id as usize] {
+                    set_poisoned[c].store(ch.group + 1, Ordering::Release);
+                }
                 exclusive[c].store(0, Ordering::Release);
             }
             finished[c].fetch_add(1, Ordering::Release);
@@ -535,12 +545,43 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
     };
     let cancelled = execute(workers, &declared, &run);
     failures.assert_none();
-    assert_eq!(
-        cancelled.len(),
-        expected_cancelled.len(),
-        "number of cancelled tasks"
-    );
-    assert_eq!(cancelled, expected_cancelled, "cancelled tasks");
+    let was_cancelled = |id: usize| cancelled.binary_search(&(id as u32)).is_ok();
+    // Which `mutexinoutset` groups (cell, group) hold a member that ran and panicked.
+    let mut panicked_sets = std::collections::HashSet::new();
+    for id in (0..tasks).filter(|&id| panics[id] && !was_cancelled(id)) {
+        for ch in &checks[offsets[id]..offsets[id + 1]] {
+            if ch.kind == CellKind::MutexSet {
+                panicked_sets.insert((ch.cell, ch.group));
+            }
+        }
+    }
+    // In program order: a task after a poisoned group (one with a task that panicked or was
+    // cancelled) on any of its cells must be cancelled; a task cancelled otherwise must be a
+    // member of a set in which a member panicked.
+    let mut poisoned_group: Vec<Option<u32>> = vec![None; cells];
+    for id in 0..tasks {
+        let mine = &checks[offsets[id]..offsets[id + 1]];
+        let after_poison = mine
+            .iter()
+            .any(|ch| poisoned_group[ch.cell as usize].is_some_and(|p| p < ch.group));
+        let in_panicked_set = mine.iter().any(|ch| {
+            ch.kind == CellKind::MutexSet && panicked_sets.contains(&(ch.cell, ch.group))
+        });
+        if after_poison {
+            assert!(was_cancelled(id), "task {id} ran after a poisoned group");
+        } else if was_cancelled(id) {
+            assert!(
+                in_panicked_set,
+                "task {id} was cancelled, but nothing before it panicked"
+            );
+        }
+        if was_cancelled(id) || panics[id] {
+            for ch in mine {
+                let p = &mut poisoned_group[ch.cell as usize];
+                *p = Some(p.map_or(ch.group, |p| p.min(ch.group)));
+            }
+        }
+    }
     for (id, started) in started.iter().enumerate() {
         let ran = started.load(Ordering::Relaxed);
         let was_cancelled = cancelled.binary_search(&(id as u32)).is_ok();

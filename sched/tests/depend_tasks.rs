@@ -439,6 +439,61 @@ fn a_taskgroup_whose_body_panics_leaves_the_earlier_tasks_panic_for_the_next_tas
 }
 
 #[test]
+fn no_mutex_updates_member_runs_after_one_that_panicked_half_way() {
+    within(60, || {
+        for workers in [1, 2, 4] {
+            let rt = runtime(workers);
+            let mut v = vec![0u32; 8];
+            let ran = Mutex::new(Vec::new());
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                rt.scope(|s| {
+                    let blocks = Blocks::new(&mut v, 8).expect("blocks");
+                    for id in 0..16u32 {
+                        let ran = &ran;
+                        s.task()
+                            .mutex_updates(&blocks[0])
+                            .spawn(move |_, (d,)| {
+                                assert!(
+                                    d.iter().all(|&x| x == d[0]),
+                                    "member {id} sees a half-written block: {d:?}"
+                                );
+                                ran.lock().unwrap().push(id);
+                                d[..4].iter_mut().for_each(|x| *x += 1);
+                                if id == 5 {
+                                    panic!("member 5 failed half way");
+                                }
+                                d[4..].iter_mut().for_each(|x| *x += 1);
+                            })
+                            .expect("spawn");
+                    }
+                    // Submitted after the panic may have happened: cancelled too.
+                    thread::sleep(Duration::from_millis(20));
+                    let ran = &ran;
+                    s.task()
+                        .mutex_updates(&blocks[0])
+                        .spawn(move |_, _| ran.lock().unwrap().push(99))
+                        .expect("spawn");
+                })
+            }));
+            assert_eq!(
+                message(r.expect_err("the panic reaches the scope end")),
+                "member 5 failed half way"
+            );
+            let ran = ran.into_inner().unwrap();
+            let at = ran.iter().position(|&id| id == 5).expect("member 5 ran");
+            assert_eq!(
+                at + 1,
+                ran.len(),
+                "{workers} workers: members ran after 5: {ran:?}"
+            );
+            // Every member before 5 added one to each element, 5 to the first half only.
+            assert!(v[..4].iter().all(|&x| x as usize == ran.len()), "{v:?}");
+            assert!(v[4..].iter().all(|&x| x as usize == ran.len() - 1), "{v:?}");
+        }
+    });
+}
+
+#[test]
 fn a_panic_in_a_predecessor_with_one_worker_does_not_hang() {
     within(60, || {
         let rt = runtime(1);

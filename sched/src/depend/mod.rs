@@ -66,7 +66,11 @@
 //!   [`Submitted::Cancelled`]) when all its predecessors have finished, and is never run. The
 //!   poison is deterministic: which tasks are cancelled depends on the program's declarations,
 //!   not on timing, because a finished poisoned task stays in the map and poisons every later
-//!   task that would have waited for it. A panic never makes the tracker hang; the runtime
+//!   task that would have waited for it. The one exception is `mutexinoutset`, whose members
+//!   are unordered: a member that panics poisons the set, so the members that take it after
+//!   it (which ones depends on the run) are cancelled, not those that had it before; the
+//!   members of an `inoutset`, which run at the same time, are not cancelled by each other's
+//!   panics (tasks after the set are). A panic never makes the tracker hang; the runtime
 //!   reports it at the parent's taskwait. (A runtime that prefers to run successors anyway
 //!   completes a panicked task with [`DepHandle::complete`].)
 //! - **Program order** is submission order; tasks submitted by several threads to one tracker
@@ -153,7 +157,8 @@
 //! - Create the tracker lazily, the first time a parent submits a child with dependences; a
 //!   child without dependences needs no tracker.
 //! - On [`Submitted::Ready`] push the task (the `Ready` value carries its handle); on
-//!   [`Submitted::Cancelled`] drop the payload and count the child as finished.
+//!   [`Submitted::Cancelled`] drop the payload and count the child as finished, and handle
+//!   the tasks it lists as a completion's releases (below).
 //! - After running a payload: `handle.complete(|r| ...)`, or `complete_panicked` if it
 //!   panicked (after `catch_unwind`). The callback pushes [`Released::Ready`] tasks to the
 //!   scheduler and drops [`Released::Cancelled`] payloads, counting them as finished.

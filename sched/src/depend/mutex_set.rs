@@ -2,8 +2,9 @@
 //!
 //! Members of one set are not ordered among themselves, but no two run at the same time. The
 //! tracker enforces that itself, so the runtime only ever sees tasks that may run now: a member
-//! whose predecessors have all finished takes each of its sets in address order; if one is held,
-//! it queues on that set (keeping the sets it already took) and the holder's completion hands
+//! whose predecessors have all finished takes each of its sets in one global order (their
+//! creation); if one is held, it queues on that set (keeping the sets it already took) and the
+//! holder's completion hands
 //! the set over and carries on taking the member's remaining sets. Taking sets in one global
 //! order, and only once dependence-ready, cannot deadlock: a queued member waits for a holder of
 //! a set later in the order, and the last holder in such a chain holds everything it needs, so
@@ -14,59 +15,83 @@
 //! which costs concurrency, never correctness (the members of a set are unordered anyway). One
 //! task that starts sets on several ranges uses one object for all of them, for the same
 //! reason, so that a typical member holds a single set.
+//!
+//! A member that panics poisons the sets it holds: whoever takes one after it (a waiting
+//! member, or one submitted later) holds its sets as usual, then is cancelled instead of run,
+//! handing them on; it would see what the panicking member left half-written. A member
+//! cancelled so does not poison its other sets (it wrote nothing there).
 
 use std::collections::VecDeque;
 use std::fmt;
 
-use super::node::{DepHandle, Ready, acquire_sets, lock};
+use super::node::{DepHandle, Outcome, Ready, acquire_sets, lock};
 use super::node_ref::NodeRef;
 use crate::sync::{Arc, Mutex};
 
 /// One mutually exclusive set: who holds it and who waits for it, FIFO.
 pub(crate) struct MutexSet<T> {
     state: Mutex<SetState<T>>,
+    /// Its place in the one global order in which tasks take sets: creation order (unlike
+    /// addresses, the same from one run to the next, which keeps loom's models
+    /// deterministic).
+    order: u64,
 }
+
+/// The next set's [`MutexSet::order`]. Not a model type: loom need not explore it.
+static NEXT_ORDER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 struct SetState<T> {
     held: bool,
+    /// A member that held the set panicked: every later holder is cancelled.
+    poisoned: bool,
     waiters: VecDeque<NodeRef<T>>,
 }
 
 impl<T> MutexSet<T> {
     pub(crate) fn new() -> Self {
         MutexSet {
+            order: NEXT_ORDER.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             state: Mutex::new(SetState {
                 held: false,
+                poisoned: false,
                 waiters: VecDeque::new(),
             }),
         }
     }
 
-    /// Takes the set for `node`, or queues `node` on it and returns `false`. The caller holds
-    /// `node`'s lock, and the waiter is resumed under that lock by [`MutexSet::release`], which
-    /// therefore sees the caller's bookkeeping (`acquired`) complete.
-    pub(crate) fn try_acquire_or_wait(&self, node: &NodeRef<T>) -> bool {
+    /// The set's place in the order in which tasks take sets.
+    pub(crate) fn order(&self) -> u64 {
+        self.order
+    }
+
+    /// Takes the set for `node` (`Some`, saying whether the set is poisoned), or queues
+    /// `node` on it (`None`). The caller holds `node`'s lock, and the waiter is resumed under
+    /// that lock by [`MutexSet::release`], which therefore sees the caller's bookkeeping
+    /// (`acquired`) complete.
+    pub(crate) fn try_acquire_or_wait(&self, node: &NodeRef<T>) -> Option<bool> {
         let mut state = lock(&self.state);
         if state.held {
             state.waiters.push_back(node.clone());
-            false
+            None
         } else {
             state.held = true;
-            true
+            Some(state.poisoned)
         }
     }
 
-    /// Gives the set up: to the first waiter if there is one, which then takes the rest of its
-    /// sets; returns that waiter if it now holds them all and can run.
-    pub(crate) fn release(&self) -> Option<Ready<T>> {
-        let waiter = {
+    /// Gives the set up (`poison`: the holder panicked): to the first waiter if there is one,
+    /// which then takes the rest of its sets; returns that waiter if it now holds them all,
+    /// ready to run, or to be cancelled (a set it took is poisoned, or it holds them all).
+    pub(crate) fn release(&self, poison: bool) -> Option<Outcome<T>> {
+        let (waiter, poisoned) = {
             let mut state = lock(&self.state);
+            state.poisoned |= poison;
             let waiter = state.waiters.pop_front();
             if waiter.is_none() {
                 state.held = false;
             }
-            waiter
-        }?;
+            (waiter?, state.poisoned)
+        };
         // The set stays held: ownership passes to `waiter`. Lock order is node, then set, as
         // in `acquire_sets`; the set's lock is not held here.
         let mut links = lock(&waiter.links);
@@ -78,6 +103,7 @@ impl<T> MutexSet<T> {
             "a waiter is queued on the set it takes next"
         );
         links.acquired += 1;
+        links.set_poisoned |= poisoned;
         if !acquire_sets(&waiter, &mut links) {
             return None;
         }
@@ -85,10 +111,15 @@ impl<T> MutexSet<T> {
             .payload
             .take()
             .expect("a waiting member still has its payload");
+        let cancelled = links.set_poisoned;
         drop(links);
-        Some(Ready {
-            handle: DepHandle::new(waiter),
-            payload,
+        Some(if cancelled {
+            Outcome::Cancelled(waiter, payload)
+        } else {
+            Outcome::Ready(Ready {
+                handle: DepHandle::new(waiter),
+                payload,
+            })
         })
     }
 }
@@ -98,6 +129,7 @@ impl<T> fmt::Debug for MutexSet<T> {
         let state = lock(&self.state);
         f.debug_struct("MutexSet")
             .field("held", &state.held)
+            .field("poisoned", &state.poisoned)
             .field("waiters", &state.waiters.len())
             .finish()
     }

@@ -65,10 +65,14 @@ pub(crate) struct Links<T> {
     pub(crate) successors: SuccList<T>,
     /// The payload, parked here from the end of registration until the task is released.
     pub(crate) payload: Option<T>,
-    /// The mutual-exclusion sets the task belongs to, sorted by address (the lock order).
+    /// The mutual-exclusion sets the task belongs to, sorted by creation (the lock order).
     pub(crate) sets: Vec<Arc<MutexSet<T>>>,
     /// How many of `sets` the task holds (always a prefix).
     pub(crate) acquired: usize,
+    /// One of the sets it took was poisoned: a member that held it panicked, so once it
+    /// holds every set the task is cancelled instead of run (it would see what the panicking
+    /// member left half-written).
+    pub(crate) set_poisoned: bool,
 }
 
 impl<T> Node<T> {
@@ -99,6 +103,7 @@ impl<T> Node<T> {
                 payload: None,
                 sets: Vec::new(),
                 acquired: 0,
+                set_poisoned: false,
             }));
             AccessList::init(ptr::addr_of_mut!((*dst).accesses), accesses);
         }
@@ -252,7 +257,7 @@ impl<T> DepHandle<T> {
     /// push to the runtime's queues or submit new tasks; it must not panic (the successors not
     /// yet visited would stay parked).
     pub fn complete(self, mut on_release: impl FnMut(Released<T>)) {
-        finish(self.node, false, &mut on_release);
+        finish(self.node, End::Ran, &mut on_release);
     }
 
     /// Like [`complete`](DepHandle::complete) for a task that panicked: every task that
@@ -261,9 +266,10 @@ impl<T> DepHandle<T> {
     /// predecessors have finished, and are completed by the tracker (the runtime must not
     /// complete them; it drops them and counts them as finished). Tasks submitted later that
     /// depend on a cancelled or panicked task are cancelled too: the poison stays on the
-    /// bytes, as on a poisoned `Mutex`.
+    /// bytes, as on a poisoned `Mutex`; and so does it on the `mutexinoutset` sets the task
+    /// held: their other members, waiting or submitted later, are cancelled too.
     pub fn complete_panicked(self, mut on_release: impl FnMut(Released<T>)) {
-        finish(self.node, true, &mut on_release);
+        finish(self.node, End::Panicked, &mut on_release);
     }
 }
 
@@ -313,7 +319,8 @@ pub(crate) struct Registration<'a, T> {
 pub(crate) enum Registered<T> {
     Ready(Ready<T>),
     Deferred,
-    Cancelled(T),
+    /// With what the cancelled task's completion released (see [`Submitted::Cancelled`]).
+    Cancelled(T, Vec<Released<T>>),
 }
 
 impl<'a, T> Registration<'a, T> {
@@ -401,7 +408,7 @@ impl<'a, T> Registration<'a, T> {
         if all_finished && sets.is_empty() {
             if node.flags.load(Ordering::Acquire) & POISONED != 0 {
                 cancel_unlinked(&node);
-                return Registered::Cancelled(payload);
+                return Registered::Cancelled(payload, Vec::new());
             }
             return Registered::Ready(Ready {
                 handle: DepHandle::new(node),
@@ -411,7 +418,7 @@ impl<'a, T> Registration<'a, T> {
         {
             let mut links = lock(&node.links);
             links.payload = Some(payload);
-            sets.sort_unstable_by_key(|s| Arc::as_ptr(s) as usize);
+            sets.sort_unstable_by_key(|s| s.order());
             sets.dedup_by(|a, b| Arc::ptr_eq(a, b));
             links.sets = sets.to_vec();
             sets.clear();
@@ -423,8 +430,11 @@ impl<'a, T> Registration<'a, T> {
         match release(node) {
             Some(Outcome::Ready(ready)) => Registered::Ready(ready),
             Some(Outcome::Cancelled(node, payload)) => {
-                cancel_unlinked(&node);
-                Registered::Cancelled(payload)
+                // Nobody linked to it yet, but it may hold sets (a poisoned one among them),
+                // which its completion hands on.
+                let mut released = Vec::new();
+                finish(node, End::Cancelled, &mut |r| released.push(r));
+                Registered::Cancelled(payload, released)
             }
             None => Registered::Deferred,
         }
@@ -453,8 +463,9 @@ fn release<T>(node: NodeRef<T>) -> Option<Outcome<T>> {
         .payload
         .take()
         .expect("a task is released once, with its payload");
+    let cancelled = poisoned || links.set_poisoned;
     drop(links);
-    Some(if poisoned {
+    Some(if cancelled {
         Outcome::Cancelled(node, payload)
     } else {
         Outcome::Ready(Ready {
@@ -464,32 +475,49 @@ fn release<T>(node: NodeRef<T>) -> Option<Outcome<T>> {
     })
 }
 
-/// What [`release`] decided for a task whose predecessors have all finished.
-enum Outcome<T> {
+/// What [`release`] decided for a task whose predecessors have all finished, and what a
+/// set's hand-over decided for its waiter.
+pub(crate) enum Outcome<T> {
     Ready(Ready<T>),
-    /// Its node must be finished as poisoned; the payload goes to the runtime.
+    /// Its node must be finished as cancelled (it may hold sets); the payload goes to the
+    /// runtime.
     Cancelled(NodeRef<T>, T),
 }
 
-/// Takes the task's sets from `links.acquired` on, in address order; if one is held, queues
+/// Takes the task's sets from `links.acquired` on, in the sets' global order; if one is held, queues
 /// the task on it and returns `false` (the holder's completion hands it over and carries on).
+/// A poisoned set is taken like any other, and marks the task (`set_poisoned`).
 pub(crate) fn acquire_sets<T>(node: &NodeRef<T>, links: &mut Links<T>) -> bool {
     while let Some(set) = links.sets.get(links.acquired) {
-        if !set.try_acquire_or_wait(node) {
+        let Some(poisoned) = set.try_acquire_or_wait(node) else {
             return false;
-        }
+        };
+        links.set_poisoned |= poisoned;
         links.acquired += 1;
     }
     true
 }
 
+/// How a task ended, for [`finish`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Its body returned.
+    Ran,
+    /// Its body panicked: its successors are cancelled, its sets poisoned.
+    Panicked,
+    /// It never ran: its successors are cancelled; the sets it held are handed on as they are
+    /// (it wrote nothing there).
+    Cancelled,
+}
+
 /// The completion of `node` and, iteratively, of the tasks it cancels.
-fn finish<T>(node: NodeRef<T>, panicked: bool, on_release: &mut impl FnMut(Released<T>)) {
-    // Cancelled successors to finish in turn; allocates only when something panicked.
+fn finish<T>(node: NodeRef<T>, end: End, on_release: &mut impl FnMut(Released<T>)) {
+    // Cancelled tasks to finish in turn; allocates only when something panicked.
     let mut doomed: Vec<NodeRef<T>> = Vec::new();
     let mut current = node;
-    let mut poison = panicked;
+    let mut end = end;
     loop {
+        let poison = end != End::Ran;
         let (successors, sets, held) = {
             let mut links = lock(&current.links);
             let flags = if poison { DONE | POISONED } else { DONE };
@@ -502,8 +530,13 @@ fn finish<T>(node: NodeRef<T>, panicked: bool, on_release: &mut impl FnMut(Relea
             )
         };
         for set in &sets[..held] {
-            if let Some(ready) = set.release() {
-                on_release(Released::Ready(ready));
+            match set.release(end == End::Panicked) {
+                Some(Outcome::Ready(ready)) => on_release(Released::Ready(ready)),
+                Some(Outcome::Cancelled(node, payload)) => {
+                    doomed.push(node);
+                    on_release(Released::Cancelled(payload));
+                }
+                None => {}
             }
         }
         for successor in successors {
@@ -527,7 +560,7 @@ fn finish<T>(node: NodeRef<T>, panicked: bool, on_release: &mut impl FnMut(Relea
         match doomed.pop() {
             Some(next) => {
                 current = next;
-                poison = true;
+                end = End::Cancelled;
             }
             None => return,
         }

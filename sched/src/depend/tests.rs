@@ -40,8 +40,13 @@ impl Driver {
                 State::Ready
             }
             Submitted::Deferred => State::Deferred,
-            Submitted::Cancelled(p) => {
+            Submitted::Cancelled(p, released) => {
                 assert_eq!(p, id);
+                for r in released {
+                    if let Released::Ready(r) = r {
+                        self.handles.insert(r.payload, r.handle);
+                    }
+                }
                 State::Cancelled
             }
         }
@@ -360,15 +365,56 @@ fn a_cancelled_task_waits_for_all_its_predecessors() {
 }
 
 #[test]
-fn a_panicking_mutexinoutset_member_hands_the_set_on() {
+fn a_panicking_mutexinoutset_member_poisons_the_set_for_the_members_after_it() {
     let mut d = Driver::new();
     assert_eq!(d.submit(1, &[acc(0, 8, MutexInOutSet)]), State::Ready);
     assert_eq!(d.submit(2, &[acc(0, 8, MutexInOutSet)]), State::Deferred);
-    // Members are unordered, so a member's panic does not cancel the others.
-    assert_eq!(d.finish(1, true), (vec![2], vec![]));
-    // But it poisons what comes after the set.
-    assert_eq!(d.submit(3, &[acc(0, 8, In)]), State::Deferred);
-    assert_eq!(d.finish(2, false), (vec![], vec![3]));
+    // A member that would take the set after a panicking one would see what it left
+    // half-written: cancelled, as on a poisoned `Mutex`.
+    assert_eq!(d.finish(1, true), (vec![], vec![2]));
+    // So is a member submitted later, and what comes after the set.
+    assert_eq!(d.submit(3, &[acc(0, 8, MutexInOutSet)]), State::Cancelled);
+    assert_eq!(d.submit(4, &[acc(0, 8, In)]), State::Cancelled);
+    // A member that ran before the panic is not affected; the set's poison reaches only the
+    // members after it.
+    let mut d = Driver::new();
+    assert_eq!(d.submit(1, &[acc(0, 8, MutexInOutSet)]), State::Ready);
+    assert_eq!(d.submit(2, &[acc(0, 8, MutexInOutSet)]), State::Deferred);
+    assert_eq!(d.complete(1), [2]);
+    assert_eq!(d.finish(2, true), (vec![], vec![]));
+    assert_eq!(d.submit(3, &[acc(0, 8, MutexInOutSet)]), State::Cancelled);
+}
+
+#[test]
+fn a_member_cancelled_at_a_poisoned_set_hands_on_the_sets_it_took_before() {
+    let mut d = Driver::new();
+    // Set X at 100 held by 1, set Y at 0 held by 2; 3 belongs to both, 4 to Y. Sets are
+    // taken in the order of their objects' addresses, so 3 holds one of them while it waits
+    // for the other, either way round.
+    assert_eq!(d.submit(1, &[acc(100, 8, MutexInOutSet)]), State::Ready);
+    assert_eq!(d.submit(2, &[acc(0, 8, MutexInOutSet)]), State::Ready);
+    assert_eq!(
+        d.submit(3, &[acc(0, 8, MutexInOutSet), acc(100, 8, MutexInOutSet)]),
+        State::Deferred
+    );
+    assert_eq!(d.submit(4, &[acc(0, 8, MutexInOutSet)]), State::Deferred);
+    let mut ready = d.complete(2);
+    // 1 panics holding X: whoever takes X after it is cancelled (3), and what 3 held is
+    // handed on, so every other member runs.
+    let (more, mut cancelled) = d.finish(1, true);
+    ready.extend(more);
+    let mut ran = Vec::new();
+    while let Some(id) = ready.pop() {
+        let (more, c) = d.finish(id, false);
+        ready.extend(more);
+        cancelled.extend(c);
+        ran.push(id);
+    }
+    assert_eq!(cancelled, [3]);
+    assert_eq!(ran, [4]);
+    // Y is free and clean, X poisoned.
+    assert_eq!(d.submit(5, &[acc(0, 8, MutexInOutSet)]), State::Ready);
+    assert_eq!(d.submit(6, &[acc(100, 8, MutexInOutSet)]), State::Cancelled);
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::access::{Access, NormalizeScratch, Piece, normalize};
 use super::mutex_set::MutexSet;
-use super::node::{DepHandle, Ready, Registered, Registration, lock};
+use super::node::{DepHandle, Ready, Registered, Registration, Released, lock};
 use super::node_ref::NodeRef;
 use super::range_map::RangeMap;
 use crate::sync::{Arc, Mutex};
@@ -40,9 +40,12 @@ pub enum Submitted<T> {
     Ready(Ready<T>),
     /// The payload is parked in the tracker; a predecessor's completion will release it.
     Deferred,
-    /// A predecessor panicked (see [`DepHandle::complete_panicked`]): the payload is handed
-    /// back, must not run, and is already complete in the tracker.
-    Cancelled(T),
+    /// A predecessor panicked, or a member of a `mutexinoutset` set the task belongs to (see
+    /// [`DepHandle::complete_panicked`]): the payload is handed back, must not run, and is
+    /// already complete in the tracker. With it, what its completion released, to be handled
+    /// as [`DepHandle::complete`]'s releases (empty but for a task cancelled at a poisoned
+    /// set while it held others, which it hands on).
+    Cancelled(T, Vec<Released<T>>),
 }
 
 impl<T> DepTracker<T> {
@@ -88,7 +91,7 @@ impl<T> DepTracker<T> {
         match registered {
             Registered::Ready(ready) => Submitted::Ready(ready),
             Registered::Deferred => Submitted::Deferred,
-            Registered::Cancelled(payload) => Submitted::Cancelled(payload),
+            Registered::Cancelled(payload, released) => Submitted::Cancelled(payload, released),
         }
     }
 
