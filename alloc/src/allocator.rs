@@ -48,9 +48,9 @@ pub fn omp_malloc_specific(
     distribution: Distribution,
 ) -> Result<NonNull<u8>, AllocError> {
     let topology = Topology::current()?;
-    let target = match distribution {
-        Distribution::Standard => Target::FirstTouch,
-        Distribution::Fine => Target::Interleave,
+    let (target, turn) = match distribution {
+        Distribution::Standard => (Target::FirstTouch, None),
+        Distribution::Fine => (Target::Interleave, None),
         Distribution::Coarse => {
             // The round robin moves on only once the next node can hold the size (checked
             // against that node's memory), so that a refused request does not skip a node.
@@ -64,13 +64,24 @@ pub fn omp_malloc_specific(
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => break Target::Node(node),
+                    Ok(_) => break (Target::Node(node), Some(turn)),
                     Err(now) => turn = now,
                 }
             }
         }
     };
-    allocate(&topology, size, distribution, target)
+    allocate(&topology, size, distribution, target).inspect_err(|_| {
+        if let Some(turn) = turn {
+            // Refused by the kernel after all (mapping or binding): give the turn back, unless
+            // another allocation took the next one meanwhile (the order is then theirs).
+            let _ = NEXT_COARSE_NODE.compare_exchange(
+                turn.wrapping_add(1),
+                turn,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    })
 }
 
 /// Allocates `size` bytes wholly on node `node` (a topology index). A node that does not exist is
