@@ -225,14 +225,47 @@ fn a_mutexinoutset_member_registered_while_another_panics_is_cancelled_once() {
     });
 }
 
+/// Logs a submission and returns every handle to complete: its own if it is ready, and those
+/// of the tasks its cancellation released.
+fn record_all(log: &Log, s: Submitted<u32>) -> Vec<DepHandle<u32>> {
+    match s {
+        Submitted::Cancelled(id, released) => {
+            log.lock().unwrap().push(Event::Cancelled(id));
+            released
+                .into_iter()
+                .filter_map(|r| match r {
+                    Released::Ready(r) => {
+                        log.lock().unwrap().push(Event::Ready(r.payload));
+                        Some(r.handle)
+                    }
+                    Released::Cancelled(other) => {
+                        log.lock().unwrap().push(Event::Cancelled(other));
+                        None
+                    }
+                })
+                .collect()
+        }
+        other => record(log, other).into_iter().collect(),
+    }
+}
+
+/// Completes every handle in `handles`, and those they release, until none is left.
+fn drain(log: &Log, mut handles: Vec<DepHandle<u32>>) {
+    while let Some(h) = handles.pop() {
+        handles.extend(complete(log, h, false));
+    }
+}
+
 #[test]
 fn a_member_cancelled_at_a_poisoned_set_hands_on_the_set_it_holds() {
     numatask_loom_tests::model(|| {
         let tracker = DepTracker::new();
         let log: Log = Arc::new(Mutex::new(Vec::new()));
-        // 1 holds the set at 100, 2 the set at 0; 3 belongs to both, 4 to the set at 0.
-        let m1 = ready(tracker.submit(&[acc(100, 8, AccessKind::MutexInOutSet)], 1));
+        // Set Y (at 0) is created before set X (at 100), so it is taken first. 3 takes Y
+        // and waits for X, held by 1; 4 waits for Y.
         let m2 = ready(tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 2));
+        let m1 = ready(tracker.submit(&[acc(100, 8, AccessKind::MutexInOutSet)], 1));
+        assert!(complete(&log, m2.handle, false).is_empty());
         let s3 = tracker.submit(
             &[
                 acc(0, 8, AccessKind::MutexInOutSet),
@@ -241,20 +274,61 @@ fn a_member_cancelled_at_a_poisoned_set_hands_on_the_set_it_holds() {
             3,
         );
         assert!(matches!(s3, Submitted::Deferred));
-        let s4 = tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 4);
-        assert!(matches!(s4, Submitted::Deferred));
         let panicking = {
             let log = Arc::clone(&log);
             thread::spawn(move || complete(&log, m1.handle, true))
         };
-        let mut released = complete(&log, m2.handle, false);
-        released.extend(panicking.join().unwrap());
-        // 3 is cancelled (it takes the set at 100 after 1 panicked there), whatever the
-        // interleaving; 4 gets the set at 0, from 2 or from the cancelled 3.
-        for handle in released {
-            let more = complete(&log, handle, false);
-            assert!(more.is_empty());
-        }
+        // Submitted while 1 panics: 4 queues on Y behind 3, or finds it handed on already.
+        let mut handles = record_all(
+            &log,
+            tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 4),
+        );
+        handles.extend(panicking.join().unwrap());
+        drain(&log, handles);
+        // 3 takes X after 1 panicked there: cancelled, handing Y on to 4, which runs.
         assert_eq!(sorted(&log), [Event::Ready(4), Event::Cancelled(3)]);
+    });
+}
+
+#[test]
+fn a_member_cancelled_at_registration_hands_on_a_set_another_thread_queued_on() {
+    numatask_loom_tests::model(|| {
+        let tracker = DepTracker::new();
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let w = ready(tracker.submit(&[acc(200, 8, AccessKind::Out)], 1));
+        // Set Y (at 0) first, clean and free; set X (at 100) poisoned by 3's panic.
+        let m2 = ready(tracker.submit(&[acc(0, 8, AccessKind::MutexInOutSet)], 2));
+        assert!(complete(&log, m2.handle, false).is_empty());
+        let m3 = ready(tracker.submit(&[acc(100, 8, AccessKind::MutexInOutSet)], 3));
+        assert!(complete(&log, m3.handle, true).is_empty());
+        // 4, a member of Y, waits for 1; 1's completion on another thread releases it, so it
+        // takes Y, or queues on it while 5's registration holds it.
+        let s4 = tracker.submit(
+            &[
+                acc(0, 8, AccessKind::MutexInOutSet),
+                acc(200, 8, AccessKind::In),
+            ],
+            4,
+        );
+        assert!(matches!(s4, Submitted::Deferred));
+        let completer = {
+            let log = Arc::clone(&log);
+            thread::spawn(move || complete(&log, w.handle, false))
+        };
+        // 5 takes Y, then X, poisoned: cancelled at registration, handing Y on to 4 if 4
+        // queued meanwhile (then its release list holds 4), or queued behind 4.
+        let mut handles = record_all(
+            &log,
+            tracker.submit(
+                &[
+                    acc(0, 8, AccessKind::MutexInOutSet),
+                    acc(100, 8, AccessKind::MutexInOutSet),
+                ],
+                5,
+            ),
+        );
+        handles.extend(completer.join().unwrap());
+        drain(&log, handles);
+        assert_eq!(sorted(&log), [Event::Ready(4), Event::Cancelled(5)]);
     });
 }

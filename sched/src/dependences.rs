@@ -25,7 +25,8 @@
 //!   and its frame finished with the panic [`CANCELLED`]; the parent's next `taskwait`, the end
 //!   of the taskgroup the cancelled task is in, or the scope end resumes the predecessor's own
 //!   panic, which reaches the parent first. Tasks spawned later on poisoned bytes are
-//!   cancelled too, and report [`CANCELLED`].
+//!   cancelled too, and report [`CANCELLED`]. So is a `mutexinoutset` member that would take
+//!   its set after a member that panicked (it would see what that one left half-written).
 //! - **Memory.** A dependent task costs one frame (from the worker's frame cache) and one
 //!   tracker node (176 bytes, from the thread's block cache), plus a chunk of 14 successor
 //!   entries per 14 tasks waiting for it (see `blocks.rs`). The creating thread allocates
@@ -46,7 +47,8 @@ use crate::job::Task;
 use crate::worker::WorkerThread;
 
 /// The panic message of a task cancelled because a task it depends on panicked.
-pub const CANCELLED: &str = "numatask: task cancelled: a task it depends on panicked";
+pub const CANCELLED: &str =
+    "numatask: task cancelled: a task it depends on (or shares a mutexinoutset with) panicked";
 
 /// The dependences among one task's children.
 pub(crate) struct ChildDeps {

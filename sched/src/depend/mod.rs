@@ -68,7 +68,8 @@
 //!   not on timing, because a finished poisoned task stays in the map and poisons every later
 //!   task that would have waited for it. The one exception is `mutexinoutset`, whose members
 //!   are unordered: a member that panics poisons the set, so the members that take it after
-//!   it (which ones depends on the run) are cancelled, not those that had it before; the
+//!   it (which ones depends on the run) are cancelled, not those that had it before (a set
+//!   object may serve several ranges, see `mutex_set`: conservatively, their members too); the
 //!   members of an `inoutset`, which run at the same time, are not cancelled by each other's
 //!   panics (tasks after the set are). A panic never makes the tracker hang; the runtime
 //!   reports it at the parent's taskwait. (A runtime that prefers to run successors anyway

@@ -14,7 +14,9 @@
 //! is split, both halves share it. Sharing can exclude two members that touch different halves,
 //! which costs concurrency, never correctness (the members of a set are unordered anyway). One
 //! task that starts sets on several ranges uses one object for all of them, for the same
-//! reason, so that a typical member holds a single set.
+//! reason, so that a typical member holds a single set. The poison below is the object's too:
+//! after a panic it may cancel members on bytes the panicking member did not touch, which
+//! also costs only what a panic already lost.
 //!
 //! A member that panics poisons the sets it holds: whoever takes one after it (a waiting
 //! member, or one submitted later) holds its sets as usual, then is cancelled instead of run,

@@ -297,7 +297,9 @@ pub struct Ready<T> {
 pub enum Released<T> {
     /// Run it, then complete its handle.
     Ready(Ready<T>),
-    /// A predecessor panicked: do not run it. The tracker has completed it already.
+    /// A predecessor panicked, or a member of a `mutexinoutset` set it took after that
+    /// member (see [`DepHandle::complete_panicked`]): do not run it. The tracker has completed
+    /// it already.
     Cancelled(T),
 }
 

@@ -44,7 +44,7 @@ pub enum Submitted<T> {
     /// [`DepHandle::complete_panicked`]): the payload is handed back, must not run, and is
     /// already complete in the tracker. With it, what its completion released, to be handled
     /// as [`DepHandle::complete`]'s releases (empty but for a task cancelled at a poisoned
-    /// set while it held others, which it hands on).
+    /// set while it held sets, which it hands on to members that queued on them meanwhile).
     Cancelled(T, Vec<Released<T>>),
 }
 
