@@ -431,6 +431,21 @@ impl<'scope> Scope<'scope> {
         let f = AssertSend(f);
         self.spawn_dependent(deps, None, move |s| f.into_inner()(s));
     }
+
+    /// [`spawn_depend`](Self::spawn_depend) with a name for the task in traces (see
+    /// [`crate::trace`]; free when the runtime does not trace).
+    ///
+    /// # Safety
+    ///
+    /// As for [`spawn_depend`](Self::spawn_depend).
+    pub unsafe fn spawn_depend_labeled<F>(&self, label: &'static str, deps: &[Access], f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + 'scope,
+    {
+        let f = AssertSend(f);
+        let label = self.is_tracing().then_some(label);
+        self.spawn_dependent(deps, label, move |s| f.into_inner()(s));
+    }
 }
 
 /// A closure the caller of [`Scope::spawn_depend`] promised may run on another thread.

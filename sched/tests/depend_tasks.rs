@@ -839,6 +839,22 @@ fn a_dependent_tasks_footprint_is_its_depend_list() {
                 .expect("a dependent task has a footprint");
             assert_eq!(d.known(), 2 * 4096, "both declared blocks, by node");
         }
+        // The raw form, labelled: its depend list is its footprint too.
+        let (addr, n) = (v.as_mut_ptr() as usize, v.len());
+        rt.scope(|s| {
+            let whole = Access::new(addr, n * 8, AccessKind::InOut);
+            // SAFETY: the task writes only the bytes it declares, which nothing else touches
+            // until the scope ends; the address of plain numbers may go to another thread.
+            unsafe {
+                s.spawn_depend_labeled("raw", &[whole], move |_| *(addr as *mut f64) += 1.0);
+            }
+        });
+        let records = rt.tracer().expect("tracing").records();
+        let raw: Vec<_> = records.iter().filter(|r| r.label == "raw").collect();
+        assert_eq!(raw.len(), 1);
+        let d = raw[0].footprint.as_ref().expect("a footprint");
+        assert_eq!(d.known(), n as u64 * 8);
+        assert_eq!(v[0], 1.0);
         drop(rt);
         let _ = std::fs::remove_file(&path);
         assert_eq!(v[512 * 3], 3.0);
