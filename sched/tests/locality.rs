@@ -963,3 +963,170 @@ fn a_task_for_a_node_without_workers_goes_to_the_nearest_staffed_node_the_spawne
         }
     });
 }
+
+/// The value of [`tree`] for `seed` and `depth`, computed sequentially.
+fn tree_size(seed: u64, depth: u32) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let (h, fan, _) = tree_shape(seed);
+    1 + (0..fan)
+        .map(|i| tree_size(h.wrapping_add(i as u64 * 0x9E37), depth - 1))
+        .sum::<u64>()
+}
+
+/// `(hash, fan-out, operation)` of a tree node.
+fn tree_shape(seed: u64) -> (u64, usize, u64) {
+    let mut h = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^= h >> 31;
+    let op = (h >> 8) % 5;
+    let fan = if op == 2 { 2 } else { 2 + (h % 3) as usize };
+    (h, fan, op)
+}
+
+/// A random tree of tasks mixing every way of spawning and waiting: tasks with footprints on
+/// random nodes and a taskwait, a taskgroup, `join`, a nested scope, result handles; some
+/// tasks one level below the top take [`PAD`] of a [`STACK`], so that the workers that wait in
+/// them are short of stack. Returns the number of tree nodes that ran.
+fn tree<'scope>(
+    s: &numatask_sched::Scope<'scope>,
+    seed: u64,
+    depth: u32,
+    chunks: &'scope [NumaVec<u8>],
+) -> u64 {
+    tree_node(s, seed, depth, chunks, true)
+}
+
+/// A node of [`tree`]; `may_pad`: false for the two sides of a `join`, where the task side may
+/// run on top of the inline side, both of the program's own nesting, whose stack two pads
+/// would exceed.
+fn tree_node<'scope>(
+    s: &numatask_sched::Scope<'scope>,
+    seed: u64,
+    depth: u32,
+    chunks: &'scope [NumaVec<u8>],
+    may_pad: bool,
+) -> u64 {
+    if depth == 0 {
+        return 1;
+    }
+    let (h, fan, op) = tree_shape(seed);
+    let child = move |i: usize| h.wrapping_add(i as u64 * 0x9E37);
+    let on = |i: usize| footprint(&chunks[((h >> 20) as usize ^ i) % chunks.len()]);
+    let body = || -> u64 {
+        let sum = Arc::new(AtomicUsize::new(0));
+        let adder = || {
+            let sum = Arc::clone(&sum);
+            move |v: u64| {
+                sum.fetch_add(v as usize, Ordering::Relaxed);
+            }
+        };
+        match op {
+            0 => {
+                for i in 0..fan {
+                    let add = adder();
+                    s.spawn_with_footprint(on(i), move |s| {
+                        add(tree(s, child(i), depth - 1, chunks))
+                    });
+                }
+                s.taskwait();
+            }
+            1 => s.taskgroup(|g| {
+                for i in 0..fan {
+                    let add = adder();
+                    g.spawn_with_footprint(on(i), move |s| {
+                        add(tree(s, child(i), depth - 1, chunks))
+                    });
+                }
+            }),
+            2 => {
+                let (a, b) = s.join(
+                    |s| tree_node(s, child(0), depth - 1, chunks, false),
+                    |s| tree_node(s, child(1), depth - 1, chunks, false),
+                );
+                adder()(a + b);
+            }
+            3 => {
+                let adders: Vec<_> = (0..fan).map(|_| adder()).collect();
+                numatask_sched::scope(|inner| {
+                    for (i, add) in adders.into_iter().enumerate() {
+                        inner.spawn_with_footprint(on(i), move |s| {
+                            add(tree(s, child(i), depth - 1, chunks))
+                        });
+                    }
+                })
+                .expect("a nested scope");
+            }
+            _ => {
+                let handles: Vec<_> = (0..fan)
+                    .map(|i| s.spawn_with_result(move |s| tree(s, child(i), depth - 1, chunks)))
+                    .collect();
+                let add = adder();
+                handles.into_iter().for_each(|h| add(h.join()));
+            }
+        }
+        1 + sum.load(Ordering::Relaxed) as u64
+    };
+    if may_pad && depth == TREE_DEPTH - 1 && (h >> 16) % 3 == 0 {
+        on_padded_stack(body)
+    } else {
+        body()
+    }
+}
+
+/// Runs `f` with [`PAD`] more of the stack in use. Out of line: a pad in `tree`'s own frame
+/// would take the stack of every call, padded or not.
+#[inline(never)]
+fn on_padded_stack(f: impl FnOnce() -> u64) -> u64 {
+    let mut pad = [0u8; PAD];
+    std::hint::black_box(&mut pad);
+    let n = f();
+    std::hint::black_box(&mut pad);
+    n
+}
+
+const TREE_DEPTH: u32 = 5;
+
+/// Worker stacks of the tree test.
+const STACK: usize = 2048 << 10;
+
+/// Stack a padded task takes: more than three quarters of [`STACK`], so that its worker is
+/// short of stack, and less than what a worker not yet padded has free in this program (its
+/// frames without a pad stay below 50 KiB): a waiter with room may steal a padded task, and
+/// the runtime guarantees it only a quarter of its stack, not the 1.6 MiB the task takes.
+const PAD: usize = 1600 << 10;
+
+#[test]
+fn random_trees_of_nested_spawns_and_waits_finish_under_every_policy_short_of_stack_or_not() {
+    preset_process();
+    within(240, || {
+        let chunks: Vec<NumaVec<u8>> = (0..8).map(chunk_on).collect();
+        for (kind, vicinity, workers) in [
+            (SchedulerKind::Locality, Some(10), 7),
+            (SchedulerKind::Locality, Some(16), 13),
+            (SchedulerKind::Locality, None, 7),
+            (SchedulerKind::WorkStealing, None, 7),
+        ] {
+            let rt = Runtime::builder()
+                .topology(preset())
+                .scheduler(kind)
+                .num_threads(workers)
+                .proc_bind(false)
+                .vicinity(vicinity)
+                .stack_size(STACK)
+                .build()
+                .expect("runtime starts");
+            for seed in 0..300u64 {
+                let chunks = &chunks;
+                let ran = rt.scope(|s| tree(s, seed, TREE_DEPTH, chunks));
+                assert_eq!(
+                    ran,
+                    tree_size(seed, TREE_DEPTH),
+                    "{kind:?} vicinity {vicinity:?}, {workers} workers, seed {seed}"
+                );
+            }
+        }
+    });
+}
