@@ -77,6 +77,10 @@ pub(crate) struct Registry {
     pub(crate) tracer: Option<Arc<Tracer>>,
     /// Tasks set aside by waiting workers short of stack (see [`crate::worker`]).
     pub(crate) set_aside: SetAside,
+    /// For each worker, how many of its waits are short of stack (nested waits: those below
+    /// the first are short too): such a worker takes no task set aside but its own
+    /// descendants (see [`crate::worker`]).
+    pub(crate) short_waits: Box<[std::sync::atomic::AtomicUsize]>,
 }
 
 /// Configures a [`Runtime`]. [`RuntimeBuilder::new`] starts from the defaults,
@@ -332,6 +336,9 @@ impl RuntimeBuilder {
             settings,
             tracer,
             set_aside: SetAside::default(),
+            short_waits: (0..num_threads)
+                .map(|_| std::sync::atomic::AtomicUsize::new(0))
+                .collect(),
         });
 
         let (ready_tx, ready_rx) = mpsc::channel();

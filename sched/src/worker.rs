@@ -14,7 +14,8 @@
 //!    for it in the same way: pools whose scopes nest in each other never wait for each
 //!    other with every worker blocked);
 //!    then tasks set aside (below) that it may run: those of nodes within its reach (the
-//!    locality-aware policy's vicinity) and descendants of `F` from any node;
+//!    locality-aware policy's vicinity) and descendants of `F` from beyond, when every worker
+//!    within reach of their node is short of stack;
 //! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
 //! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
@@ -35,11 +36,14 @@
 //!   work cannot overflow the stack. A task it pops from its own deque that does not descend
 //!   from `F` is *set aside* in the pool's set-aside list, where a worker with room takes it
 //!   (one its policy lets run a task of that node: the locality-aware policy's vicinity), and
-//!   where every waiting worker, short of stack or not, looks for descendants of what it waits
-//!   for, whatever their node (a task set aside while joining one child may be the sibling the
-//!   next `taskwait` needs, or the task of a nested scope that a far worker set aside). Before it
-//!   sleeps, a worker short of stack checks its own queues as well as the list: a descendant
-//!   may be dealt to its node's queue at any time.
+//!   where a worker short of stack looks for descendants of what it waits for, whatever their
+//!   node (a task set aside while joining one child may be the sibling the next `taskwait`
+//!   needs). A waiting worker with room takes a descendant of what it waits for from beyond
+//!   its reach only when no worker within reach of the task's node can take it, each being
+//!   short of stack (the task of a nested scope that the only worker of a far node set aside
+//!   while it waits, short of stack, for this very waiter): the vicinity gives way only where
+//!   keeping it would deadlock. Before it sleeps, a worker short of stack checks its own
+//!   queues as well as the list: a descendant may be dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
 //!   recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
@@ -457,12 +461,14 @@ impl WorkerThread {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
         let ctx = self.ctx();
+        // The stack in use does not change while this frame waits.
+        let roomy = self.stack_has_room();
+        let _short = (!roomy).then(|| ShortWait::enter(self));
         loop {
             if done() {
                 sleep.end_search(&mut idle);
                 return;
             }
-            let roomy = self.stack_has_room();
             if let Some((task, found)) = self.pop_own(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
                     sleep.work_found(&mut idle);
@@ -496,13 +502,15 @@ impl WorkerThread {
                 self.run_task(task, Some(Found::Injected));
                 continue;
             }
-            // With room: a task set aside within its reach, or what it waits for from any
-            // node (a nested scope's task that a far worker short of stack set aside is
-            // reachable to this waiter only here).
+            // With room: a task set aside within its reach, or what it waits for from beyond
+            // when no worker within reach of it can take it (each is short of stack: a nested
+            // scope's task that the only worker of a far node set aside while it waits for
+            // this one would otherwise wait forever).
             if roomy
                 && !set_aside.is_empty()
                 && let Some(task) = set_aside.take(|t, node| {
-                    self.queues.within_reach(&ctx, node) || t.is_descendant_of(frame)
+                    self.queues.within_reach(&ctx, node)
+                        || (t.is_descendant_of(frame) && self.none_free_for(node))
                 })
             {
                 sleep.work_found(&mut idle);
@@ -517,8 +525,12 @@ impl WorkerThread {
                 done()
                     || (roomy && (self.queues.has_stealable_work(&ctx) || self.has_set_aside(&ctx)))
                     || (injected_when_short && self.queues.has_injected(&ctx))
-                    || set_aside.has(|t, _| t.is_descendant_of(frame))
-                    || (!roomy && self.queues.has_own_work(&ctx))
+                    || (!roomy
+                        && (self.queues.has_own_work(&ctx)
+                            || set_aside.has(|t, _| t.is_descendant_of(frame))))
+                    || (roomy
+                        && set_aside
+                            .has(|t, node| t.is_descendant_of(frame) && self.none_free_for(node)))
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);
@@ -565,6 +577,17 @@ impl WorkerThread {
         set_aside.take(|_, node| self.queues.within_reach(ctx, node))
     }
 
+    /// Whether no worker that may take a task of `node` set aside (within the policy's reach
+    /// of it) can take one now: each is short of stack. Never, when every worker may.
+    fn none_free_for(&self, node: usize) -> bool {
+        let short = &self.registry.short_waits;
+        self.registry.scheduler.reaching(node).is_some_and(|runs| {
+            runs.iter()
+                .flat_map(|r| r.clone())
+                .all(|w| short[w].load(Ordering::SeqCst) > 0)
+        })
+    }
+
     /// Whether [`take_set_aside`](Self::take_set_aside) may find a task.
     #[inline]
     fn has_set_aside(&self, ctx: &WorkerCtx<'_>) -> bool {
@@ -578,6 +601,31 @@ impl WorkerThread {
         let here = 0u8;
         let used = self.stack_base.saturating_sub(ptr::addr_of!(here) as usize);
         used < self.stack_size - self.stack_size / STACK_RESERVE_DIVISOR
+    }
+}
+
+/// A wait of a worker short of stack, counted in the registry's `short_waits` while it lasts.
+struct ShortWait<'a> {
+    count: &'a AtomicUsize,
+}
+
+impl<'a> ShortWait<'a> {
+    /// Counts a short wait of `worker`. Tasks set aside that only this worker could have
+    /// taken (of nodes within reach of it alone) may now be taken by their waiters beyond:
+    /// sleepers are woken to look again.
+    fn enter(worker: &'a WorkerThread) -> Self {
+        let count = &worker.registry.short_waits[worker.index()];
+        count.fetch_add(1, Ordering::SeqCst);
+        if !worker.registry.set_aside.is_empty() {
+            worker.registry.sleep.wake_all();
+        }
+        ShortWait { count }
+    }
+}
+
+impl Drop for ShortWait<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -377,6 +377,13 @@ impl Locality {
         }
     }
 
+    /// The workers within the vicinity of `node` (see [`crate::scheduler::AnyScheduler`]);
+    /// `None` without a vicinity.
+    pub(crate) fn reaching(&self, node: usize) -> Option<&[Range<usize>]> {
+        self.vicinity?;
+        Some(&self.reachable_workers[node.min(self.num_nodes - 1)])
+    }
+
     /// Wakes a sleeper that may steal from a deque of `node`, nearest first (with a
     /// vicinity: a sleeper beyond it would find nothing to take), and not a picky one.
     #[cold]

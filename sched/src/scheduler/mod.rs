@@ -278,6 +278,16 @@ pub(crate) enum AnyScheduler {
 }
 
 impl AnyScheduler {
+    /// The workers that may take a task of node `node` that a worker short of stack handed on
+    /// (those for which [`Scheduler::within_reach`] says yes), as runs of indices; `None`:
+    /// every worker.
+    pub(crate) fn reaching(&self, node: usize) -> Option<&[std::ops::Range<usize>]> {
+        match self {
+            Self::WorkStealing(_) => None,
+            Self::Locality(s) => s.reaching(node),
+        }
+    }
+
     pub(crate) fn inject(&self, task: Task, sleep: &Sleep) {
         match self {
             Self::WorkStealing(s) => s.inject(task, sleep),
