@@ -48,8 +48,11 @@
 //!   recursions.
 //! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
 //!   running on some worker or queued where a worker finds it; a waiting worker never blocks
-//!   while it can run something. With one worker every descendant of `F` is on the worker's
-//!   own deque above every older task, so it runs them all first.
+//!   while it can run something. A task set aside is taken by a worker within reach of its
+//!   node, or, when every such worker is short of stack, by a waiter it descends from. With
+//!   one worker every descendant of `F` is on the worker's own deque above every older task,
+//!   so it runs them all first. (A task that blocks outside the runtime, on a lock or a
+//!   channel, until another task has run, can still hang, as in any work-stealing pool.)
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
 //! injected from outside the pool, then tasks set aside.
@@ -615,8 +618,9 @@ impl<'a> ShortWait<'a> {
     /// sleepers are woken to look again.
     fn enter(worker: &'a WorkerThread) -> Self {
         let count = &worker.registry.short_waits[worker.index()];
-        count.fetch_add(1, Ordering::SeqCst);
-        if !worker.registry.set_aside.is_empty() {
+        // Only the first short wait changes what others may take (nested ones are short
+        // too, and `none_free_for` asks for a count above zero).
+        if count.fetch_add(1, Ordering::SeqCst) == 0 && !worker.registry.set_aside.is_empty() {
             worker.registry.sleep.wake_all();
         }
         ShortWait { count }

@@ -49,7 +49,8 @@
 //! The vicinity (`NUMATASK_VICINITY`, an OS distance; section 4.2 of the paper) bounds every
 //! steal: no worker takes a task, from a deque or a node queue, across a larger distance; a
 //! task that a waiting worker short of stack hands on (see `crate::worker`) goes only to
-//! workers within the vicinity of its node too, or back to a waiter that needs it. Only
+//! workers within the vicinity of its node too, or back to a waiter that needs it when every
+//! worker within the vicinity of its node is short of stack. Only
 //! scopes injected from outside the pool go to any worker.
 //!
 //! The deques of steps 2 and 3 are a decision of this implementation: the paper's Algorithm 2
@@ -381,7 +382,8 @@ impl Locality {
     /// `None` without a vicinity.
     pub(crate) fn reaching(&self, node: usize) -> Option<&[Range<usize>]> {
         self.vicinity?;
-        Some(&self.reachable_workers[node.min(self.num_nodes - 1)])
+        // A node beyond the topology is within everyone's reach (`within_reach`).
+        self.reachable_workers.get(node).map(|runs| &**runs)
     }
 
     /// Wakes a sleeper that may steal from a deque of `node`, nearest first (with a
