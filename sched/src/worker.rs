@@ -484,9 +484,21 @@ impl WorkerThread {
             }
             before_block();
             let set_aside = &self.registry.set_aside;
-            // Short of stack: what it waits for, from any node (a vicinity must not keep a
-            // waiter from what it needs).
-            if !roomy && let Some(task) = set_aside.take(|t, _| t.is_descendant_of(frame)) {
+            // What it may take of the tasks set aside. Short of stack: what it waits for, from
+            // any node (a vicinity must not keep a waiter from what it needs). With room: tasks
+            // within its reach, and what it waits for from beyond when no worker within reach
+            // of it can take it, each being short of stack (a nested scope's task that the only
+            // worker of a far node set aside while it waits for this one would otherwise wait
+            // forever).
+            let may_take = |t: &Task, node: usize| {
+                if roomy {
+                    self.queues.within_reach(&ctx, node)
+                        || (t.is_descendant_of(frame) && self.none_free_for(node))
+                } else {
+                    t.is_descendant_of(frame)
+                }
+            };
+            if !roomy && let Some(task) = set_aside.take(may_take) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -505,17 +517,7 @@ impl WorkerThread {
                 self.run_task(task, Some(Found::Injected));
                 continue;
             }
-            // With room: a task set aside within its reach, or what it waits for from beyond
-            // when no worker within reach of it can take it (each is short of stack: a nested
-            // scope's task that the only worker of a far node set aside while it waits for
-            // this one would otherwise wait forever).
-            if roomy
-                && !set_aside.is_empty()
-                && let Some(task) = set_aside.take(|t, node| {
-                    self.queues.within_reach(&ctx, node)
-                        || (t.is_descendant_of(frame) && self.none_free_for(node))
-                })
-            {
+            if roomy && let Some(task) = set_aside.take(may_take) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
                 continue;
@@ -526,14 +528,10 @@ impl WorkerThread {
             }
             let has_work = || {
                 done()
-                    || (roomy && (self.queues.has_stealable_work(&ctx) || self.has_set_aside(&ctx)))
+                    || (roomy && self.queues.has_stealable_work(&ctx))
                     || (injected_when_short && self.queues.has_injected(&ctx))
-                    || (!roomy
-                        && (self.queues.has_own_work(&ctx)
-                            || set_aside.has(|t, _| t.is_descendant_of(frame))))
-                    || (roomy
-                        && set_aside
-                            .has(|t, node| t.is_descendant_of(frame) && self.none_free_for(node)))
+                    || (!roomy && self.queues.has_own_work(&ctx))
+                    || set_aside.has(may_take)
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);

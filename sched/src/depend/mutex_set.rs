@@ -4,11 +4,10 @@
 //! tracker enforces that itself, so the runtime only ever sees tasks that may run now: a member
 //! whose predecessors have all finished takes each of its sets in one global order (their
 //! creation); if one is held, it queues on that set (keeping the sets it already took) and the
-//! holder's completion hands
-//! the set over and carries on taking the member's remaining sets. Taking sets in one global
-//! order, and only once dependence-ready, cannot deadlock: a queued member waits for a holder of
-//! a set later in the order, and the last holder in such a chain holds everything it needs, so
-//! it runs and completes.
+//! holder's completion hands the set over and carries on taking the member's remaining sets.
+//! Taking sets in one global order, and only once dependence-ready, cannot deadlock: a queued
+//! member waits for a holder of a set later in the order, and the last holder in such a chain
+//! holds everything it needs, so it runs and completes.
 //!
 //! A set is one object per run of consecutive `mutexinoutset` accesses to a range; when a range
 //! is split, both halves share it. Sharing can exclude two members that touch different halves,
@@ -26,7 +25,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use super::node::{DepHandle, Outcome, Ready, acquire_sets, lock};
+use super::node::{Outcome, acquire_sets, lock};
 use super::node_ref::NodeRef;
 use crate::sync::{Arc, Mutex};
 
@@ -115,14 +114,7 @@ impl<T> MutexSet<T> {
             .expect("a waiting member still has its payload");
         let cancelled = links.set_poisoned;
         drop(links);
-        Some(if cancelled {
-            Outcome::Cancelled(waiter, payload)
-        } else {
-            Outcome::Ready(Ready {
-                handle: DepHandle::new(waiter),
-                payload,
-            })
-        })
+        Some(Outcome::new(waiter, payload, cancelled))
     }
 }
 

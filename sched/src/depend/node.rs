@@ -467,14 +467,7 @@ fn release<T>(node: NodeRef<T>) -> Option<Outcome<T>> {
         .expect("a task is released once, with its payload");
     let cancelled = poisoned || links.set_poisoned;
     drop(links);
-    Some(if cancelled {
-        Outcome::Cancelled(node, payload)
-    } else {
-        Outcome::Ready(Ready {
-            handle: DepHandle::new(node),
-            payload,
-        })
-    })
+    Some(Outcome::new(node, payload, cancelled))
 }
 
 /// What [`release`] decided for a task whose predecessors have all finished, and what a
@@ -486,8 +479,23 @@ pub(crate) enum Outcome<T> {
     Cancelled(NodeRef<T>, T),
 }
 
-/// Takes the task's sets from `links.acquired` on, in the sets' global order; if one is held, queues
-/// the task on it and returns `false` (the holder's completion hands it over and carries on).
+impl<T> Outcome<T> {
+    /// `node`, released with `payload`: ready, or `cancelled`.
+    pub(crate) fn new(node: NodeRef<T>, payload: T, cancelled: bool) -> Self {
+        if cancelled {
+            Outcome::Cancelled(node, payload)
+        } else {
+            Outcome::Ready(Ready {
+                handle: DepHandle::new(node),
+                payload,
+            })
+        }
+    }
+}
+
+/// Takes the task's sets from `links.acquired` on, in the sets' global order; if one is held,
+/// queues the task on it and returns `false` (the holder's completion hands it over and
+/// carries on).
 /// A poisoned set is taken like any other, and marks the task (`set_poisoned`).
 pub(crate) fn acquire_sets<T>(node: &NodeRef<T>, links: &mut Links<T>) -> bool {
     while let Some(set) = links.sets.get(links.acquired) {

@@ -50,17 +50,17 @@
 //! steal: no worker takes a task, from a deque or a node queue, across a larger distance; a
 //! task that a waiting worker short of stack hands on (see `crate::worker`) goes only to
 //! workers within the vicinity of its node too, or back to a waiter that needs it when every
-//! worker within the vicinity of its node is short of stack. Only
-//! scopes injected from outside the pool go to any worker.
+//! worker within the vicinity of its node is short of stack. Only scopes injected from outside
+//! the pool go to any worker.
 //!
 //! The deques of steps 2 and 3 are a decision of this implementation: the paper's Algorithm 2
 //! knows only node queues, and its Algorithm 1 puts the tasks it keeps local in the node's
 //! queue, under the same thresholds (so with fine distribution, where every footprint is even,
 //! "the imbalance can not be completely recovered from since steals are restricted", section
-//! 6). Here they go to deques. A deque holds only tasks whose footprint is insignificant by Algorithm 1's
-//! own test (small, or spread evenly so that every node reaches it at the same cost), so
-//! running one on another node costs no remote traffic worth a threshold; stealing them
-//! within the vicinity without a threshold (and before the dealt tasks of the same node,
+//! 6). Here they go to deques. A deque holds only tasks whose footprint is insignificant by
+//! Algorithm 1's own test (small, or spread evenly so that every node reaches it at the same
+//! cost), so running one on another node costs no remote traffic worth a threshold; stealing
+//! them within the vicinity without a threshold (and before the dealt tasks of the same node,
 //! whose moving does cost; a nearer node's dealt tasks above their threshold come first)
 //! keeps task-parallel programs without footprints (fib), and evenly spread data, as
 //! balanced as under work stealing.
