@@ -131,7 +131,7 @@ impl<'scope> Scope<'scope> {
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     #[inline]
-    pub fn spawn_with_result<F, T>(&self, f: F) -> TaskHandle<'scope, T>
+    pub fn spawn_with_result<'s, F, T>(&'s self, f: F) -> TaskHandle<'s, T>
     where
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
@@ -507,10 +507,29 @@ impl fmt::Debug for Scope<'_> {
 ///
 /// The value can be taken with [`join`](Self::join): immediately after a `taskwait` of the
 /// spawning task, otherwise after waiting for this task. Dropping the handle drops the value.
-/// The handle stays with the task that spawned it (it is neither `Send` nor `Sync`).
-pub struct TaskHandle<'scope, T> {
+/// The handle stays with the task that spawned it: it is neither `Send` nor `Sync`, and it
+/// borrows the `&Scope` it was spawned from, so it cannot be put where another task could
+/// take it (a `thread_local!` needs `'static`), out of the scope, or out of a taskgroup's
+/// closure. Only the spawning task (or code it calls inline) waits for it, which is what
+/// keeps waiting free of deadlock (see the taskwait policy in the `worker` module).
+///
+/// ```compile_fail,E0521
+/// use std::cell::RefCell;
+/// use numatask_sched::{Runtime, TaskHandle};
+///
+/// thread_local! {
+///     static KEPT: RefCell<Option<TaskHandle<'static, u32>>> = const { RefCell::new(None) };
+/// }
+/// let rt = Runtime::builder().num_threads(2).build().unwrap();
+/// rt.scope(|s| {
+///     let h = s.spawn_with_result(|_| 5u32);
+///     // error: the handle borrows `s`, which does not live for 'static
+///     KEPT.with(|k| *k.borrow_mut() = Some(h));
+/// });
+/// ```
+pub struct TaskHandle<'s, T> {
     head: NonNull<ResultHead<T>>,
-    _marker: PhantomData<(&'scope (), *const T)>,
+    _marker: PhantomData<(&'s (), *const T)>,
 }
 
 impl<T> TaskHandle<'_, T> {
@@ -547,12 +566,14 @@ impl<T> TaskHandle<'_, T> {
         let head = self.head();
         if head.state.get() != DONE {
             match worker {
-                Some(worker) if worker.is_running_under_caller(&head.header) => panic!(
-                    "numatask: TaskHandle::join of a task that is running on this worker under \
-                     the caller (the caller is that task, one of its descendants, or a task run \
-                     while it waits): it cannot finish before the caller returns"
-                ),
                 Some(worker) => {
+                    // The handle borrows the spawning task's `&Scope`, so only that task (or
+                    // code it calls inline) gets here: the task waited for descends from the
+                    // caller and cannot be buried under it on this worker's stack.
+                    debug_assert!(
+                        !worker.is_running_under_caller(&head.header),
+                        "TaskHandle::join of a task running under the caller"
+                    );
                     let mut announced = false;
                     worker.wait_until(
                         &head.header,

@@ -203,43 +203,6 @@ fn joining_the_handle_of_a_task_that_panicked_panics_and_the_scope_resumes_its_p
 }
 
 #[test]
-fn joining_a_task_from_a_task_running_on_top_of_it_panics_instead_of_hanging() {
-    use numatask_sched::TaskHandle;
-    use std::cell::RefCell;
-    thread_local! {
-        // A handle kept where a task running on the same worker can take it: possible in
-        // safe code when the scope's lifetime is inferred as 'static.
-        static KEPT: RefCell<Option<TaskHandle<'static, u32>>> = const { RefCell::new(None) };
-    }
-    within(60, || {
-        let rt = runtime(1);
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            rt.scope(|s| {
-                let h = s.spawn_with_result(|s| {
-                    // Runs under the task that joins it below (one worker: on its stack).
-                    s.spawn(|_| {
-                        if let Some(h) = KEPT.with(|k| k.borrow_mut().take()) {
-                            h.join();
-                        }
-                    });
-                    s.taskwait();
-                    5
-                });
-                KEPT.with(|k| *k.borrow_mut() = Some(h));
-            })
-        }));
-        let err = message(r.expect_err("the join panics, and the scope resumes it"));
-        assert!(
-            err.contains("running on this worker under the caller"),
-            "{err}"
-        );
-        KEPT.with(|k| k.borrow_mut().take());
-        // The runtime goes on.
-        assert_eq!(rt.scope(|s| fib(s, 12)), fib_seq(12));
-    });
-}
-
-#[test]
 fn runtime_stays_usable_after_panics() {
     within(60, || {
         for workers in [1, 2] {

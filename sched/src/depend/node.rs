@@ -33,8 +33,8 @@ pub(crate) const POISONED: u32 = 2;
 pub(crate) const GUARD: usize = isize::MAX as usize;
 
 /// Locks `m`. The runtime's callbacks never run under these locks and the tracker does not
-/// panic while holding one (payload destructors must not panic: see [`DepTracker`]), so a
-/// poisoned lock still holds consistent data.
+/// panic while holding one (a payload destructor's panic is caught where the node is
+/// dropped: see [`DepTracker`]), so a poisoned lock still holds consistent data.
 ///
 /// [`DepTracker`]: super::DepTracker
 pub(crate) fn lock<M>(m: &Mutex<M>) -> MutexGuard<'_, M> {

@@ -19,10 +19,12 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop};
 use std::ops::Deref;
+use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use super::node::Node;
 use crate::blocks::{alloc_block, free_block};
+use crate::latch::drop_payload;
 use crate::sync::atomic::{AtomicUsize, Ordering, fence};
 use crate::sync::prefetch_write;
 
@@ -137,7 +139,14 @@ impl<T> NodeRef<T> {
         // initialized `Shared<T>`, dropped here once, and its block came from `alloc_block`.
         unsafe {
             last(&mut (*ptr).node);
-            ptr::drop_in_place(ptr);
+            // The payload is a user type of a public tracker, whose destructor may panic, and
+            // the last reference may go inside `submit`, halfway through the tracker's map:
+            // the panic is contained here (its payload dropped as the runtime drops unseen
+            // panics), so that the tracker stays consistent and the block is still freed.
+            let drop_node = AssertUnwindSafe(|| ptr::drop_in_place(ptr));
+            if let Err(payload) = panic::catch_unwind(drop_node) {
+                drop_payload(payload);
+            }
             free_block(self.ptr);
         }
     }

@@ -573,3 +573,60 @@ fn tasks_of_several_blocks_accessed_again_wait_per_block() {
     );
     assert_eq!(d.complete(5), [6]);
 }
+
+/// A payload whose destructor panics (a user type of the public tracker) and which is dropped
+/// inside `submit`, when a later task replaces the last reference to its parked node: the panic
+/// stays inside the tracker, which goes on ordering tasks, and dropping it is quiet too.
+#[test]
+fn a_payload_destructor_panicking_inside_submit_leaves_the_tracker_consistent() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    struct Boom(u32);
+    impl Drop for Boom {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            if self.0 == 1 {
+                panic!("payload 1 refuses to go");
+            }
+        }
+    }
+    let tracker = DepTracker::new();
+    let (r, s) = (0x1000, 0x2000);
+    let Submitted::Ready(first) = tracker.submit(&[acc(r, 16, Out)], Boom(0)) else {
+        panic!("the first writer is ready");
+    };
+    assert!(matches!(
+        tracker.submit(&[acc(r, 16, Out)], Boom(1)),
+        Submitted::Deferred
+    ));
+    // The first writer's handle goes without completing: task 1 stays parked, and the map now
+    // holds the only reference to its node.
+    let Ready { payload, handle } = first;
+    drop((payload, handle));
+    let dropped = DROPPED.load(Ordering::Relaxed);
+    // Replacing task 1 in the map drops its node, and the panicking payload, inside `submit`.
+    let third = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tracker.submit(&[acc(r, 8, InOut), acc(r + 8, 8, Out)], Boom(2))
+    }))
+    .expect("the payload's panic stays inside the tracker");
+    assert_eq!(
+        DROPPED.load(Ordering::Relaxed),
+        dropped + 1,
+        "payload 1 dropped"
+    );
+    // Task 2 waits for the writer that never completed (left parked, by the caller's choice).
+    assert!(matches!(third, Submitted::Deferred));
+    // The tracker goes on: a disjoint range is ready at once, an overlapping writer after it.
+    let Submitted::Ready(four) = tracker.submit(&[acc(s, 8, Out)], Boom(4)) else {
+        panic!("a task on a fresh range is ready");
+    };
+    assert!(matches!(
+        tracker.submit(&[acc(s, 8, In)], Boom(5)),
+        Submitted::Deferred
+    ));
+    let mut released = Vec::new();
+    four.handle.complete(|r| released.push(r));
+    assert!(matches!(released.as_slice(), [Released::Ready(r)] if r.payload.0 == 5));
+    drop(released);
+    drop(tracker);
+}

@@ -16,11 +16,12 @@ use crate::sync::{Arc, Mutex};
 /// threads may submit to one tracker; their submissions are then ordered by an internal lock.
 /// Completion does not take that lock.
 ///
-/// The payload type's destructor must not panic: a payload parked behind a [`DepHandle`] that
-/// was dropped without being completed is dropped with the last reference to its node, which
-/// may be inside `submit` under the tracker's lock, halfway through updating its map. (The
-/// runtime's payload, [`Task`](crate::Task), has no destructor, and the runtime completes
-/// every handle.)
+/// A payload parked behind a [`DepHandle`] that was dropped without being completed is
+/// dropped with the last reference to its node, which may be inside `submit` under the
+/// tracker's lock, halfway through updating its map. A panic of the payload's destructor there
+/// is caught and discarded, so that the tracker stays consistent: give the payload a
+/// destructor that does not panic if the panic matters. (The runtime's payload,
+/// [`Task`](crate::Task), has no destructor, and the runtime completes every handle.)
 pub struct DepTracker<T> {
     inner: Mutex<Inner<T>>,
 }
