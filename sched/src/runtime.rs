@@ -549,6 +549,18 @@ impl Runtime {
     ///
     /// A panic of `f` or of a task that no `taskwait` resumed is resumed here, after all
     /// tasks finished.
+    ///
+    /// A body that uses `?` returns a `Result` whose error type nothing else names: name it,
+    /// as in `Ok::<(), MyError>(())`, or the compiler asks for it (and only that; rustc once
+    /// spent minutes on this mistake with this crate loaded, which this example guards):
+    ///
+    /// ```compile_fail,E0282
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(1).build().unwrap();
+    /// let n = rt.scope(|_| {
+    ///     let n: u8 = "1".parse()?;
+    ///     Ok(n) // error[E0282]: type annotations needed
+    /// });
+    /// ```
     pub fn scope<'scope, F, R>(&self, f: F) -> R
     where
         F: FnOnce(&Scope<'scope>) -> R + Send,

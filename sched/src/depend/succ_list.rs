@@ -48,10 +48,11 @@ pub(crate) struct Chunks<T> {
     head: NonNull<Chunk<T>>,
 }
 
-// SAFETY: `Chunks` owns its chunks and the `NodeRef`s in them, like a `Vec<NodeRef<T>>`.
-unsafe impl<T> Send for Chunks<T> where NodeRef<T>: Send {}
+// SAFETY: `Chunks` owns its chunks and the `NodeRef`s in them, like a `Vec<NodeRef<T>>`, which
+// is `Send` and `Sync` when `T: Send` (see `node_ref`).
+unsafe impl<T: Send> Send for Chunks<T> {}
 // SAFETY: as above; shared access only reads.
-unsafe impl<T> Sync for Chunks<T> where NodeRef<T>: Sync {}
+unsafe impl<T: Send> Sync for Chunks<T> {}
 
 impl<T> Drop for Chunks<T> {
     fn drop(&mut self) {
