@@ -614,18 +614,43 @@ impl Topology {
             })
     }
 
+    /// The cores (indices, in order) this process may run on: on the real machine, those
+    /// with a processing unit in the process's CPU binding (`taskset`, `numactl
+    /// --physcpubind`, the binding a batch system or an MPI launcher gives each process), read
+    /// once, when first asked; every core when the binding cannot be read or leaves none. On
+    /// a synthetic topology every core (pinning maps them onto the real cores the process may
+    /// use).
+    pub fn usable_cores(&self) -> Vec<usize> {
+        let usable: Vec<usize> = match self.hwloc().and_then(process_binding) {
+            Some(bound) => self
+                .cores()
+                .filter(|c| c.pus.iter().any(|pu| bound.binary_search(pu).is_ok()))
+                .map(|c| c.index)
+                .collect(),
+            None => Vec::new(),
+        };
+        if usable.is_empty() {
+            (0..self.num_cores()).collect()
+        } else {
+            usable
+        }
+    }
+
     /// Pins the calling thread to core `core` of this topology.
     ///
-    /// On the real machine the thread is bound to the core's processing units. On a synthetic
-    /// topology the core is mapped onto the real machine's cores round-robin (`core` modulo the
-    /// number of real cores) and [`Pinning::Mapped`] says which real core was used.
+    /// On the real machine the thread is bound to the core's processing units that the
+    /// process may run on (see [`usable_cores`](Self::usable_cores); all of them when it may
+    /// run on none). On a synthetic topology the core is mapped onto the real machine's usable
+    /// cores round-robin (`core` modulo their number) and [`Pinning::Mapped`] says which real
+    /// core was used.
     pub fn pin_current_thread(&self, core: usize) -> Result<Pinning, AllocError> {
         let num_cores = self.num_cores();
         let Some(c) = self.cores().nth(core) else {
             return Err(AllocError::NoSuchCore { core, num_cores });
         };
         let (real_topology, cpuset, pinning) = if let Some(hw) = self.hwloc() {
-            (hw, cpuset_of(&c.pus), Pinning::Exact { core })
+            let pus = within_binding(process_binding(hw), &c.pus).unwrap_or_else(|| c.pus.clone());
+            (hw, cpuset_of(&pus), Pinning::Exact { core })
         } else {
             let real = REAL
                 .get_or_init(|| {
@@ -691,14 +716,46 @@ fn os_indices(set: &CpuSet) -> Vec<usize> {
     set.iter_set().map(usize::from).collect()
 }
 
-/// The PUs of every core of the real machine that this process may run on.
+/// The PUs of every core of the real machine that this process may run on: allowed (its
+/// cgroup) and, when that leaves any, in its CPU binding.
 fn real_core_pus(hw: &hwlocality::Topology) -> Vec<Vec<usize>> {
     let allowed = hw.allowed_cpuset();
-    hw.objects_with_type(ObjectType::Core)
+    let cores: Vec<Vec<usize>> = hw
+        .objects_with_type(ObjectType::Core)
         .filter_map(|core| core.cpuset())
         .map(|set| os_indices(&(&*set & &*allowed)))
         .filter(|pus| !pus.is_empty())
-        .collect()
+        .collect();
+    let bound = process_binding(hw);
+    let usable: Vec<Vec<usize>> = cores
+        .iter()
+        .filter_map(|pus| within_binding(bound, pus))
+        .collect();
+    if usable.is_empty() { cores } else { usable }
+}
+
+/// The OS indices (sorted) of the processing units the process is bound to, read once (the
+/// union over its threads, as hwloc reads a process's binding); `None` if it cannot be read.
+fn process_binding(hw: &hwlocality::Topology) -> Option<&'static [usize]> {
+    static BOUND: OnceLock<Option<Vec<usize>>> = OnceLock::new();
+    BOUND
+        .get_or_init(|| {
+            let set = hw.cpu_binding(CpuBindingFlags::PROCESS).ok()?;
+            let pus = os_indices(&set);
+            (!pus.is_empty()).then_some(pus)
+        })
+        .as_deref()
+}
+
+/// The `pus` within `bound`, if any (`None` also when the binding is unknown).
+fn within_binding(bound: Option<&[usize]>, pus: &[usize]) -> Option<Vec<usize>> {
+    let bound = bound?;
+    let inside: Vec<usize> = pus
+        .iter()
+        .copied()
+        .filter(|pu| bound.binary_search(pu).is_ok())
+        .collect();
+    (!inside.is_empty()).then_some(inside)
 }
 
 fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {

@@ -1,9 +1,10 @@
 //! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
 //!
 //! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
-//! from the defaults and ignores it. Worker `i` runs on core `i % num_cores` of the topology
-//! (cores are numbered node by node, so workers fill one NUMA node before the next) and knows
-//! that core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
+//! from the defaults and ignores it. Worker `i` runs on the `i % n`-th of the `n` cores the
+//! process may run on ([`Topology::usable_cores`]: all of them unless `taskset`, `numactl` or
+//! a launcher bound the process to some; cores are numbered node by node, so workers fill one
+//! NUMA node before the next) and knows that core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
 //! core; a pinning the OS refuses does not stop the runtime (the worker runs unpinned), and
 //! [`Runtime::pinning`] reports it.
 //!
@@ -169,7 +170,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Number of workers (default: one per core of the topology; at most
+    /// Number of workers (default: one per core the process may run on,
+    /// [`Topology::usable_cores`]; at most
     /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
     pub fn num_threads(mut self, n: usize) -> Self {
         self.num_threads = Some(n);
@@ -247,10 +249,12 @@ impl RuntimeBuilder {
             Some(t) => t,
             None => Topology::current()?,
         };
-        let num_cores = topology.num_cores();
+        // The cores of the process's CPU binding (all of them unless a launcher, `taskset`
+        // or `numactl` bound it): the default worker count, and the cores workers go to.
+        let usable = topology.usable_cores();
         let num_threads = self
             .num_threads
-            .unwrap_or(num_cores)
+            .unwrap_or(usable.len())
             .clamp(1, crate::config::MAX_NUM_THREADS);
         if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = self.num_threads {
             return Err(SchedError::InvalidSetting {
@@ -291,10 +295,10 @@ impl RuntimeBuilder {
         let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
         let places: Box<[WorkerPlace]> = (0..num_threads)
             .map(|index| {
-                let core = if core_nodes.is_empty() {
+                let core = if usable.is_empty() {
                     0
                 } else {
-                    index % core_nodes.len()
+                    usable[index % usable.len()]
                 };
                 WorkerPlace {
                     index,
@@ -656,9 +660,13 @@ impl Runtime {
         line(
             "numatask topology",
             &format_args!(
-                "{} node(s), {} core(s), {} per node{}",
+                "{} node(s), {} core(s){}, {} per node{}",
                 topo.num_nodes(),
                 topo.num_cores(),
+                match topo.usable_cores().len() {
+                    n if n < topo.num_cores() => format!(" ({n} in the process's CPU binding)"),
+                    _ => String::new(),
+                },
                 topo.cores_per_node(),
                 if topo.is_synthetic() {
                     " (synthetic: workers pinned round-robin onto the real cores)"
