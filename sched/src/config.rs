@@ -3,7 +3,7 @@
 //! | variable | accepted values | default |
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
-//! | `OMP_PROC_BIND` | `true`, `close` (the same here), `false`; case-insensitive; of a list, the first | `true` |
+//! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
@@ -72,7 +72,7 @@ const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a com
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
 pub const MAX_NUM_THREADS: usize = 4096;
-const PROC_BIND_EXPECTED: &str = "true, false or close (spread and primary are not supported)";
+const PROC_BIND_EXPECTED: &str = "true, close, spread, primary (or master) or false";
 const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optional unit B, K, M \
      or G (no unit means K)";
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
@@ -122,7 +122,7 @@ pub struct EnvSettings {
     /// `OMP_NUM_THREADS`.
     pub num_threads: Option<usize>,
     /// `OMP_PROC_BIND`.
-    pub proc_bind: Option<bool>,
+    pub proc_bind: Option<ProcBind>,
     /// `OMP_STACKSIZE`, in bytes.
     pub stack_size: Option<usize>,
     /// `NUMATASK_SCHEDULER`.
@@ -256,13 +256,80 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
     }
 }
 
-/// Parses an `OMP_PROC_BIND` value: `true`/`close` pin the workers, `false` does not. Of a
-/// comma-separated list, the first item counts.
-pub fn parse_proc_bind(value: &str) -> Result<bool, SchedError> {
+/// How workers are bound to cores (`OMP_PROC_BIND`). The places are the cores the process
+/// may run on ([`Topology::usable_cores`](numatask_alloc::Topology::usable_cores), numbered
+/// node by node); with `T` workers and `n` such cores:
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcBind {
+    /// `false`: workers are not pinned (each still counts as on the node of the core `Close`
+    /// would give it, for the scheduler).
+    False,
+    /// `true` (the default): as `Close`.
+    True,
+    /// `close`: worker `i` on core `i mod n`: workers fill one node before the next.
+    Close,
+    /// `spread`: worker `i` on core `i * n / T`: fewer workers than cores spread evenly over
+    /// the cores, and so over every node; more workers than cores share cores in runs of
+    /// consecutive workers.
+    Spread,
+    /// `primary` (`master` in OpenMP before 5.1): every worker on the core of the thread
+    /// that starts the runtime.
+    Primary,
+}
+
+impl ProcBind {
+    /// Whether workers are pinned.
+    pub fn pins(self) -> bool {
+        self != ProcBind::False
+    }
+
+    /// The index among the `n` places of worker `index` of `workers`, for the placements
+    /// that depend only on the worker (not `Primary`).
+    pub fn place_of(self, index: usize, workers: usize, n: usize) -> usize {
+        match self {
+            ProcBind::Spread => index * n / workers.max(1),
+            _ => index % n.max(1),
+        }
+    }
+}
+
+impl fmt::Display for ProcBind {
+    /// As OpenMP runtimes print it in `OMP_DISPLAY_ENV`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProcBind::False => "FALSE",
+            ProcBind::True => "TRUE",
+            ProcBind::Close => "CLOSE",
+            ProcBind::Spread => "SPREAD",
+            ProcBind::Primary => "PRIMARY",
+        })
+    }
+}
+
+impl FromStr for ProcBind {
+    type Err = SchedError;
+
+    fn from_str(s: &str) -> Result<Self, SchedError> {
+        parse_proc_bind(s)
+    }
+}
+
+/// Parses an `OMP_PROC_BIND` value (case-insensitive). Of a comma-separated list (one policy
+/// per nesting level in OpenMP), the first item counts: numatask has one level.
+///
+/// ```
+/// use numatask_sched::config::{ProcBind, parse_proc_bind};
+/// assert_eq!(parse_proc_bind("Spread,close"), Ok(ProcBind::Spread));
+/// assert_eq!(parse_proc_bind("master"), Ok(ProcBind::Primary));
+/// ```
+pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
     let first = value.split(',').next().unwrap_or_default();
     match first.trim().to_ascii_lowercase().as_str() {
-        "true" | "close" => Ok(true),
-        "false" => Ok(false),
+        "true" => Ok(ProcBind::True),
+        "close" => Ok(ProcBind::Close),
+        "spread" => Ok(ProcBind::Spread),
+        "primary" | "master" => Ok(ProcBind::Primary),
+        "false" => Ok(ProcBind::False),
         _ => Err(invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED)),
     }
 }
@@ -348,15 +415,34 @@ mod tests {
     }
 
     #[test]
-    fn proc_bind_accepts_true_false_and_close() {
-        assert_eq!(parse_proc_bind("TRUE"), Ok(true));
-        assert_eq!(parse_proc_bind("close,close"), Ok(true));
-        assert_eq!(parse_proc_bind("false"), Ok(false));
-        let err = parse_proc_bind("spread").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "OMP_PROC_BIND='spread': expected true, false or close (spread and primary are not supported)"
-        );
+    fn proc_bind_accepts_the_openmp_policies() {
+        assert_eq!(parse_proc_bind("TRUE"), Ok(ProcBind::True));
+        assert_eq!(parse_proc_bind("close,spread"), Ok(ProcBind::Close));
+        assert_eq!(parse_proc_bind(" spread "), Ok(ProcBind::Spread));
+        assert_eq!(parse_proc_bind("Primary"), Ok(ProcBind::Primary));
+        assert_eq!(parse_proc_bind("master"), Ok(ProcBind::Primary));
+        assert_eq!(parse_proc_bind("false"), Ok(ProcBind::False));
+        for bad in ["yes", "1", "cores", ""] {
+            let err = parse_proc_bind(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "OMP_PROC_BIND='{bad}': expected true, close, spread, primary (or master) or false"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn spread_places_few_workers_evenly_and_many_in_runs() {
+        let places = |bind: ProcBind, workers, n| -> Vec<usize> {
+            (0..workers).map(|i| bind.place_of(i, workers, n)).collect()
+        };
+        assert_eq!(places(ProcBind::Spread, 4, 16), [0, 4, 8, 12]);
+        assert_eq!(places(ProcBind::Spread, 3, 8), [0, 2, 5]);
+        assert_eq!(places(ProcBind::Spread, 6, 3), [0, 0, 1, 1, 2, 2]);
+        assert_eq!(places(ProcBind::Close, 4, 16), [0, 1, 2, 3]);
+        assert_eq!(places(ProcBind::True, 5, 3), [0, 1, 2, 0, 1]);
     }
 
     #[test]

@@ -23,8 +23,8 @@ use numatask_alloc::{AllocError, Topology};
 
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
-    MIN_VICINITY, NUM_THREADS_ENV, PROC_BIND_ENV, SCHEDULER_ENV, STACKSIZE_ENV, VICINITY_ENV,
-    format_size,
+    MIN_VICINITY, NUM_THREADS_ENV, PROC_BIND_ENV, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV,
+    VICINITY_ENV, format_size,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -47,8 +47,8 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 pub struct Settings {
     /// Number of workers.
     pub num_threads: usize,
-    /// Whether workers are pinned to their cores.
-    pub proc_bind: bool,
+    /// How workers are pinned to cores.
+    pub proc_bind: ProcBind,
     /// Stack size of each worker thread, in bytes.
     pub stack_size: usize,
     /// The scheduling policy.
@@ -102,7 +102,7 @@ pub(crate) struct Registry {
 #[derive(Clone, Debug)]
 pub struct RuntimeBuilder {
     num_threads: Option<usize>,
-    proc_bind: bool,
+    proc_bind: ProcBind,
     stack_size: usize,
     scheduler: SchedulerKind,
     display_env: DisplayEnv,
@@ -125,7 +125,7 @@ impl RuntimeBuilder {
     pub fn new() -> Self {
         RuntimeBuilder {
             num_threads: None,
-            proc_bind: true,
+            proc_bind: ProcBind::True,
             stack_size: DEFAULT_STACK_SIZE,
             scheduler: SchedulerKind::default(),
             display_env: DisplayEnv::False,
@@ -178,9 +178,17 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Whether each worker pins itself to its core (default true).
+    /// Whether each worker pins itself to its core (default true): `true` is
+    /// [`ProcBind::True`], `false` [`ProcBind::False`]; [`bind`](Self::bind) chooses among
+    /// all of OpenMP's policies.
     pub fn proc_bind(mut self, pin: bool) -> Self {
-        self.proc_bind = pin;
+        self.proc_bind = if pin { ProcBind::True } else { ProcBind::False };
+        self
+    }
+
+    /// How workers are pinned to cores (`OMP_PROC_BIND`; default [`ProcBind::True`]).
+    pub fn bind(mut self, policy: ProcBind) -> Self {
+        self.proc_bind = policy;
         self
     }
 
@@ -293,12 +301,15 @@ impl RuntimeBuilder {
             })?;
         }
         let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
+        let primary = (self.proc_bind == ProcBind::Primary)
+            .then(|| calling_core(&topology, &usable))
+            .flatten();
         let places: Box<[WorkerPlace]> = (0..num_threads)
             .map(|index| {
-                let core = if usable.is_empty() {
-                    0
-                } else {
-                    usable[index % usable.len()]
+                let core = match primary {
+                    Some(core) => core,
+                    None if usable.is_empty() => 0,
+                    None => usable[self.proc_bind.place_of(index, num_threads, usable.len())],
                 };
                 WorkerPlace {
                     index,
@@ -355,7 +366,7 @@ impl RuntimeBuilder {
         for (index, queues) in queues.into_iter().enumerate() {
             let registry = Arc::clone(&registry);
             let ready = ready_tx.clone();
-            let pin = self.proc_bind;
+            let pin = self.proc_bind.pins();
             let spawned = thread::Builder::new()
                 .name(format!("numatask-{index}"))
                 .stack_size(self.stack_size)
@@ -514,6 +525,21 @@ extern "C" fn finish_traces_at_exit() {
     });
 }
 
+/// The usable core the calling thread runs on now (the place of `OMP_PROC_BIND=primary`).
+/// On a synthetic topology, whose cores are not the machine's, the first core.
+fn calling_core(topology: &Topology, usable: &[usize]) -> Option<usize> {
+    if topology.is_synthetic() {
+        return usable.first().copied();
+    }
+    // SAFETY: no arguments; returns the CPU of the calling thread or -1.
+    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    let core = topology.cores().find(|c| c.pus.contains(&cpu))?.index;
+    usable
+        .contains(&core)
+        .then_some(core)
+        .or(usable.first().copied())
+}
+
 static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
 
 impl Runtime {
@@ -628,7 +654,7 @@ impl Runtime {
             let _ = writeln!(out, "  {name} = '{value}'");
         };
         line(NUM_THREADS_ENV, &s.num_threads);
-        line(PROC_BIND_ENV, &if s.proc_bind { "TRUE" } else { "FALSE" });
+        line(PROC_BIND_ENV, &s.proc_bind);
         line(STACKSIZE_ENV, &format_size(s.stack_size));
         line(DISPLAY_ENV_ENV, &s.display_env);
         line(SCHEDULER_ENV, &s.scheduler);

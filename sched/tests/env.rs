@@ -26,7 +26,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     let rt = Runtime::new().expect("a valid environment");
     let s = rt.settings();
     assert_eq!(s.num_threads, 3);
-    assert!(!s.proc_bind);
+    assert_eq!(s.proc_bind, numatask_sched::config::ProcBind::False);
     assert_eq!(s.stack_size, 4 << 20);
     assert_eq!(s.scheduler, SchedulerKind::WorkStealing);
     assert_eq!(s.display_env, DisplayEnv::Verbose);
@@ -52,9 +52,20 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     }
     drop(rt);
 
+    // OpenMP's other policies; of a list (one per nesting level), the first.
+    set("OMP_PROC_BIND", "Spread,close");
+    let rt = Runtime::new().expect("spread is a policy");
+    assert_eq!(
+        rt.settings().proc_bind,
+        numatask_sched::config::ProcBind::Spread
+    );
+    assert!(rt.display_env().contains("  OMP_PROC_BIND = 'SPREAD'"));
+    drop(rt);
+    unset("OMP_PROC_BIND");
+
     for (var, value) in [
         ("OMP_NUM_THREADS", "0"),
-        ("OMP_PROC_BIND", "spread"),
+        ("OMP_PROC_BIND", "scatter"),
         ("OMP_STACKSIZE", "12Q"),
         ("NUMATASK_SCHEDULER", "fifo"),
         ("OMP_DISPLAY_ENV", "yes"),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use numatask_alloc::{Preset, Topology};
+use numatask_sched::config::ProcBind;
 use numatask_sched::{Runtime, SchedError};
 
 fn opteron() -> Arc<Topology> {
@@ -38,6 +39,48 @@ fn workers_fill_one_node_before_the_next() {
             "a task knows its worker's node"
         );
     }
+}
+
+#[test]
+fn spread_puts_fewer_workers_than_cores_on_every_node() {
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .bind(ProcBind::Spread)
+        .num_threads(8)
+        .build()
+        .expect("runtime starts");
+    let cores: Vec<usize> = rt.places().iter().map(|p| p.core).collect();
+    assert_eq!(cores, [0, 6, 12, 18, 24, 30, 36, 42], "one worker per node");
+    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(rt.settings().proc_bind, ProcBind::Spread);
+    assert!(rt.pinning().iter().all(Option::is_some), "spread pins");
+}
+
+#[test]
+fn primary_puts_every_worker_on_the_core_of_the_starting_thread() {
+    let topology = Topology::current().expect("the machine");
+    if topology.is_synthetic() {
+        // NUMATASK_TOPOLOGY names another machine: its cores are not where threads run.
+        return;
+    }
+    // Run the start from a thread bound to the last usable core, so that "the core of the
+    // starting thread" is not the core 0 of every other policy.
+    let last = *topology.usable_cores().last().expect("a core");
+    let t = Arc::clone(&topology);
+    let places = std::thread::spawn(move || {
+        t.pin_current_thread(last).expect("pins");
+        let rt = Runtime::builder()
+            .topology(t)
+            .bind(ProcBind::Primary)
+            .num_threads(3)
+            .build()
+            .expect("runtime starts");
+        rt.places().to_vec()
+    })
+    .join()
+    .expect("the starting thread");
+    assert!(places.iter().all(|p| p.core == last), "{places:?}");
 }
 
 #[test]
