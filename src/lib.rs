@@ -13,8 +13,9 @@
 //! assert_eq!(total, 5050);
 //! # Ok::<(), numatask::SchedError>(())
 //! ```
+// `kernels/` (the OpenCL-model executor) is a workspace member not re-exported until it has
+// content.
 pub use numatask_alloc as alloc;
-pub use numatask_kernels as kernels;
 pub use numatask_sched as sched;
 pub use numatask_sched::{
     Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
@@ -42,7 +43,9 @@ pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
     pub use numatask_sched::data::Blocks;
     pub use numatask_sched::depend::{Access, AccessKind};
-    pub use numatask_sched::{Runtime, SchedError, SchedulerKind, Scope, TaskHandle, scope};
+    pub use numatask_sched::{
+        Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
+    };
 }
 
 /// The README's examples, compiled and run as doc tests so that they stay true.

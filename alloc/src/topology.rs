@@ -317,7 +317,18 @@ impl TopologyBuilder {
             .with_flags(BuildFlags::empty())
             .map_err(|e| invalid(e.to_string()))?
             .build()
-            .map_err(|e| invalid(format!("hwloc could not build the topology: {e}")))?;
+            .map_err(|e| {
+                // The errno's own message, not the error's debug form.
+                let why = e
+                    .errno
+                    .map_or_else(|| "no reason given".to_owned(), |n| n.to_string());
+                invalid(match &self.source {
+                    TopologySource::Xml(_) => {
+                        format!("hwloc could not load it (not an hwloc XML export?): {why}")
+                    }
+                    _ => format!("hwloc could not build the topology: {why}"),
+                })
+            })?;
         let synthetic = self.source != TopologySource::System || !hw.is_this_system();
         let nodes = read_nodes(&hw);
         if nodes.is_empty() {
@@ -720,8 +731,7 @@ fn os_indices(set: &CpuSet) -> Vec<usize> {
 /// cgroup) and, when that leaves any, in its CPU binding.
 fn real_core_pus(hw: &hwlocality::Topology) -> Vec<Vec<usize>> {
     let allowed = hw.allowed_cpuset();
-    let cores: Vec<Vec<usize>> = hw
-        .objects_with_type(ObjectType::Core)
+    let cores: Vec<Vec<usize>> = core_objects(hw)
         .filter_map(|core| core.cpuset())
         .map(|set| os_indices(&(&*set & &*allowed)))
         .filter(|pus| !pus.is_empty())
@@ -758,6 +768,17 @@ fn within_binding(bound: Option<&[usize]>, pus: &[usize]) -> Option<Vec<usize>> 
     (!inside.is_empty()).then_some(inside)
 }
 
+/// The cores of `hw`, or its processing units when it has no core level (a synthetic
+/// description such as `NUMANode:2 PU:4`, some virtual machines): each is then a core.
+fn core_objects(hw: &hwlocality::Topology) -> impl Iterator<Item = &TopologyObject> {
+    let kind = if hw.objects_with_type(ObjectType::Core).next().is_some() {
+        ObjectType::Core
+    } else {
+        ObjectType::PU
+    };
+    hw.objects_with_type(kind)
+}
+
 fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {
     let mut numa: Vec<&TopologyObject> = hw.objects_with_type(ObjectType::NUMANode).collect();
     numa.sort_by_key(|n| n.os_index());
@@ -775,7 +796,7 @@ fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {
             },
         })
         .collect();
-    for core in hw.objects_with_type(ObjectType::Core) {
+    for core in core_objects(hw) {
         let Some(cpuset) = core.cpuset() else {
             continue;
         };
@@ -945,6 +966,19 @@ mod tests {
             assert_eq!(core.index, i);
             assert_eq!(core.node, i / 6);
         }
+    }
+
+    #[test]
+    fn a_topology_without_a_core_level_counts_each_processing_unit_as_a_core() {
+        let t = TopologyBuilder::synthetic("NUMANode:2 PU:2")
+            .build()
+            .unwrap();
+        assert_eq!(
+            (t.num_nodes(), t.num_cores(), t.cores_per_node()),
+            (2, 4, 2)
+        );
+        assert_eq!(t.nodes()[1].cores[0].pus.len(), 1);
+        assert_eq!(t.usable_cores(), [0, 1, 2, 3]);
     }
 
     #[test]

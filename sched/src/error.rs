@@ -36,9 +36,10 @@ pub enum SchedError {
     /// A scheduler name that is not known.
     #[error("unknown scheduler '{0}': expected ws (work stealing) or locality (locality-aware)")]
     UnknownScheduler(String),
-    /// The topology could not be read.
-    #[error("topology: {0}")]
-    Topology(#[from] AllocError),
+    /// The allocator or the topology refused: a topology that cannot be read, a node that
+    /// does not exist, memory the machine cannot give (its message says which).
+    #[error(transparent)]
+    Alloc(#[from] AllocError),
     /// Two accesses declared for one task overlap, and one of them would give the task body
     /// `&mut` (see [`crate::data`]): one task cannot hold a mutable reference to bytes it also
     /// reads or writes through another.
@@ -67,8 +68,10 @@ pub enum SchedError {
     ForeignRegion,
     /// The trace file (`NUMATASK_TRACE`, [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace))
     /// cannot be created: reported when the runtime starts, not when the trace is written.
-    #[error("cannot create the trace file {path}: {reason}")]
+    #[error("cannot create the trace file {path}{}: {reason}", named_by(.from_env))]
     TraceFile {
+        /// Whether the file was named by `NUMATASK_TRACE`.
+        from_env: bool,
         /// The file.
         path: String,
         /// The OS error.
@@ -87,4 +90,9 @@ pub enum SchedError {
         /// The OS error.
         reason: String,
     },
+}
+
+/// Names `NUMATASK_TRACE` after a trace file's path when the variable gave it.
+fn named_by(from_env: &bool) -> &'static str {
+    if *from_env { " (NUMATASK_TRACE)" } else { "" }
 }

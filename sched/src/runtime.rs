@@ -110,6 +110,8 @@ pub struct RuntimeBuilder {
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
     trace: Option<PathBuf>,
+    /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
+    trace_from_env: bool,
     trace_summary: bool,
 }
 
@@ -133,6 +135,7 @@ impl RuntimeBuilder {
             topology: None,
             vicinity: None,
             trace: None,
+            trace_from_env: false,
             trace_summary: false,
         }
     }
@@ -166,6 +169,7 @@ impl RuntimeBuilder {
         }
         if let Some(path) = &env.trace {
             self.trace = Some(path.clone());
+            self.trace_from_env = true;
         }
         self
     }
@@ -219,6 +223,7 @@ impl RuntimeBuilder {
     /// summary to standard error.
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
         self.trace = Some(path.into());
+        self.trace_from_env = false;
         self
     }
 
@@ -296,6 +301,7 @@ impl RuntimeBuilder {
         // here rather than a lost trace when the runtime ends.
         if let Some(path) = &self.trace {
             std::fs::File::create(path).map_err(|e| SchedError::TraceFile {
+                from_env: self.trace_from_env,
                 path: path.display().to_string(),
                 reason: e.to_string(),
             })?;

@@ -52,6 +52,25 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     }
     drop(rt);
 
+    // A trace file the variable names that cannot be created: the error names the variable.
+    let bad = std::env::temp_dir()
+        .join("numatask-no-such-dir")
+        .join("t.json");
+    set("NUMATASK_TRACE", bad.to_str().expect("a UTF-8 temp dir"));
+    let err = Runtime::new().expect_err("the directory does not exist");
+    assert!(
+        matches!(err, SchedError::TraceFile { from_env: true, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with(&format!(
+            "cannot create the trace file {} (NUMATASK_TRACE): ",
+            bad.display()
+        )),
+        "{err}"
+    );
+    unset("NUMATASK_TRACE");
+
     // OpenMP's other policies; of a list (one per nesting level), the first.
     set("OMP_PROC_BIND", "Spread,close");
     let rt = Runtime::new().expect("spread is a policy");

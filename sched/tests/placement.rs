@@ -134,8 +134,11 @@ fn a_trace_file_that_cannot_be_created_is_an_error_at_start() {
     let dir = std::env::temp_dir();
     for path in [dir.clone(), dir.join("numatask-no-such-dir").join("t.json")] {
         match Runtime::builder().num_threads(1).trace(&path).build() {
-            Err(SchedError::TraceFile { path: p, .. }) => {
-                assert_eq!(p, path.display().to_string())
+            Err(SchedError::TraceFile {
+                path: p, from_env, ..
+            }) => {
+                assert_eq!(p, path.display().to_string());
+                assert!(!from_env, "the builder named it");
             }
             other => panic!("{}: expected TraceFile, got {other:?}", path.display()),
         }
