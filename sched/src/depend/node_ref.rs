@@ -24,7 +24,6 @@ use std::ptr::{self, NonNull};
 
 use super::node::Node;
 use crate::blocks::{alloc_block, free_block};
-use crate::latch::drop_payload;
 use crate::sync::atomic::{AtomicUsize, Ordering, fence};
 use crate::sync::prefetch_write;
 
@@ -155,11 +154,12 @@ impl<T> NodeRef<T> {
             last(&mut (*ptr).node);
             // The payload is a user type of a public tracker, whose destructor may panic, and
             // the last reference may go inside `submit`, halfway through the tracker's map:
-            // the panic is contained here (its payload dropped as the runtime drops unseen
-            // panics), so that the tracker stays consistent and the block is still freed.
+            // the panic is contained here, so that the tracker stays consistent and the block
+            // is still freed. Its payload is leaked: a user value whose own destructor might
+            // panic in turn.
             let drop_node = AssertUnwindSafe(|| ptr::drop_in_place(ptr));
             if let Err(payload) = panic::catch_unwind(drop_node) {
-                drop_payload(payload);
+                mem::forget(payload);
             }
             free_block(self.ptr);
         }
