@@ -433,7 +433,7 @@ struct HeapTask<F, T> {
 /// data for `'scope`, which the scope keeps alive until the task finished.
 #[inline]
 pub(crate) fn heap_task<'scope, F, T, const HANDLE: bool>(
-    parent: &Header,
+    parent: NonNull<Header>,
     worker: &WorkerThread,
     meta: Option<Box<TaskMeta>>,
     func: F,
@@ -453,7 +453,7 @@ where
 /// The task must finish (its subtree included) before anything `func` borrows goes away.
 #[inline]
 pub(crate) unsafe fn heap_task_unchecked<'scope, F, T, const HANDLE: bool>(
-    parent: &Header,
+    parent_ptr: NonNull<Header>,
     worker: &WorkerThread,
     meta: Option<Box<TaskMeta>>,
     func: F,
@@ -462,6 +462,8 @@ where
     F: FnOnce(&Scope<'scope>) -> T + Send,
     T: Send,
 {
+    // SAFETY: the parent frame is alive while its body spawns.
+    let parent = unsafe { parent_ptr.as_ref() };
     let frame = alloc_frame::<HeapTask<F, T>>(worker);
     let p = frame.as_ptr();
     // SAFETY: fresh memory for a `HeapTask<F, T>`; every field is written once, in place
@@ -469,7 +471,7 @@ where
     unsafe {
         let h = &raw mut (*p).head.header;
         (&raw mut (*h).vtable).write(&HeapVTable::<'scope, F, T, HANDLE>::VTABLE);
-        (&raw mut (*h).parent).write(parent);
+        (&raw mut (*h).parent).write(parent_ptr.as_ptr().cast_const());
         (&raw mut (*h).depth).write(parent.depth.wrapping_add(1));
         (&raw mut (*h).final_task).write(parent.final_task);
         ChildCounter::init_at(&raw mut (*h).children, parent.children.owner());
@@ -555,7 +557,7 @@ unsafe fn execute_heap<'scope, F, T, const HANDLE: bool>(
     // SAFETY: `execute` is called once, so the closure is still there, and nobody else
     // touches `func`.
     let func = unsafe { ManuallyDrop::take(&mut *this.func.get()) };
-    let scope = Scope::for_frame(header, worker);
+    let scope = Scope::for_frame(frame, worker);
     let panicked = match panic::catch_unwind(AssertUnwindSafe(|| func(&scope))) {
         Ok(value) => {
             if HANDLE {
@@ -717,7 +719,9 @@ pub(crate) unsafe fn finish_frame(mut frame: NonNull<Header>, worker: &WorkerThr
                 worker.wake(owner);
                 return;
             }
-            ChildDone::Complete => frame = NonNull::from(parent),
+            // SAFETY: not null (checked above); the pointer keeps the frame's own provenance,
+            // which a pointer made from `parent` (a shared reference) would not.
+            ChildDone::Complete => frame = unsafe { NonNull::new_unchecked(parent_ptr.cast_mut()) },
         }
     }
 }

@@ -73,9 +73,9 @@ pub struct Scope<'scope> {
 
 impl<'scope> Scope<'scope> {
     /// The scope of a frame whose body runs now on `worker`.
-    pub(crate) fn for_frame(frame: &Header, worker: &WorkerThread) -> Self {
+    pub(crate) fn for_frame(frame: NonNull<Header>, worker: &WorkerThread) -> Self {
         Scope {
-            frame: NonNull::from(frame),
+            frame,
             worker: NonNull::from(worker),
             enclosing: None,
             deps: OnceCell::new(),
@@ -105,7 +105,7 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
         self.spawn_frame(job::heap_task::<F, (), false>(
-            self.frame(),
+            self.frame,
             self.worker(),
             None,
             f,
@@ -136,7 +136,7 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        let frame = job::heap_task::<F, T, true>(self.frame(), self.worker(), None, f);
+        let frame = job::heap_task::<F, T, true>(self.frame, self.worker(), None, f);
         let handle = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
@@ -204,7 +204,7 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), None, f);
+        let frame = job::heap_task::<F, (), false>(self.frame, self.worker(), None, f);
         // SAFETY: the frame was made just above and is not published yet.
         unsafe { Header::mark_final(frame) };
         self.spawn_frame(frame);
@@ -251,7 +251,7 @@ impl<'scope> Scope<'scope> {
             label: Some(label),
         });
         self.spawn_frame(job::heap_task::<F, (), false>(
-            self.frame(),
+            self.frame,
             self.worker(),
             Some(meta),
             f,
@@ -297,7 +297,7 @@ impl<'scope> Scope<'scope> {
                 label: Some(label),
             })
         });
-        let frame = job::heap_task::<F, (), false>(self.frame(), self.worker(), meta, f);
+        let frame = job::heap_task::<F, (), false>(self.frame, self.worker(), meta, f);
         self.frame().children.on_spawn();
         // In a final task every earlier sibling was included and has finished, so the task
         // is ready at once (or cancelled, behind a sibling that panicked) and runs inline.
@@ -440,7 +440,7 @@ impl<'scope> Scope<'scope> {
         // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
         let frame = unsafe {
             job::heap_task_unchecked::<_, Result<RA, Box<Payload>>, true>(
-                self.frame(),
+                self.frame,
                 self.worker(),
                 None,
                 a,
@@ -636,7 +636,7 @@ where
     F: FnOnce(&Scope<'scope>) -> R,
 {
     let root = LineAligned(Header::root(worker.index()));
-    let scope = Scope::for_frame(&root, worker);
+    let scope = Scope::for_frame(NonNull::from(&*root), worker);
     let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
     scope.wait_children();
     let child_panic = root.panic.take();
@@ -701,7 +701,7 @@ where
         latch: std::sync::Arc::clone(&latch),
     };
     registry.scheduler.inject(
-        Task::from_header(NonNull::from(&job.header)),
+        Task::from_header(NonNull::from(&job).cast::<Header>()),
         &registry.sleep,
     );
     match here {

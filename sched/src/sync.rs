@@ -112,18 +112,18 @@ mod imp {
     /// without it), on AArch64 `prfm pstl1keep`; elsewhere it does nothing.
     #[inline(always)]
     pub fn prefetch_write<T>(p: *const T) {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         // SAFETY: a prefetch does not access memory architecturally: it cannot fault, read or
         // write program state, whatever the address.
         unsafe {
             std::arch::asm!("prefetchw [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
         }
-        #[cfg(target_arch = "aarch64")]
+        #[cfg(all(target_arch = "aarch64", not(miri)))]
         // SAFETY: as above.
         unsafe {
             std::arch::asm!("prfm pstl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags));
         }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        #[cfg(any(miri, not(any(target_arch = "x86_64", target_arch = "aarch64"))))]
         let _ = p;
     }
 
