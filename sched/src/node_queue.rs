@@ -535,7 +535,7 @@ mod tests {
     fn concurrent_producers_and_consumers_lose_and_duplicate_nothing() {
         const PRODUCERS: usize = 3;
         const CONSUMERS: usize = 3;
-        const PER_PRODUCER: usize = 50_000;
+        const PER_PRODUCER: usize = if cfg!(miri) { 500 } else { 50_000 };
         let q = Arc::new(NodeQueue::with_block_capacity(7));
         let producers: Vec<_> = (0..PRODUCERS)
             .map(|p| {

@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn many_sleep_wake_cycles_run_every_item() {
         const WORKERS: usize = 4;
-        const ITEMS: u64 = 20_000;
+        const ITEMS: u64 = if cfg!(miri) { 1_000 } else { 20_000 };
         let total = with_watchdog(Duration::from_secs(120), || {
             let sleep = Arc::new(Sleep::new(WORKERS));
             let queue = Arc::new(NodeQueue::new());

@@ -46,7 +46,11 @@
 //!   queues as well as the list: a descendant may be dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
 //!   recursions.
-//! - **No deadlock from waiting.** Everything `F` needs descends from `F` and is either
+//! - **No deadlock from waiting.** A worker waits only for descendants of the task it runs:
+//!   taskwait and taskgroups wait for its own children, and a `TaskHandle` borrows the
+//!   `Scope` of the task that spawned it, so no other task can join it. A task run on top
+//!   of a waiting one started after it, so waits and burials both point from earlier tasks
+//!   to later ones and cannot close a cycle. Everything `F` needs descends from `F` and is either
 //!   running on some worker or queued where a worker finds it; a waiting worker never blocks
 //!   while it can run something. A task set aside is taken by a worker within reach of its
 //!   node, or, when every such worker is short of stack, by a waiter it descends from. With

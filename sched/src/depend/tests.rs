@@ -510,7 +510,7 @@ fn dropping_the_tracker_drops_parked_payloads_without_deep_recursion() {
         Submitted::Ready(r) => r,
         other => panic!("expected ready, got {other:?}"),
     };
-    for _ in 0..100_000 {
+    for _ in 0..(if cfg!(miri) { 2_000 } else { 100_000 }) {
         let s = tracker.submit(&[acc(0, 8, InOut)], StdArc::clone(&token));
         assert!(matches!(s, Submitted::Deferred));
     }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs the runtime's lock-free and unsafe data structures under Miri (undefined behaviour,
+# aliasing, data races): the deque, the node queue, latches, the sleep protocol, task frames,
+# the block cache and the dependence tracker. Not part of CI (Miri needs the nightly toolchain
+# and its component, and these take a few minutes); run it after touching their unsafe code.
+# The runtime as a whole reaches hwloc through FFI, which Miri cannot run; the tests with
+# iteration counts too large for Miri use smaller ones under cfg(miri).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    echo "Miri is missing: rustup toolchain install nightly && rustup component add --toolchain nightly miri rust-src" >&2
+    exit 2
+fi
+# Leaks: the block cache's test leaks its pool on purpose.
+export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation -Zmiri-ignore-leaks}"
+cargo +nightly miri test -p numatask-sched --lib -- \
+    deque:: node_queue:: latch:: sleep:: job:: blocks:: depend:: dependences:: \
+    --skip memory_follows_the_ranges_in_use_when_streaming \
+    --skip ranges_used_again_and_again_are_kept
