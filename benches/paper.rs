@@ -326,7 +326,7 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
                  (ws+fine ms)",
                 topology.source(),
                 topology.num_nodes(),
-                args.threads.unwrap_or(topology.num_cores()),
+                args.threads.unwrap_or(topology.usable_cores().len()),
                 Config::BASELINE.name()
             ),
             &rows,

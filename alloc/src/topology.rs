@@ -627,8 +627,10 @@ impl Topology {
 
     /// The cores (indices, in order) this process may run on: on the real machine, those
     /// with a processing unit in the process's CPU binding (`taskset`, `numactl
-    /// --physcpubind`, the binding a batch system or an MPI launcher gives each process), read
-    /// once, when first asked; every core when the binding cannot be read or leaves none. On
+    /// --physcpubind`, the binding a batch system or an MPI launcher gives each process: the
+    /// union of its threads' bindings, read when first asked and kept, so bind the process
+    /// before its first runtime starts); every core when the binding cannot be read or leaves
+    /// none. On
     /// a synthetic topology every core (pinning maps them onto the real cores the process may
     /// use).
     pub fn usable_cores(&self) -> Vec<usize> {
@@ -655,6 +657,19 @@ impl Topology {
     /// cores round-robin (`core` modulo their number) and [`Pinning::Mapped`] says which real
     /// core was used.
     pub fn pin_current_thread(&self, core: usize) -> Result<Pinning, AllocError> {
+        self.pin_current_thread_in_slot(core, core)
+    }
+
+    /// As [`pin_current_thread`](Self::pin_current_thread), but on a synthetic topology the
+    /// thread goes to real usable core `slot` modulo their number, whatever `core` is. A pool
+    /// passes each worker's index, so that its workers land on distinct real cores when
+    /// there are enough, even on model cores far apart (`OMP_PROC_BIND=spread` on a model
+    /// larger than the machine). On the real machine `slot` is not used.
+    pub fn pin_current_thread_in_slot(
+        &self,
+        core: usize,
+        slot: usize,
+    ) -> Result<Pinning, AllocError> {
         let num_cores = self.num_cores();
         let Some(c) = self.cores().nth(core) else {
             return Err(AllocError::NoSuchCore { core, num_cores });
@@ -681,7 +696,7 @@ impl Topology {
                     reason: "the machine has no core".into(),
                 });
             }
-            let real_core = core % real_cores.len();
+            let real_core = slot % real_cores.len();
             (
                 real,
                 cpuset_of(&real_cores[real_core]),
@@ -744,17 +759,21 @@ fn real_core_pus(hw: &hwlocality::Topology) -> Vec<Vec<usize>> {
     if usable.is_empty() { cores } else { usable }
 }
 
-/// The OS indices (sorted) of the processing units the process is bound to, read once (the
-/// union over its threads, as hwloc reads a process's binding); `None` if it cannot be read.
+/// The OS indices (sorted) of the processing units the process is bound to: the union of
+/// its threads' bindings (as hwloc reads a process's), read the first time it is asked and
+/// kept (a runtime's pinned workers would narrow later reads); `None` while it cannot be
+/// read, which is tried again at the next call.
 fn process_binding(hw: &hwlocality::Topology) -> Option<&'static [usize]> {
-    static BOUND: OnceLock<Option<Vec<usize>>> = OnceLock::new();
-    BOUND
-        .get_or_init(|| {
-            let set = hw.cpu_binding(CpuBindingFlags::PROCESS).ok()?;
-            let pus = os_indices(&set);
-            (!pus.is_empty()).then_some(pus)
-        })
-        .as_deref()
+    static BOUND: OnceLock<Vec<usize>> = OnceLock::new();
+    if let Some(pus) = BOUND.get() {
+        return Some(pus);
+    }
+    let set = hw.cpu_binding(CpuBindingFlags::PROCESS).ok()?;
+    let pus = os_indices(&set);
+    if pus.is_empty() {
+        return None;
+    }
+    Some(BOUND.get_or_init(|| pus))
 }
 
 /// The `pus` within `bound`, if any (`None` also when the binding is unknown).

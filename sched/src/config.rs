@@ -272,8 +272,10 @@ pub enum ProcBind {
     /// the cores, and so over every node; more workers than cores share cores in runs of
     /// consecutive workers.
     Spread,
-    /// `primary` (`master` in OpenMP before 5.1): every worker on the core of the thread
-    /// that starts the runtime.
+    /// `primary` (`master` in OpenMP before 5.1): every worker on the core the thread that
+    /// starts the runtime runs on at that moment (bind that thread first for a core of your
+    /// choice); placed as `Close` when that core cannot be told. On a synthetic topology, the
+    /// first usable core.
     Primary,
 }
 

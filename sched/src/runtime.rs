@@ -1,10 +1,11 @@
 //! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
 //!
 //! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
-//! from the defaults and ignores it. Worker `i` runs on the `i % n`-th of the `n` cores the
-//! process may run on ([`Topology::usable_cores`]: all of them unless `taskset`, `numactl` or
-//! a launcher bound the process to some; cores are numbered node by node, so workers fill one
-//! NUMA node before the next) and knows that core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
+//! from the defaults and ignores it. Workers are placed on the `n` cores the process may run
+//! on ([`Topology::usable_cores`]: all of them unless `taskset`, `numactl` or a launcher
+//! bound the process to some; cores are numbered node by node) as `OMP_PROC_BIND` says
+//! ([`ProcBind`]): by default worker `i` on the `i % n`-th, so that workers fill one NUMA
+//! node before the next. Each knows its core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
 //! core; a pinning the OS refuses does not stop the runtime (the worker runs unpinned), and
 //! [`Runtime::pinning`] reports it.
 //!
@@ -378,7 +379,13 @@ impl RuntimeBuilder {
                 .stack_size(self.stack_size)
                 .spawn(move || {
                     let place = registry.places[index];
-                    let pinning = pin.then(|| registry.topology.pin_current_thread(place.core));
+                    let pinning = pin.then(|| {
+                        // On a synthetic topology, worker `index` goes to the `index`-th real
+                        // core, so that workers on model cores far apart share no real core.
+                        registry
+                            .topology
+                            .pin_current_thread_in_slot(place.core, place.index)
+                    });
                     // The builder waits for every worker's report; if it is gone (it failed
                     // to start a later worker), there is nobody to tell.
                     let _ = ready.send((index, pinning));
@@ -587,8 +594,9 @@ impl Runtime {
     /// tasks finished.
     ///
     /// A body that uses `?` returns a `Result` whose error type nothing else names: name it,
-    /// as in `Ok::<(), MyError>(())`, or the compiler asks for it (and only that; rustc once
-    /// spent minutes on this mistake with this crate loaded, which this example guards):
+    /// as in `Ok::<(), MyError>(())`, or the compiler asks for it. (rustc once spent minutes
+    /// and gigabytes reporting this mistake with this crate loaded; were that to come back,
+    /// this example's doc test would run for minutes instead of a second.)
     ///
     /// ```compile_fail,E0282
     /// # let rt = numatask_sched::Runtime::builder().num_threads(1).build().unwrap();

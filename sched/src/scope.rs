@@ -570,9 +570,12 @@ impl<T> TaskHandle<'_, T> {
                     // The handle borrows the spawning task's `&Scope`, so only that task (or
                     // code it calls inline) gets here: the task waited for descends from the
                     // caller and cannot be buried under it on this worker's stack.
-                    debug_assert!(
+                    // Kept as a check (it runs only for a task not finished yet): were that
+                    // argument to break, a panic is better than a hang.
+                    assert!(
                         !worker.is_running_under_caller(&head.header),
-                        "TaskHandle::join of a task running under the caller"
+                        "numatask: TaskHandle::join of a task that is running on this worker \
+                         under the caller: it cannot finish before the caller returns"
                     );
                     let mut announced = false;
                     worker.wait_until(
@@ -586,8 +589,8 @@ impl<T> TaskHandle<'_, T> {
                         },
                     );
                 }
-                // Not on a worker: only possible after the scope ended, when the task is
-                // long finished; spin politely all the same.
+                // Not on a worker: a handle lives within its spawning task, which runs on a
+                // worker, so this is not reached; should it be, wait politely.
                 None => {
                     while head.state.get() != DONE {
                         thread::yield_now();

@@ -1,6 +1,6 @@
 //! A process bound to some CPUs (`taskset`, `numactl --physcpubind`, an MPI launcher) gets
 //! workers on those CPUs only: one per bound core by default, each pinned inside the binding,
-//! as OpenMP runtimes respect the initial thread's affinity.
+//! as OpenMP runtimes respect the affinity the process starts with.
 
 use std::collections::BTreeSet;
 use std::process::Command;

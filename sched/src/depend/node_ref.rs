@@ -56,8 +56,9 @@ unsafe impl<T: Send> Sync for NodeRef<T> {}
 // The bounds above and those of `TrackerRef` and `succ_list::Chunks` are `T: Send` rather
 // than `Node<T>: Send + Sync` (what they mean): that bound led through the node's fields back
 // to `NodeRef`, and rustc, reporting an unrelated ambiguous type in a user's program (a scope
-// closure ending in a bare `Ok(())`), expanded it for minutes and gigabytes. This proves the
-// two equivalent for every `T: Send`.
+// closure ending in a bare `Ok(())`), expanded it for minutes and gigabytes. This proves that
+// `T: Send` gives `Node<T>: Send + Sync` (the direction soundness needs; the other holds
+// because the payload sits in the node's mutex, which is `Send` only for `T: Send`).
 const _: () = {
     #[allow(dead_code, reason = "checked when compiled, never called")]
     fn node_is_send_and_sync<T: Send>() {
@@ -155,11 +156,14 @@ impl<T> NodeRef<T> {
             // The payload is a user type of a public tracker, whose destructor may panic, and
             // the last reference may go inside `submit`, halfway through the tracker's map:
             // the panic is contained here, so that the tracker stays consistent and the block
-            // is still freed. Its payload is leaked: a user value whose own destructor might
-            // panic in turn.
+            // is still freed. Its payload is dropped, and leaked only if its own destructor
+            // panics in turn.
             let drop_node = AssertUnwindSafe(|| ptr::drop_in_place(ptr));
             if let Err(payload) = panic::catch_unwind(drop_node) {
-                mem::forget(payload);
+                let drop_payload = AssertUnwindSafe(move || drop(payload));
+                if let Err(again) = panic::catch_unwind(drop_payload) {
+                    mem::forget(again);
+                }
             }
             free_block(self.ptr);
         }

@@ -17,10 +17,11 @@ use crate::sync::{Arc, Mutex};
 /// Completion does not take that lock.
 ///
 /// A payload parked behind a [`DepHandle`] that was dropped without being completed is
-/// dropped with the last reference to its node, which may be inside `submit` under the
-/// tracker's lock, halfway through updating its map. A panic of the payload's destructor there
-/// is caught and discarded, so that the tracker stays consistent: give the payload a
-/// destructor that does not panic if the panic matters. (The runtime's payload,
+/// dropped with the last reference to its node, wherever that goes: when a handle or the
+/// tracker is dropped, or inside `submit` under the tracker's lock, halfway through updating
+/// its map. A panic of the payload's destructor is therefore caught and discarded wherever the
+/// node goes, so that the tracker stays consistent: give the payload a destructor that does
+/// not panic if the panic matters. (The runtime's payload,
 /// [`Task`](crate::Task), has no destructor, and the runtime completes every handle.)
 pub struct DepTracker<T> {
     inner: Mutex<Inner<T>>,

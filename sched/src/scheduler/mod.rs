@@ -48,8 +48,9 @@ pub use work_stealing::WorkStealing;
 
 /// Where a worker runs: its index in the pool, its core and that core's NUMA node.
 ///
-/// Worker `i` runs on core `i % num_cores` of the topology, and cores are numbered node by
-/// node, so consecutive workers fill one node before the next.
+/// Which core worker `i` gets follows `OMP_PROC_BIND` ([`crate::config::ProcBind`]) over the
+/// cores the process may run on; cores are numbered node by node, so with the default
+/// consecutive workers fill one node before the next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WorkerPlace {
     /// Index of the worker (`0..num_workers`).
