@@ -487,13 +487,13 @@ mod tests {
                     }
                 })
             };
-            // Asleep, and seen to have left the searching count (its decrement is a relaxed
-            // store, which this thread may see after the sleepy count under a weak memory
-            // model such as Miri's).
-            while !sleep.should_wake_for_push() {
+            while sleep.sleepy_workers() < 1 {
                 std::thread::yield_now();
             }
-            assert_eq!(sleep.sleepy_workers(), 1);
+            // The sleeper left the searching count before it counted itself sleepy (a
+            // release): acquire it, or a weak memory model (Miri's) may show this thread an
+            // older searching count.
+            std::sync::atomic::fence(Ordering::Acquire);
             // Worker 0, short of stack, spins without finding what it waits for: a push of
             // work it would not take must still wake worker 1.
             let mut idle = IdleState::new();
