@@ -55,7 +55,6 @@
 //!
 //! [`Sleep`]: crate::sleep::Sleep
 
-use std::any::Any;
 use std::cell::Cell;
 use std::sync::{Condvar, Mutex, PoisonError};
 
@@ -231,18 +230,7 @@ impl ChildCounter {
     }
 }
 
-/// A panic payload, as `catch_unwind` returns it.
-pub(crate) type Payload = Box<dyn Any + Send + 'static>;
-
-/// Drops a panic payload that nobody will see (a later panic of a frame that already holds
-/// one). The payload is a user value (`panic_any(x)`), whose destructor may itself panic: that
-/// panic is caught, and its own payload leaked, because it would otherwise unwind through the
-/// runtime's bookkeeping (the frame's counter would never be decremented).
-pub(crate) fn drop_payload(payload: Payload) {
-    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
-        std::mem::forget(again);
-    }
-}
+pub(crate) use crate::unwind::{Payload, drop_payload};
 
 /// Holds the first panic of a frame's body or children until someone waits for the frame.
 ///

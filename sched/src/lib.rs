@@ -96,6 +96,7 @@ pub mod scope;
 pub mod sleep;
 pub mod sync;
 pub mod trace;
+mod unwind;
 #[cfg(not(loom))]
 pub mod worker;
 #[cfg(not(loom))]

@@ -26,6 +26,7 @@ use super::node::Node;
 use crate::blocks::{alloc_block, free_block};
 use crate::sync::atomic::{AtomicUsize, Ordering, fence};
 use crate::sync::prefetch_write;
+use crate::unwind::drop_payload;
 
 /// The allocation behind a [`NodeRef`].
 ///
@@ -160,10 +161,7 @@ impl<T> NodeRef<T> {
             // panics in turn.
             let drop_node = AssertUnwindSafe(|| ptr::drop_in_place(ptr));
             if let Err(payload) = panic::catch_unwind(drop_node) {
-                let drop_payload = AssertUnwindSafe(move || drop(payload));
-                if let Err(again) = panic::catch_unwind(drop_payload) {
-                    mem::forget(again);
-                }
+                drop_payload(payload);
             }
             free_block(self.ptr);
         }
