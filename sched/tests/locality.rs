@@ -486,10 +486,12 @@ fn other_nodes_steal_dealt_tasks_only_while_the_queue_is_above_the_distance_thre
 #[test]
 fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
     preset_process();
-    // 24 workers: nodes 0-3, six each. Every worker but one of node 0 is held (sleeping in a
-    // task dealt to its node); node 0's driver deals 20 tasks to node 1 (distance 16,
-    // threshold 9), then 20 to node 3 (distance 22, threshold 13). The free worker of node 0
-    // must take 11 from node 1, and only then 7 from node 3, and nothing more.
+    // 24 workers: nodes 0-3, six each. Every worker but node 0's driver is held (sleeping in
+    // a task dealt to its node); the driver deals 20 tasks to node 1 (distance 16,
+    // threshold 9), then 20 to node 3 (distance 22, threshold 13), and only then lets one
+    // worker of node 0 go (the thief: it must not start while the queues fill, or a look at
+    // node 1 before its tasks arrive and at node 3 after would rightly take from node 3).
+    // The thief must take 11 from node 1, and only then 7 from node 3, and nothing more.
     let model = LocalityModel::new(&preset(), None);
     let threshold = |node| {
         model
@@ -505,11 +507,12 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
         let chunks: Vec<NumaVec<u8>> = (0..4).map(chunk_on).collect();
         let held = AtomicUsize::new(0);
         let release = AtomicBool::new(false);
+        let gate = AtomicBool::new(false);
         let order = Mutex::new(Vec::new());
-        let hold = |s: &numatask_sched::Scope<'_>, node: usize| {
+        let hold_until = |s: &numatask_sched::Scope<'_>, node: usize, until: &AtomicBool| {
             assert_eq!(s.node(), node);
             held.fetch_add(1, Ordering::SeqCst);
-            while !release.load(Ordering::SeqCst) {
+            while !until.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         };
@@ -518,13 +521,17 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
                 assert_eq!(s.node(), 0, "the driver runs on node 0");
                 for node in [1, 2, 3] {
                     for _ in 0..6 {
-                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| hold(s, node));
+                        let release = &release;
+                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                            hold_until(s, node, release)
+                        });
                     }
                 }
                 for _ in 0..4 {
-                    s.spawn_with_footprint(footprint(&chunks[0]), |s| hold(s, 0));
+                    s.spawn_with_footprint(footprint(&chunks[0]), |s| hold_until(s, 0, &release));
                 }
-                while held.load(Ordering::SeqCst) < 22 {
+                s.spawn_with_footprint(footprint(&chunks[0]), |s| hold_until(s, 0, &gate));
+                while held.load(Ordering::SeqCst) < 23 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 for node in [1, 3] {
@@ -537,6 +544,7 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
                         });
                     }
                 }
+                gate.store(true, Ordering::SeqCst);
                 while order.lock().unwrap().len() < 11 + 7 {
                     std::thread::yield_now();
                 }
