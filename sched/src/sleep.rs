@@ -530,7 +530,8 @@ mod tests {
                     woken
                 })
             };
-            while sleep.sleepy_workers() < 1 {
+            // The sleeper counts itself sleepy before it marks itself picky: wait for the mark.
+            while sleep.workers[0].state.load(Ordering::SeqCst) != PICKY {
                 std::thread::yield_now();
             }
             assert!(
