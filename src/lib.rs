@@ -43,6 +43,7 @@ pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
     pub use numatask_sched::data::Blocks;
     pub use numatask_sched::depend::{Access, AccessKind};
+    pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
         Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, scope,
     };

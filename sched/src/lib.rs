@@ -70,7 +70,7 @@
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
 //! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
-//! (the safe handles).
+//! (the safe handles), [`taskloop`] (loops split into tasks).
 mod blocks;
 #[cfg(not(loom))]
 pub mod config;
@@ -95,6 +95,8 @@ pub mod scheduler;
 pub mod scope;
 pub mod sleep;
 pub mod sync;
+#[cfg(not(loom))]
+pub mod taskloop;
 pub mod trace;
 mod unwind;
 #[cfg(not(loom))]

@@ -430,6 +430,21 @@ impl<'scope> Scope<'scope> {
         RA: Send,
         B: FnOnce(&Scope<'scope>) -> RB,
     {
+        self.join_with(None, a, b)
+    }
+
+    /// [`join`](Self::join), with `meta` (footprint and label) for the task running `a`.
+    pub(crate) fn join_with<A, B, RA, RB>(
+        &self,
+        meta: Option<Box<TaskMeta>>,
+        a: A,
+        b: B,
+    ) -> (RA, RB)
+    where
+        A: FnOnce(&Scope<'scope>) -> RA + Send,
+        RA: Send,
+        B: FnOnce(&Scope<'scope>) -> RB,
+    {
         // `a`'s own panic stays with its result, for this call to resume: through the parent
         // frame it could lose to a sibling's earlier panic (the frame keeps the first). Boxed
         // once more, a thin pointer: the result of a one-word `RA` keeps its size.
@@ -442,7 +457,7 @@ impl<'scope> Scope<'scope> {
             job::heap_task_unchecked::<_, Result<RA, Box<Payload>>, true>(
                 self.frame,
                 self.worker(),
-                None,
+                meta,
                 a,
             )
         };

@@ -18,6 +18,7 @@ use numatask_alloc::{NumaVec, Place, Preset, Topology};
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::locality_policy::{DealReason, LocalityModel};
+use numatask_sched::taskloop::Grain;
 use numatask_sched::trace::QueueChoice;
 use numatask_sched::{Runtime, SchedulerKind};
 
@@ -1132,6 +1133,35 @@ fn random_trees_of_nested_spawns_and_waits_finish_under_every_policy_short_of_st
                     "{kind:?} vicinity {vicinity:?}, {workers} workers, seed {seed}"
                 );
             }
+        }
+    });
+}
+
+#[test]
+fn a_taskloop_over_a_vector_on_node_k_runs_every_chunk_on_node_k() {
+    preset_process();
+    within(120, || {
+        let rt = locality_runtime(24, None);
+        for node in [1, 3] {
+            // 16 MiB in 8 chunks of 2 MiB: every task of the loop holds at least one chunk,
+            // above the footprint threshold (5 MiB / 6), and node `node`'s queue never holds
+            // more than the steal thresholds (9 and up).
+            let mut v = NumaVec::<u8>::zeroed(16 << 20, Place::OnNode(node))
+                .expect("allocation on a preset node");
+            let nodes = Mutex::new(Vec::new());
+            rt.scope(|s| {
+                s.taskloop_mut(&mut v, Grain::Tasks(8), |s, _, chunk| {
+                    nodes.lock().unwrap().push(s.node());
+                    chunk.fill(1);
+                });
+            });
+            let nodes = nodes.into_inner().unwrap();
+            assert_eq!(
+                nodes,
+                vec![node; 8],
+                "the chunks of a loop over node {node}'s data"
+            );
+            assert!(v.iter().all(|&x| x == 1));
         }
     });
 }

@@ -1,0 +1,273 @@
+//! Loops split into tasks: OpenMP's `taskloop`, over index ranges ([`Scope::taskloop`]) and
+//! over mutable slices ([`Scope::taskloop_mut`]).
+//!
+//! The iterations are cut into chunks (see [`Grain`]), and the chunks are spread by recursive
+//! halving with [`Scope::join`]: one half becomes a task that any worker may steal, the other
+//! runs on, so the chunks reach idle workers in `log2(chunks)` steps instead of one spawner
+//! pushing them all, and a loop over a slice hands each task a disjoint `&mut` part of it
+//! (the split is what makes that safe). Both calls return once every chunk, and every task
+//! the chunks spawned, has finished (OpenMP's implicit taskgroup); a panic in a chunk is
+//! resumed there, after the other chunks ran.
+//!
+//! Under the locality-aware scheduler a loop over a slice is also placed by its data: each
+//! half carries its part of the slice as its footprint, so the halves of a
+//! [`NumaVec`](numatask_alloc::NumaVec) are dealt to the nodes their pages are on (tasks
+//! whose footprint is too small to matter stay where they are, as for any task).
+
+use std::ops::Range;
+
+use crate::depend::{Access, AccessKind};
+use crate::job::TaskMeta;
+use crate::scope::Scope;
+
+/// How a taskloop cuts its iterations into chunks, each run by one call of the body: the
+/// `grainsize` and `num_tasks` clauses of OpenMP's `taskloop`. Chunks never hold zero
+/// iterations, and their sizes differ by at most one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Grain {
+    /// Eight chunks per worker (at most one per iteration): enough for stealing to even out
+    /// iterations of uneven cost, few enough that the cost of a task is negligible next to a
+    /// chunk of any real loop. The default.
+    #[default]
+    Auto,
+    /// Chunks of at least this many iterations and fewer than twice as many (one chunk when
+    /// the loop is shorter), as OpenMP's `grainsize`. Must be at least 1.
+    Size(usize),
+    /// This many chunks, or one per iteration when the loop is shorter, as OpenMP's
+    /// `num_tasks`. Must be at least 1.
+    Tasks(usize),
+}
+
+impl Grain {
+    /// How many chunks a loop of `len` iterations is cut into, on `workers` workers.
+    ///
+    /// # Panics
+    ///
+    /// If the grain is `Size(0)` or `Tasks(0)`.
+    pub fn chunks(self, len: usize, workers: usize) -> usize {
+        let chunks = match self {
+            Grain::Auto => workers.saturating_mul(8),
+            Grain::Size(0) => {
+                panic!("taskloop: Grain::Size(0): a chunk holds at least 1 iteration")
+            }
+            Grain::Size(size) => len / size,
+            Grain::Tasks(0) => panic!("taskloop: Grain::Tasks(0): a loop runs at least 1 task"),
+            Grain::Tasks(tasks) => tasks,
+        };
+        chunks.clamp(1, len.max(1))
+    }
+}
+
+/// The iterations `len` cut into `chunks` chunks: chunk `c` starts at `bound(c)`.
+#[derive(Clone, Copy)]
+struct Chunking {
+    len: usize,
+    chunks: usize,
+}
+
+impl Chunking {
+    /// Where chunk `c` starts (`len` for `c == chunks`), counted from the loop's start.
+    fn bound(self, c: usize) -> usize {
+        // In u128: `len * c` overflows usize for loops near usize::MAX iterations.
+        (self.len as u128 * c as u128 / self.chunks as u128) as usize
+    }
+}
+
+impl<'scope> Scope<'scope> {
+    /// Runs `body` over `range` cut into chunks (OpenMP's `taskloop`): `body(s, chunk)` for
+    /// chunks that together cover `range` once, as tasks spread over the workers. Returns
+    /// when every chunk and its descendants finished. `body` may borrow from the caller's
+    /// stack; it gets the chunk's own [`Scope`], to spawn or wait inside it.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let sum = AtomicU64::new(0);
+    /// rt.scope(|s| {
+    ///     s.taskloop(0..1000, Grain::Size(100), |_, chunk| {
+    ///         assert!((100..200).contains(&chunk.len()));
+    ///         sum.fetch_add(chunk.map(|i| i as u64).sum(), Ordering::Relaxed);
+    ///     });
+    /// });
+    /// assert_eq!(sum.into_inner(), 999 * 1000 / 2);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the first panic of `body`, once every
+    /// chunk has run.
+    pub fn taskloop<F>(&self, range: Range<usize>, grain: Grain, body: F)
+    where
+        F: Fn(&Scope<'scope>, Range<usize>) + Sync,
+    {
+        let len = range.len();
+        let chunking = Chunking {
+            len,
+            chunks: grain.chunks(len, self.num_workers()),
+        };
+        if len == 0 {
+            return;
+        }
+        split_range(self, range.start, chunking, 0..chunking.chunks, &body);
+    }
+
+    /// Runs `body` over `data` cut into chunks (OpenMP's `taskloop` over an array, rayon's
+    /// `par_chunks_mut`): `body(s, offset, chunk)` for disjoint `chunk = &mut data[offset..]`
+    /// parts that together cover `data` once, as tasks spread over the workers. Returns when
+    /// every chunk and its descendants finished.
+    ///
+    /// Each task carries its part of `data` as its footprint (label `"taskloop"` in traces):
+    /// under the locality-aware scheduler the loop runs where the pages of `data` are (the
+    /// whole loop on the node of a coarse allocation, for instance).
+    ///
+    /// ```
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let mut v = vec![0u32; 1000];
+    /// rt.scope(|s| {
+    ///     s.taskloop_mut(&mut v, Grain::Tasks(16), |_, offset, chunk| {
+    ///         for (i, x) in chunk.iter_mut().enumerate() {
+    ///             *x = (offset + i) as u32;
+    ///         }
+    ///     });
+    /// });
+    /// assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the first panic of `body`, once every
+    /// chunk has run.
+    pub fn taskloop_mut<T, F>(&self, data: &mut [T], grain: Grain, body: F)
+    where
+        T: Send,
+        F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
+    {
+        let len = data.len();
+        let chunking = Chunking {
+            len,
+            chunks: grain.chunks(len, self.num_workers()),
+        };
+        if len == 0 {
+            return;
+        }
+        // The whole loop is one task first, dealt by the whole slice: without it the second
+        // halves would all run on the calling worker, wherever the data is.
+        self.join_with(
+            footprint_of(data),
+            |s| split_slice(s, 0, chunking, 0..chunking.chunks, data, &body),
+            |_| (),
+        );
+    }
+}
+
+/// The footprint of a taskloop task over `part`.
+fn footprint_of<T>(part: &[T]) -> Option<Box<TaskMeta>> {
+    Some(Box::new(TaskMeta {
+        footprint: Box::new([Access::of_slice(part, AccessKind::InOut)]),
+        label: Some("taskloop"),
+    }))
+}
+
+/// Runs chunks `chunks` of a loop starting at `start`: one chunk in place, more split in two
+/// halves, the first a task.
+fn split_range<'scope, F>(
+    s: &Scope<'scope>,
+    start: usize,
+    chunking: Chunking,
+    chunks: Range<usize>,
+    body: &F,
+) where
+    F: Fn(&Scope<'scope>, Range<usize>) + Sync,
+{
+    if chunks.len() == 1 {
+        let c = chunks.start;
+        body(s, start + chunking.bound(c)..start + chunking.bound(c + 1));
+        return;
+    }
+    let mid = chunks.start + chunks.len() / 2;
+    s.join(
+        |s| split_range(s, start, chunking, chunks.start..mid, body),
+        |s| split_range(s, start, chunking, mid..chunks.end, body),
+    );
+}
+
+/// Runs chunks `chunks` of a loop over `part`, which starts at index `offset` of the loop's
+/// slice: one chunk in place, more split in two halves, the first a task with its half of
+/// `part` as its footprint.
+fn split_slice<'scope, T, F>(
+    s: &Scope<'scope>,
+    offset: usize,
+    chunking: Chunking,
+    chunks: Range<usize>,
+    part: &mut [T],
+    body: &F,
+) where
+    T: Send,
+    F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
+{
+    if chunks.len() == 1 {
+        body(s, offset, part);
+        return;
+    }
+    let mid = chunks.start + chunks.len() / 2;
+    let (first, second) = part.split_at_mut(chunking.bound(mid) - offset);
+    let second_offset = chunking.bound(mid);
+    s.join_with(
+        footprint_of(first),
+        |s| split_slice(s, offset, chunking, chunks.start..mid, first, body),
+        |s| split_slice(s, second_offset, chunking, mid..chunks.end, second, body),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grain_cuts_as_openmp_grainsize_and_num_tasks() {
+        assert_eq!(Grain::Size(100).chunks(1000, 4), 10);
+        assert_eq!(Grain::Size(100).chunks(1999, 4), 19, "chunks of 100 to 199");
+        assert_eq!(
+            Grain::Size(100).chunks(50, 4),
+            1,
+            "a short loop is one chunk"
+        );
+        assert_eq!(Grain::Tasks(16).chunks(1000, 4), 16);
+        assert_eq!(Grain::Tasks(16).chunks(5, 4), 5, "no empty chunk");
+        assert_eq!(Grain::Auto.chunks(1000, 4), 32);
+        assert_eq!(Grain::Auto.chunks(10, 4), 10);
+        assert_eq!(Grain::Auto.chunks(0, 4), 1);
+    }
+
+    #[test]
+    fn chunk_sizes_differ_by_at_most_one_and_cover_the_loop() {
+        for (len, chunks) in [(1000, 7), (7, 7), (1, 1), (usize::MAX, 3), (1 << 40, 1000)] {
+            let c = Chunking { len, chunks };
+            assert_eq!((c.bound(0), c.bound(chunks)), (0, len));
+            let sizes: Vec<usize> = (0..chunks).map(|i| c.bound(i + 1) - c.bound(i)).collect();
+            let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(
+                *min >= 1 && max - min <= 1,
+                "{len} in {chunks}: {min}..={max}"
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "Grain::Size(0)")]
+    fn a_grain_size_of_zero_is_refused() {
+        Grain::Size(0).chunks(10, 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "Grain::Tasks(0)")]
+    fn zero_tasks_are_refused() {
+        Grain::Tasks(0).chunks(10, 2);
+    }
+}

@@ -1,0 +1,218 @@
+//! `Scope::taskloop` and `Scope::taskloop_mut`: every iteration exactly once, chunks as the
+//! grain says, in parallel, waited for with their descendants, panics resumed at the loop.
+
+mod common;
+
+use std::collections::HashSet;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use common::{runtime, within};
+use numatask_sched::taskloop::Grain;
+
+const GRAINS: [Grain; 6] = [
+    Grain::Auto,
+    Grain::Size(1),
+    Grain::Size(7),
+    Grain::Size(1000),
+    Grain::Tasks(1),
+    Grain::Tasks(13),
+];
+
+#[test]
+fn every_iteration_runs_exactly_once_in_chunks_the_grain_allows() {
+    within(120, || {
+        for workers in 1..=4 {
+            let rt = runtime(workers);
+            for len in [0usize, 1, 2, 5, 64, 999] {
+                for grain in GRAINS {
+                    let start = 17;
+                    let seen: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+                    let chunks = Mutex::new(Vec::new());
+                    rt.scope(|s| {
+                        s.taskloop(start..start + len, grain, |_, chunk| {
+                            chunks.lock().unwrap().push(chunk.len());
+                            for i in chunk {
+                                seen[i - start].fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    });
+                    let what = format!("{len} iterations, {grain:?}, {workers} workers");
+                    assert!(
+                        seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+                        "{what}: an iteration ran other than once"
+                    );
+                    let chunks = chunks.into_inner().unwrap();
+                    if len == 0 {
+                        assert!(chunks.is_empty(), "{what}: the body ran");
+                        continue;
+                    }
+                    assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
+                    assert!(chunks.iter().all(|&c| c >= 1), "{what}: an empty chunk");
+                    if let Grain::Size(size) = grain
+                        && len >= size
+                    {
+                        assert!(
+                            chunks.iter().all(|&c| (size..2 * size).contains(&c)),
+                            "{what}: chunks {chunks:?}"
+                        );
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_slice_loop_hands_each_element_to_one_chunk_at_its_offset() {
+    within(120, || {
+        for workers in 1..=4 {
+            let rt = runtime(workers);
+            for len in [0usize, 1, 3, 100, 4099] {
+                for grain in GRAINS {
+                    let mut v = vec![0usize; len];
+                    let calls = AtomicUsize::new(0);
+                    rt.scope(|s| {
+                        s.taskloop_mut(&mut v, grain, |_, offset, chunk| {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            for (i, x) in chunk.iter_mut().enumerate() {
+                                *x += offset + i + 1;
+                            }
+                        });
+                    });
+                    let what = format!("{len} elements, {grain:?}, {workers} workers");
+                    assert!(
+                        v.iter().enumerate().all(|(i, &x)| x == i + 1),
+                        "{what}: an element written other than once, or at a wrong offset"
+                    );
+                    let expected = if len == 0 {
+                        0
+                    } else {
+                        grain.chunks(len, workers)
+                    };
+                    assert_eq!(calls.into_inner(), expected, "{what}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn chunks_run_on_several_workers_at_once() {
+    // Each of the two chunks waits for the other to start: only a loop that really runs its
+    // chunks in parallel finishes (`within` reports the hang otherwise).
+    within(60, || {
+        let rt = runtime(2);
+        let started = AtomicUsize::new(0);
+        let workers = Mutex::new(HashSet::new());
+        rt.scope(|s| {
+            s.taskloop(0..2, Grain::Tasks(2), |s, _| {
+                workers.lock().unwrap().insert(s.worker_index());
+                started.fetch_add(1, Ordering::SeqCst);
+                while started.load(Ordering::SeqCst) < 2 {
+                    std::thread::yield_now();
+                }
+            });
+        });
+        assert_eq!(workers.into_inner().unwrap().len(), 2);
+    });
+}
+
+#[test]
+fn the_loop_returns_after_the_tasks_its_chunks_spawned() {
+    within(60, || {
+        let rt = runtime(3);
+        let done = AtomicUsize::new(0);
+        rt.scope(|s| {
+            s.taskloop(0..40, Grain::Size(4), |s, chunk| {
+                for _ in chunk {
+                    s.spawn(|s| {
+                        s.spawn(|_| {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                            done.fetch_add(1, Ordering::SeqCst);
+                        });
+                    });
+                }
+            });
+            assert_eq!(
+                done.load(Ordering::SeqCst),
+                40,
+                "grandchildren of the chunks"
+            );
+        });
+    });
+}
+
+#[test]
+fn a_panicking_chunk_resumes_at_the_loop_after_the_others_ran_and_the_runtime_goes_on() {
+    within(60, || {
+        let rt = runtime(2);
+        let ran = AtomicUsize::new(0);
+        let mut v = vec![0u32; 64];
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.taskloop_mut(&mut v, Grain::Size(1), |_, offset, chunk| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    if offset == 33 {
+                        panic!("chunk 33 fails");
+                    }
+                    chunk[0] = 1;
+                });
+            })
+        }));
+        let payload = caught.expect_err("the panic reaches the loop's caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"chunk 33 fails"));
+        assert_eq!(ran.load(Ordering::SeqCst), 64, "every other chunk ran");
+        assert_eq!(v.iter().filter(|&&x| x == 1).count(), 63);
+        let mut sum = 0u64;
+        rt.scope(|s| {
+            let sum = Mutex::new(&mut sum);
+            s.taskloop(1..101, Grain::Auto, |_, c| {
+                **sum.lock().unwrap() += c.map(|i| i as u64).sum::<u64>()
+            });
+        });
+        assert_eq!(sum, 5050, "the runtime is usable after the panic");
+    });
+}
+
+#[test]
+fn a_zero_grain_is_refused_with_a_message_naming_it() {
+    let rt = runtime(1);
+    for (grain, name) in [
+        (Grain::Size(0), "Grain::Size(0)"),
+        (Grain::Tasks(0), "Grain::Tasks(0)"),
+    ] {
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| s.taskloop(0..10, grain, |_, _| {}));
+        }));
+        let payload = caught.expect_err("a zero grain panics");
+        let message = payload.downcast_ref::<&str>().expect("a message");
+        assert!(message.contains(name), "{message}");
+    }
+    rt.scope(|s| s.taskloop(0..10, Grain::Size(3), |_, _| {}));
+}
+
+#[test]
+fn loops_nest_inside_a_loops_chunks() {
+    within(60, || {
+        let rt = runtime(4);
+        let mut grid = vec![vec![0u32; 50]; 30];
+        rt.scope(|s| {
+            s.taskloop_mut(&mut grid, Grain::Size(2), |s, row0, rows| {
+                for (r, row) in rows.iter_mut().enumerate() {
+                    s.taskloop_mut(row, Grain::Size(8), |_, col0, cells| {
+                        for (c, cell) in cells.iter_mut().enumerate() {
+                            *cell = ((row0 + r) * 100 + col0 + c) as u32;
+                        }
+                    });
+                }
+            });
+        });
+        for (r, row) in grid.iter().enumerate() {
+            for (c, &cell) in row.iter().enumerate() {
+                assert_eq!(cell, (r * 100 + c) as u32);
+            }
+        }
+    });
+}
