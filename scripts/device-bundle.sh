@@ -22,11 +22,13 @@ cargo bench --no-run --features bench-mimalloc --bench sparselu --message-format
     sed -n 's/.*"executable":"\([^"]*sparselu[^"]*\)".*/\1/p' | head -1 |
     while read -r exe; do cp "$exe" "$out/sparselu_mimalloc" && strip "$out/sparselu_mimalloc"; done
 c=bench/c
-# fib's C peer is one file; SparseLU's and Cholesky's kernels are compiled once by gcc with the
+# fib's and taskloop's C peers are one file each; SparseLU's and Cholesky's kernels are compiled once by gcc with the
 # flags build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
 # both OpenMP peers, so that the runtime is the only difference (as scripts/bench-sparselu.sh).
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/fib_omp.c" -o "$out/fib_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
+gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/taskloop_omp.c" -o "$out/taskloop_gomp"
+clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/taskloop_omp.c" -o "$out/taskloop_libomp"
 for name in sparselu cholesky; do
     [[ -f $c/${name}_omp.c ]] || continue
     gcc -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -I"$c" \

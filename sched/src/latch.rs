@@ -355,12 +355,21 @@ impl ResultState {
 /// release and the setter's return).
 pub(crate) struct InjectLatch {
     done: std::sync::atomic::AtomicBool,
+    /// Whether a thread waits, or is about to, on `cond`: the setter notifies only then.
+    blocked: std::sync::atomic::AtomicBool,
     lock: Mutex<()>,
     cond: Condvar,
     /// When the waiter is a worker of another pool (it keeps running that pool's tasks while
     /// it waits, and may sleep there): how to wake it.
     worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>,
 }
+
+/// Rounds a thread outside the pool checks an injected scope's latch before it blocks:
+/// spinning first (short scopes, such as the time steps of an iterative program, end within
+/// microseconds, and a futex round trip costs more than that), then yielding (which gives the
+/// core to a worker when the machine has no core to spare for the waiter).
+const INJECT_SPINS: u32 = 7;
+const INJECT_YIELDS: u32 = 64;
 
 impl InjectLatch {
     /// A latch for a thread that blocks until it is set.
@@ -379,6 +388,7 @@ impl InjectLatch {
     fn new(worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>) -> Self {
         InjectLatch {
             done: std::sync::atomic::AtomicBool::new(false),
+            blocked: std::sync::atomic::AtomicBool::new(false),
             lock: Mutex::new(()),
             cond: Condvar::new(),
             worker,
@@ -390,25 +400,43 @@ impl InjectLatch {
     }
 
     pub(crate) fn set(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
         // `SeqCst`: a sleeping waiter's last check of `is_set` and this store are ordered by
-        // the fences of the sleep protocol (`Sleep::new_work_for`).
-        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        // the fences of the sleep protocol (`Sleep::new_work_for`), and, for a blocking
+        // waiter, with its store to `blocked` (one of the two sees the other's store).
+        self.done.store(true, SeqCst);
         match &self.worker {
             Some((registry, index)) => {
                 registry.sleep.new_work_for(*index..index + 1);
             }
-            None => {
+            None if self.blocked.load(SeqCst) => {
                 // Taking the lock orders this notification after a waiter's check of `done`.
                 let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
                 self.cond.notify_all();
             }
+            // The waiter has not announced that it blocks: it will see `done` first.
+            None => {}
         }
     }
 
-    /// Blocks the calling thread until the latch is set.
+    /// Spins, then yields, then blocks the calling thread until the latch is set.
     pub(crate) fn wait_blocking(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        for round in 0..INJECT_SPINS + INJECT_YIELDS {
+            if self.is_set() {
+                return;
+            }
+            if round < INJECT_SPINS {
+                for _ in 0..1u32 << (round + 2) {
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
         let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        while !self.is_set() {
+        self.blocked.store(true, SeqCst);
+        while !self.done.load(SeqCst) {
             held = self.cond.wait(held).unwrap_or_else(PoisonError::into_inner);
         }
     }
@@ -485,5 +513,37 @@ mod tests {
         let p = slot.take().expect("stored");
         assert_eq!(p.downcast_ref::<u32>(), Some(&1));
         assert!(slot.take().is_none());
+    }
+
+    #[test]
+    fn an_inject_latch_wakes_its_waiter_whether_it_spins_yields_or_blocks() {
+        use std::sync::Arc;
+        use std::time::Duration;
+        // The setter runs after delays from none to past the spin and yield rounds, so that
+        // the waiter is found in each of its phases; a lost wake-up hangs, which the
+        // watchdog reports.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for round in 0..600u64 {
+                let latch = Arc::new(InjectLatch::for_thread());
+                let setter = {
+                    let latch = Arc::clone(&latch);
+                    std::thread::spawn(move || {
+                        match round % 3 {
+                            0 => {}
+                            1 => std::thread::sleep(Duration::from_micros(round % 50)),
+                            _ => std::thread::sleep(Duration::from_micros(200 + round % 300)),
+                        }
+                        latch.set();
+                    })
+                };
+                latch.wait_blocking();
+                assert!(latch.is_set());
+                setter.join().unwrap();
+            }
+            tx.send(()).unwrap();
+        });
+        rx.recv_timeout(Duration::from_secs(120))
+            .expect("a waiter of an inject latch was never woken");
     }
 }

@@ -1,0 +1,63 @@
+/* The taskloop benchmark of BENCHMARKS.md in C: a[i] = 2 b[i] + 1 over N doubles, as one
+ * `#pragma omp taskloop grainsize(G)` inside `parallel`/`single`, the same loop as the numatask
+ * and rayon rows of benches/taskloop.rs. Built by scripts/bench-taskloop.sh and
+ * scripts/device-bundle.sh with gcc -fopenmp (libgomp) and clang -fopenmp (LLVM libomp).
+ *
+ * usage: taskloop_omp N GRAIN [REPS]   prints one summary line:
+ *   taskloop_omp runtime=<name> threads=T n=N grain=G chunks=K median_s=S ns_per_chunk=X checksum=C
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *x, const void *y) {
+    double p = *(const double *)x, q = *(const double *)y;
+    return (p > q) - (p < q);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) { fprintf(stderr, "usage: %s N GRAIN [REPS]\n", argv[0]); return 2; }
+    long n = atol(argv[1]);
+    long grain = atol(argv[2]);
+    int reps = argc > 3 ? atoi(argv[3]) : 5;
+    if (n < 1 || grain < 1 || reps < 1 || reps > 1000) { fprintf(stderr, "bad arguments\n"); return 2; }
+#ifdef RUNTIME_NAME
+    const char *name = RUNTIME_NAME;
+#else
+    const char *name = "openmp";
+#endif
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (!a || !b) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (long i = 0; i < n; i++) { b[i] = (double)(i % 1000); a[i] = 0; }
+    double times[1000];
+    int threads = 0;
+    for (int r = 0; r <= reps; r++) { /* rep 0 warms the thread team up */
+        double t0 = now();
+#pragma omp parallel
+#pragma omp single
+        {
+            threads = omp_get_num_threads();
+#pragma omp taskloop grainsize(grain)
+            for (long i = 0; i < n; i++) a[i] = 2.0 * b[i] + 1.0;
+        }
+        double t = now() - t0;
+        if (r > 0) times[r - 1] = t;
+    }
+    qsort(times, reps, sizeof times[0], cmp);
+    double median = times[reps / 2];
+    unsigned long long sum = 0;
+    for (long i = 0; i < n; i++) sum += (unsigned long long)a[i];
+    long chunks = n / grain < 1 ? 1 : n / grain;
+    printf("taskloop_omp runtime=%s threads=%d n=%ld grain=%ld chunks=%ld median_s=%.6f ns_per_chunk=%.1f checksum=%llu\n",
+           name, threads, n, grain, chunks, median, median * 1e9 / chunks, sum);
+    free(a);
+    free(b);
+    return 0;
+}

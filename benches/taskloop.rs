@@ -1,0 +1,177 @@
+//! Loop overhead: `a[i] = 2 b[i] + 1` over `n` doubles in chunks of a grain size, in one run
+//! with numatask's `taskloop_mut`, rayon's `par_chunks_mut` (`with` the same chunks), a plain
+//! sequential loop, and the same loop as `#pragma omp taskloop grainsize(G)` under libgomp and
+//! LLVM libomp (`bench/c/taskloop_omp.c`, built by `scripts/bench-taskloop.sh`). Small grains
+//! measure the cost per chunk; large ones the memory bandwidth. Prints the median time of a
+//! loop and the nanoseconds per chunk.
+//!
+//! ```text
+//! scripts/bench-taskloop.sh                  # builds the C peers, then runs this
+//! cargo bench --bench taskloop -- --n 4194304 --grain 256,4096,65536 --threads 1,2 --reps 9
+//! ```
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use numatask::sched::SchedulerKind;
+use numatask::sched::taskloop::Grain;
+use rayon::prelude::*;
+
+struct Args {
+    n: usize,
+    grains: Vec<usize>,
+    threads: Vec<usize>,
+    reps: usize,
+    omp: Vec<String>,
+    only: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    // Under `cargo test --benches` (CI) a quick smoke run checks every row's result.
+    let smoke = common::smoke();
+    let mut args = Args {
+        n: if smoke { 1 << 14 } else { 1 << 22 },
+        grains: if smoke {
+            vec![100, 4096]
+        } else {
+            vec![256, 4096, 65536]
+        },
+        threads: if smoke { vec![1, 2] } else { Vec::new() },
+        reps: if smoke { 1 } else { 9 },
+        omp: Vec::new(),
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--n" => args.n = value()?.parse().map_err(|e| format!("--n: {e}"))?,
+            "--grain" => args.grains = common::parse_list(&value()?, "--grain")?,
+            "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
+            "--omp" => args.omp.push(value()?),
+            "--only" => args.only = Some(value()?),
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if args.threads.is_empty() {
+        args.threads = common::all_cores();
+    }
+    common::in_range("--n", args.n, 1, 1 << 30)?;
+    for &g in &args.grains {
+        common::in_range("--grain", g, 1, args.n)?;
+    }
+    common::in_range("--reps", args.reps, 1, 1000)?;
+    common::check_threads(&args.threads)?;
+    common::check_peers(&args.omp)?;
+    Ok(args)
+}
+
+#[inline]
+fn kernel(a: &mut [f64], b: &[f64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = 2.0 * y + 1.0;
+    }
+}
+
+/// The integer sum of `a`, compared with every row's and the C peers' `checksum=`.
+fn checksum(a: &[f64]) -> u64 {
+    a.iter().map(|&x| x as u64).sum()
+}
+
+/// The median of `reps` timed loops, back to back as in a program's time steps (the C peer
+/// times its loops the same way), after a warm-up; then one more loop on zeroed data, whose
+/// result the caller checks (the loop is idempotent: a chunk skipped in the timed loops would
+/// not show).
+fn time_reps(reps: usize, a: &mut [f64], mut f: impl FnMut(&mut [f64])) -> Duration {
+    f(a); // warm-up: threads started, pages touched
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f(a);
+            t.elapsed()
+        })
+        .collect();
+    a.fill(0.0);
+    f(a);
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn report(name: &str, threads: usize, n: usize, grain: usize, d: Duration, sum: u64) {
+    let chunks = (n / grain).max(1);
+    println!(
+        "{name:<18} threads={threads:<3} n={n} grain={grain} chunks={chunks} median_s={:.6} \
+         ns_per_chunk={:.1} checksum={sum}",
+        d.as_secs_f64(),
+        d.as_secs_f64() * 1e9 / chunks as f64
+    );
+}
+
+fn main() {
+    let args = parse_args().unwrap_or_else(|e| common::fail("taskloop", e));
+    let n = args.n;
+    let b: Vec<f64> = (0..n).map(|i| (i % 1000) as f64).collect();
+    let mut a = vec![0.0f64; n];
+    let expect = {
+        kernel(&mut a, &b);
+        checksum(&a)
+    };
+    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let check = |name: &str, a: &[f64]| {
+        let sum = checksum(a);
+        assert_eq!(sum, expect, "{name}: wrong result");
+        sum
+    };
+    for &threads in &args.threads {
+        // One runtime at a time, so that no other pool's idle threads compete for the cores.
+        if filter.wants("sequential") && threads == args.threads[0] {
+            let d = time_reps(args.reps, &mut a, |a| kernel(a, &b));
+            report("sequential", threads, n, n, d, check("sequential", &a));
+        }
+        if filter.wants("numatask") {
+            let rt = common::build(
+                "taskloop",
+                common::runtime_builder("taskloop", threads, SchedulerKind::WorkStealing),
+            );
+            for &grain in &args.grains {
+                let d = time_reps(args.reps, &mut a, |a| {
+                    rt.scope(|s| {
+                        s.taskloop_mut(a, Grain::Size(grain), |_, offset, chunk| {
+                            kernel(chunk, &b[offset..offset + chunk.len()]);
+                        });
+                    })
+                });
+                report("numatask", threads, n, grain, d, check("numatask", &a));
+            }
+        }
+        if filter.wants("rayon") {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("rayon pool");
+            for &grain in &args.grains {
+                // rayon's chunks hold exactly `grain` elements (the last fewer): as many
+                // chunks as numatask's grain size makes, within one.
+                let d = time_reps(args.reps, &mut a, |a| {
+                    pool.install(|| {
+                        a.par_chunks_mut(grain)
+                            .zip(b.par_chunks(grain))
+                            .for_each(|(x, y)| kernel(x, y));
+                    })
+                });
+                report("rayon", threads, n, grain, d, check("rayon", &a));
+            }
+        }
+        for bin in &args.omp {
+            for &grain in &args.grains {
+                let peer_args = [n.to_string(), grain.to_string(), args.reps.to_string()];
+                common::run_omp_peer(bin, &peer_args, threads, Some(&expect.to_string()));
+            }
+            filter.ran_peer();
+        }
+    }
+    filter.finish("taskloop");
+}
