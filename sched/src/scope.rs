@@ -274,6 +274,14 @@ impl<'scope> Scope<'scope> {
         self.worker().registry().tracer.is_some()
     }
 
+    /// Whether a footprint given to a task is used: by the locality-aware scheduler, or by
+    /// the tracer (which records each task's bytes per node). Work stealing without a trace
+    /// ignores footprints, and an optional one is not worth its allocation then.
+    pub(crate) fn uses_footprints(&self) -> bool {
+        let registry = self.worker().registry();
+        registry.settings.scheduler == crate::SchedulerKind::Locality || registry.tracer.is_some()
+    }
+
     /// The dependences of this task's children (see [`crate::dependences`]).
     pub(crate) fn child_deps(&self) -> &ChildDeps {
         let mut task_scope = self;

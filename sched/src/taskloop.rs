@@ -1,13 +1,23 @@
 //! Loops split into tasks: OpenMP's `taskloop`, over index ranges ([`Scope::taskloop`]) and
 //! over mutable slices ([`Scope::taskloop_mut`]).
 //!
-//! The iterations are cut into chunks (see [`Grain`]), and the chunks are spread by recursive
-//! halving with [`Scope::join`]: one half becomes a task that any worker may steal, the other
-//! runs on, so the chunks reach idle workers in `log2(chunks)` steps instead of one spawner
-//! pushing them all, and a loop over a slice hands each task a disjoint `&mut` part of it
-//! (the split is what makes that safe). Both calls return once every chunk, and every task
-//! the chunks spawned, has finished (OpenMP's implicit taskgroup); a panic in a chunk is
-//! resumed there, after the other chunks ran.
+//! The iterations are cut into chunks (see [`Grain`]); the body runs once per chunk. The
+//! chunks are spread by recursive halving with [`Scope::join`]: one half becomes a task that
+//! any worker may steal, the other runs on, so the chunks reach idle workers in
+//! `log2(workers)` steps instead of one spawner pushing them all, and a loop over a slice
+//! hands each task a disjoint `&mut` part of it (the split is what makes that safe).
+//!
+//! The halving is adaptive: a part splits while the loop may still have idle workers to feed
+//! (as many splits as workers at first, halved at each level, and again as many for a part
+//! that another worker took, which shows that someone was idle), and runs its chunks one
+//! after the other in place once the budget is spent. A loop on busy workers then costs
+//! little more than a sequential one, however fine its grain, while uneven chunks still
+//! spread: the idle worker that takes a part splits it again. (rayon's parallel iterators
+//! split the same way.)
+//!
+//! Both calls return once every chunk, and every task the chunks spawned, has finished
+//! (OpenMP's implicit taskgroup). A panic in a chunk is resumed there, after every other chunk
+//! ran.
 //!
 //! Under the locality-aware scheduler a loop over a slice is also placed by its data: each
 //! half carries its part of the slice as its footprint, so the halves of a
@@ -15,10 +25,12 @@
 //! whose footprint is too small to matter stay where they are, as for any task).
 
 use std::ops::Range;
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::depend::{Access, AccessKind};
 use crate::job::TaskMeta;
 use crate::scope::Scope;
+use crate::unwind::{Payload, drop_payload};
 
 /// How a taskloop cuts its iterations into chunks, each run by one call of the body: the
 /// `grainsize` and `num_tasks` clauses of OpenMP's `taskloop`. Chunks never hold zero
@@ -111,7 +123,13 @@ impl<'scope> Scope<'scope> {
         if len == 0 {
             return;
         }
-        split_range(self, range.start, chunking, 0..chunking.chunks, &body);
+        let part = Part {
+            chunks: 0..chunking.chunks,
+            offset: 0,
+            splits: Splits::new(self.num_workers()),
+            from: self.worker_index(),
+        };
+        split_range(self, range.start, chunking, part, &body);
     }
 
     /// Runs `body` over `data` cut into chunks (OpenMP's `taskloop` over an array, rayon's
@@ -121,7 +139,8 @@ impl<'scope> Scope<'scope> {
     ///
     /// Each task carries its part of `data` as its footprint (label `"taskloop"` in traces):
     /// under the locality-aware scheduler the loop runs where the pages of `data` are (the
-    /// whole loop on the node of a coarse allocation, for instance).
+    /// whole loop on the node of a coarse allocation, for instance). Work stealing without a
+    /// trace has no use for footprints, and the tasks go without.
     ///
     /// ```
     /// use numatask_sched::taskloop::Grain;
@@ -156,73 +175,171 @@ impl<'scope> Scope<'scope> {
         if len == 0 {
             return;
         }
-        // The whole loop is one task first, dealt by the whole slice: without it the second
-        // halves would all run on the calling worker, wherever the data is.
-        self.join_with(
-            footprint_of(data),
-            |s| split_slice(s, 0, chunking, 0..chunking.chunks, data, &body),
-            |_| (),
-        );
+        let part = Part {
+            chunks: 0..chunking.chunks,
+            offset: 0,
+            splits: Splits::new(self.num_workers()),
+            from: self.worker_index(),
+        };
+        match footprint_of(self, data) {
+            // The whole loop is one task first, dealt by the whole slice: without it the
+            // second halves would all run on the calling worker, wherever the data is.
+            Some(meta) => {
+                self.join_with(
+                    Some(meta),
+                    |s| split_slice(s, chunking, part, data, &body),
+                    |_| (),
+                );
+            }
+            None => split_slice(self, chunking, part, data, &body),
+        }
     }
 }
 
-/// The footprint of a taskloop task over `part`.
-fn footprint_of<T>(part: &[T]) -> Option<Box<TaskMeta>> {
-    Some(Box::new(TaskMeta {
-        footprint: Box::new([Access::of_slice(part, AccessKind::InOut)]),
-        label: Some("taskloop"),
-    }))
+/// The footprint of a taskloop task over `part`, if the runtime uses footprints.
+fn footprint_of<T>(s: &Scope<'_>, part: &[T]) -> Option<Box<TaskMeta>> {
+    s.uses_footprints().then(|| {
+        Box::new(TaskMeta {
+            footprint: Box::new([Access::of_slice(part, AccessKind::InOut)]),
+            label: Some("taskloop"),
+        })
+    })
 }
 
-/// Runs chunks `chunks` of a loop starting at `start`: one chunk in place, more split in two
-/// halves, the first a task.
-fn split_range<'scope, F>(
-    s: &Scope<'scope>,
-    start: usize,
-    chunking: Chunking,
+/// How many more times a part of a loop splits before it runs its chunks in place.
+#[derive(Clone, Copy)]
+struct Splits {
+    left: usize,
+    workers: usize,
+}
+
+impl Splits {
+    fn new(workers: usize) -> Self {
+        Splits {
+            left: workers,
+            workers,
+        }
+    }
+
+    /// Whether a part splits (and takes a split from the budget): always when it `migrated`
+    /// to another worker than the one that split it off, which resets the budget, since that
+    /// worker was idle; otherwise while the budget lasts.
+    fn split(&mut self, migrated: bool) -> bool {
+        if migrated {
+            self.left = self.workers.max(self.left / 2);
+            true
+        } else if self.left > 0 {
+            self.left /= 2;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// A part of a loop: its chunks, the index of its first element in the loop (a slice loop's
+/// `offset`), its split budget, and the worker that split it off.
+#[derive(Clone)]
+struct Part {
     chunks: Range<usize>,
-    body: &F,
-) where
+    offset: usize,
+    splits: Splits,
+    from: usize,
+}
+
+impl Part {
+    /// Whether to split this part, running on `s`'s worker, and if so its two halves, split
+    /// off by that worker, and the index of the first chunk of the second.
+    fn halves(mut self, s: &Scope<'_>, chunking: Chunking) -> Result<(Part, Part), Part> {
+        let here = s.worker_index();
+        if self.chunks.len() < 2 || !self.splits.split(here != self.from) {
+            return Err(self);
+        }
+        let mid = self.chunks.start + self.chunks.len() / 2;
+        let first = Part {
+            chunks: self.chunks.start..mid,
+            offset: self.offset,
+            splits: self.splits,
+            from: here,
+        };
+        let second = Part {
+            chunks: mid..self.chunks.end,
+            offset: chunking.bound(mid),
+            splits: self.splits,
+            from: here,
+        };
+        Ok((first, second))
+    }
+}
+
+/// Calls `run(c)` for each chunk `c` of `chunks`, every one even after a panic of another;
+/// then resumes the first panic, if any.
+fn each_chunk(chunks: Range<usize>, mut run: impl FnMut(usize)) {
+    let mut first: Option<Payload> = None;
+    for c in chunks {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| run(c))) {
+            match first {
+                None => first = Some(payload),
+                Some(_) => drop_payload(payload),
+            }
+        }
+    }
+    if let Some(payload) = first {
+        panic::resume_unwind(payload);
+    }
+}
+
+/// Runs `part` of a loop over the range starting at `start`: split in two halves, the first a
+/// task, or its chunks in place.
+fn split_range<'scope, F>(s: &Scope<'scope>, start: usize, chunking: Chunking, part: Part, body: &F)
+where
     F: Fn(&Scope<'scope>, Range<usize>) + Sync,
 {
-    if chunks.len() == 1 {
-        let c = chunks.start;
-        body(s, start + chunking.bound(c)..start + chunking.bound(c + 1));
-        return;
+    match part.halves(s, chunking) {
+        Ok((first, second)) => {
+            s.join(
+                |s| split_range(s, start, chunking, first, body),
+                |s| split_range(s, start, chunking, second, body),
+            );
+        }
+        Err(part) => each_chunk(part.chunks, |c| {
+            body(s, start + chunking.bound(c)..start + chunking.bound(c + 1));
+        }),
     }
-    let mid = chunks.start + chunks.len() / 2;
-    s.join(
-        |s| split_range(s, start, chunking, chunks.start..mid, body),
-        |s| split_range(s, start, chunking, mid..chunks.end, body),
-    );
 }
 
-/// Runs chunks `chunks` of a loop over `part`, which starts at index `offset` of the loop's
-/// slice: one chunk in place, more split in two halves, the first a task with its half of
-/// `part` as its footprint.
+/// Runs `part` of a loop over a slice, whose elements are `elements`: split in two halves,
+/// the first a task with its half of `elements` as its footprint, or its chunks in place.
 fn split_slice<'scope, T, F>(
     s: &Scope<'scope>,
-    offset: usize,
     chunking: Chunking,
-    chunks: Range<usize>,
-    part: &mut [T],
+    part: Part,
+    elements: &mut [T],
     body: &F,
 ) where
     T: Send,
     F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
 {
-    if chunks.len() == 1 {
-        body(s, offset, part);
-        return;
+    match part.halves(s, chunking) {
+        Ok((first, second)) => {
+            let (first_elements, second_elements) =
+                elements.split_at_mut(second.offset - first.offset);
+            s.join_with(
+                footprint_of(s, first_elements),
+                |s| split_slice(s, chunking, first, first_elements, body),
+                |s| split_slice(s, chunking, second, second_elements, body),
+            );
+        }
+        Err(part) => {
+            let mut rest = elements;
+            each_chunk(part.chunks, |c| {
+                let (chunk, after) = std::mem::take(&mut rest)
+                    .split_at_mut(chunking.bound(c + 1) - chunking.bound(c));
+                rest = after;
+                body(s, chunking.bound(c), chunk);
+            });
+        }
     }
-    let mid = chunks.start + chunks.len() / 2;
-    let (first, second) = part.split_at_mut(chunking.bound(mid) - offset);
-    let second_offset = chunking.bound(mid);
-    s.join_with(
-        footprint_of(first),
-        |s| split_slice(s, offset, chunking, chunks.start..mid, first, body),
-        |s| split_slice(s, second_offset, chunking, mid..chunks.end, second, body),
-    );
 }
 
 #[cfg(test)]

@@ -120,6 +120,26 @@ fn chunks_run_on_several_workers_at_once() {
 }
 
 #[test]
+fn a_fine_grained_loop_still_feeds_every_worker() {
+    // Splitting stops once the split budget (one per worker) is spent, but not before every
+    // worker has a part: each chunk waits until four workers run chunks at once, which only a
+    // loop split into parts for all four lets happen (`within` reports the hang otherwise).
+    within(60, || {
+        let rt = runtime(4);
+        let workers = Mutex::new(HashSet::new());
+        rt.scope(|s| {
+            s.taskloop(0..256, Grain::Size(1), |s, _| {
+                workers.lock().unwrap().insert(s.worker_index());
+                while workers.lock().unwrap().len() < 4 {
+                    std::thread::yield_now();
+                }
+            });
+        });
+        assert_eq!(workers.into_inner().unwrap().len(), 4);
+    });
+}
+
+#[test]
 fn the_loop_returns_after_the_tasks_its_chunks_spawned() {
     within(60, || {
         let rt = runtime(3);
