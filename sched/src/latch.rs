@@ -56,8 +56,8 @@
 //! [`Sleep`]: crate::sleep::Sleep
 
 use std::cell::Cell;
-use std::sync::{Condvar, Mutex, PoisonError};
 
+use crate::blocking::BlockingLatch;
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 /// The bias that keeps a running frame's `pending` away from zero (see the module docs).
@@ -354,22 +354,11 @@ impl ResultState {
 /// latch set (a latch on the waiter's stack would be, for the instant between the mutex's
 /// release and the setter's return).
 pub(crate) struct InjectLatch {
-    done: std::sync::atomic::AtomicBool,
-    /// Whether a thread waits, or is about to, on `cond`: the setter notifies only then.
-    blocked: std::sync::atomic::AtomicBool,
-    lock: Mutex<()>,
-    cond: Condvar,
+    latch: BlockingLatch,
     /// When the waiter is a worker of another pool (it keeps running that pool's tasks while
     /// it waits, and may sleep there): how to wake it.
     worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>,
 }
-
-/// Rounds a thread outside the pool checks an injected scope's latch before it blocks:
-/// spinning first (short scopes, such as the time steps of an iterative program, end within
-/// microseconds, and a futex round trip costs more than that), then yielding (which gives the
-/// core to a worker when the machine has no core to spare for the waiter).
-const INJECT_SPINS: u32 = 7;
-const INJECT_YIELDS: u32 = 64;
 
 impl InjectLatch {
     /// A latch for a thread that blocks until it is set.
@@ -387,58 +376,28 @@ impl InjectLatch {
 
     fn new(worker: Option<(std::sync::Arc<crate::runtime::Registry>, usize)>) -> Self {
         InjectLatch {
-            done: std::sync::atomic::AtomicBool::new(false),
-            blocked: std::sync::atomic::AtomicBool::new(false),
-            lock: Mutex::new(()),
-            cond: Condvar::new(),
+            latch: BlockingLatch::new(),
             worker,
         }
     }
 
     pub(crate) fn is_set(&self) -> bool {
-        self.done.load(std::sync::atomic::Ordering::Acquire)
+        self.latch.is_set()
     }
 
     pub(crate) fn set(&self) {
-        use std::sync::atomic::Ordering::SeqCst;
-        // `SeqCst`: a sleeping waiter's last check of `is_set` and this store are ordered by
-        // the fences of the sleep protocol (`Sleep::new_work_for`), and, for a blocking
-        // waiter, with its store to `blocked` (one of the two sees the other's store).
-        self.done.store(true, SeqCst);
-        match &self.worker {
-            Some((registry, index)) => {
-                registry.sleep.new_work_for(*index..index + 1);
-            }
-            None if self.blocked.load(SeqCst) => {
-                // Taking the lock orders this notification after a waiter's check of `done`.
-                let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-                self.cond.notify_all();
-            }
-            // The waiter has not announced that it blocks: it will see `done` first.
-            None => {}
+        // The latch's store and fence precede the sleep protocol's fence in
+        // `Sleep::new_work_for`, which orders them with a sleeping waiter's last check.
+        self.latch.set();
+        if let Some((registry, index)) = &self.worker {
+            registry.sleep.new_work_for(*index..index + 1);
         }
     }
 
-    /// Spins, then yields, then blocks the calling thread until the latch is set.
+    /// Spins, then yields, then blocks the calling thread until the latch is set (see
+    /// [`BlockingLatch`]).
     pub(crate) fn wait_blocking(&self) {
-        use std::sync::atomic::Ordering::SeqCst;
-        for round in 0..INJECT_SPINS + INJECT_YIELDS {
-            if self.is_set() {
-                return;
-            }
-            if round < INJECT_SPINS {
-                for _ in 0..1u32 << (round + 2) {
-                    std::hint::spin_loop();
-                }
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        self.blocked.store(true, SeqCst);
-        while !self.done.load(SeqCst) {
-            held = self.cond.wait(held).unwrap_or_else(PoisonError::into_inner);
-        }
+        self.latch.wait();
     }
 }
 

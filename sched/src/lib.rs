@@ -68,9 +68,11 @@
 //!
 //! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
-//! [`latch`] (completion counters and their memory orderings), [`deque`], [`sleep`],
+//! [`latch`] (completion counters and their memory orderings), [`blocking`] (the latch a thread
+//! outside the pool waits on), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles), [`taskloop`] (loops split into tasks).
+pub mod blocking;
 mod blocks;
 #[cfg(not(loom))]
 pub mod config;

@@ -1,0 +1,94 @@
+//! [`BlockingLatch`]: the one-shot latch a thread outside the pool waits on while a worker
+//! runs the scope it entered (`Runtime::scope` from a plain thread). Written against the
+//! [`sync`](crate::sync) facade and model-checked with loom (`loom-tests/tests/blocking.rs`).
+//!
+//! # Protocol
+//!
+//! The waiter checks the latch for a while (spinning, then yielding: a short scope, such as a
+//! time step of an iterative program, ends within microseconds, and a futex round trip on each
+//! side costs more than that), then blocks on a condition variable. The setter wakes it only
+//! if it blocks: a store-load (Dekker) pair with a `SeqCst` fence on each side
+//!
+//! - setter: `done = true`; fence; read `blocked`, and if set, lock and notify;
+//! - waiter, holding the lock: `blocked = true`; fence; read `done`, and if clear, wait
+//!   (which releases the lock);
+//!
+//! so at least one of the two reads sees the other's store: either the setter sees `blocked`
+//! and notifies (under the lock, hence after the waiter is waiting, or after it has seen
+//! `done`), or the waiter sees `done` and does not wait. No wake-up is lost, and a scope whose
+//! waiter never blocked ends without a system call.
+
+use std::sync::PoisonError;
+
+use crate::sync::atomic::{AtomicBool, Ordering, fence};
+use crate::sync::{Condvar, Mutex, spin_loop, thread};
+
+/// Rounds of spinning (4, 8, ... 256 pause hints) and then of yielding (which gives the core
+/// to a worker when the machine has none to spare for the waiter) before the waiter blocks.
+/// None under loom: loom runs the other threads to a standstill at a yield (its model of a
+/// spin too), so the waiter would always find the latch set and the blocking path, where the
+/// protocol is, would go unexplored. The rounds only poll `is_set`.
+#[cfg(not(loom))]
+const SPINS: u32 = 7;
+#[cfg(not(loom))]
+const YIELDS: u32 = 64;
+#[cfg(loom)]
+const SPINS: u32 = 0;
+#[cfg(loom)]
+const YIELDS: u32 = 0;
+
+/// A one-shot latch: [`set`](Self::set) once, [`wait`](Self::wait) until it is.
+#[derive(Debug, Default)]
+pub struct BlockingLatch {
+    done: AtomicBool,
+    /// Whether the waiter blocks, or is about to, on `cond`: the setter notifies only then.
+    blocked: AtomicBool,
+    lock: Mutex<()>,
+    cond: Condvar,
+}
+
+impl BlockingLatch {
+    /// An unset latch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the latch is set (and what the setter wrote before is visible).
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Sets the latch, waking the waiter if it blocks.
+    pub fn set(&self) {
+        self.done.store(true, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.blocked.load(Ordering::Relaxed) {
+            // Under the lock: the waiter holds it from its announcement until it waits.
+            let _held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.cond.notify_all();
+        }
+    }
+
+    /// Spins, then yields, then blocks until the latch is set.
+    pub fn wait(&self) {
+        for round in 0..SPINS + YIELDS {
+            if self.is_set() {
+                return;
+            }
+            if round < SPINS {
+                for _ in 0..1u32 << (round + 2) {
+                    spin_loop();
+                }
+            } else {
+                thread::yield_now();
+            }
+        }
+        let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.blocked.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        while !self.is_set() {
+            held = self.cond.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
