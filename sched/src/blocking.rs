@@ -21,21 +21,20 @@
 use std::sync::PoisonError;
 
 use crate::sync::atomic::{AtomicBool, Ordering, fence};
-use crate::sync::{Condvar, Mutex, spin_loop, thread};
-
-/// Rounds of spinning (4, 8, ... 256 pause hints) and then of yielding (which gives the core
-/// to a worker when the machine has none to spare for the waiter) before the waiter blocks.
-/// None under loom: loom runs the other threads to a standstill at a yield (its model of a
-/// spin too), so the waiter would always find the latch set and the blocking path, where the
-/// protocol is, would go unexplored. The rounds only poll `is_set`.
+use crate::sync::{Condvar, Mutex};
 #[cfg(not(loom))]
-const SPINS: u32 = 7;
+use crate::sync::{spin_loop, thread};
+
+/// How long the waiter spins (by the clock: a pause hint takes from 10 to 140 cycles depending
+/// on the CPU), and how many times it then yields (which gives the core to a worker when the
+/// machine has none to spare for the waiter), before it blocks. Neither under loom: loom runs
+/// the other threads to a standstill at a yield (its model of a spin too), so the waiter
+/// would always find the latch set and the blocking path, where the protocol is, would go
+/// unexplored. Both phases only poll `is_set`.
+#[cfg(not(loom))]
+const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(10);
 #[cfg(not(loom))]
 const YIELDS: u32 = 64;
-#[cfg(loom)]
-const SPINS: u32 = 0;
-#[cfg(loom)]
-const YIELDS: u32 = 0;
 
 /// A one-shot latch: [`set`](Self::set) once, [`wait`](Self::wait) until it is.
 #[derive(Debug, Default)]
@@ -72,23 +71,85 @@ impl BlockingLatch {
 
     /// Spins, then yields, then blocks until the latch is set.
     pub fn wait(&self) {
-        for round in 0..SPINS + YIELDS {
-            if self.is_set() {
-                return;
-            }
-            if round < SPINS {
-                for _ in 0..1u32 << (round + 2) {
+        #[cfg(not(loom))]
+        {
+            let start = std::time::Instant::now();
+            loop {
+                if self.is_set() {
+                    return;
+                }
+                if start.elapsed() >= SPIN_FOR {
+                    break;
+                }
+                for _ in 0..32 {
                     spin_loop();
                 }
-            } else {
+            }
+            for _ in 0..YIELDS {
+                if self.is_set() {
+                    return;
+                }
                 thread::yield_now();
             }
         }
+        self.block();
+    }
+
+    /// Blocks until the latch is set: the protocol's side of the waiter.
+    fn block(&self) {
         let mut held = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         self.blocked.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         while !self.is_set() {
             held = self.cond.wait(held).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn a_waiter_is_woken_whether_it_polls_or_blocks() {
+        // The setter runs after delays from none to well past the polling phases, and every
+        // other round the waiter blocks at once, so that the blocking path runs whatever the
+        // load; a lost wake-up hangs, which the timeout reports.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for round in 0..600u64 {
+                let latch = Arc::new(BlockingLatch::new());
+                let setter = {
+                    let latch = Arc::clone(&latch);
+                    std::thread::spawn(move || {
+                        match round % 3 {
+                            0 => {}
+                            1 => std::thread::sleep(Duration::from_micros(round % 50)),
+                            _ => std::thread::sleep(Duration::from_micros(200 + round % 300)),
+                        }
+                        latch.set();
+                    })
+                };
+                if round % 2 == 0 {
+                    latch.block();
+                } else {
+                    latch.wait();
+                }
+                assert!(latch.is_set());
+                setter.join().unwrap();
+            }
+            tx.send(()).unwrap();
+        });
+        match rx.recv_timeout(Duration::from_secs(120)) {
+            Ok(()) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("a waiter of a blocking latch was never woken")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the waiting thread panicked")
+            }
         }
     }
 }

@@ -473,36 +473,4 @@ mod tests {
         assert_eq!(p.downcast_ref::<u32>(), Some(&1));
         assert!(slot.take().is_none());
     }
-
-    #[test]
-    fn an_inject_latch_wakes_its_waiter_whether_it_spins_yields_or_blocks() {
-        use std::sync::Arc;
-        use std::time::Duration;
-        // The setter runs after delays from none to past the spin and yield rounds, so that
-        // the waiter is found in each of its phases; a lost wake-up hangs, which the
-        // watchdog reports.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for round in 0..600u64 {
-                let latch = Arc::new(InjectLatch::for_thread());
-                let setter = {
-                    let latch = Arc::clone(&latch);
-                    std::thread::spawn(move || {
-                        match round % 3 {
-                            0 => {}
-                            1 => std::thread::sleep(Duration::from_micros(round % 50)),
-                            _ => std::thread::sleep(Duration::from_micros(200 + round % 300)),
-                        }
-                        latch.set();
-                    })
-                };
-                latch.wait_blocking();
-                assert!(latch.is_set());
-                setter.join().unwrap();
-            }
-            tx.send(()).unwrap();
-        });
-        rx.recv_timeout(Duration::from_secs(120))
-            .expect("a waiter of an inject latch was never woken");
-    }
 }

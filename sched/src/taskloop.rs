@@ -15,14 +15,24 @@
 //! spread: the idle worker that takes a part splits it again. (rayon's parallel iterators
 //! split the same way.)
 //!
-//! Both calls return once every chunk, and every task the chunks spawned, has finished
-//! (OpenMP's implicit taskgroup). A panic in a chunk is resumed there, after every other chunk
-//! ran.
+//! Both calls run the loop in a taskgroup (OpenMP's implicit one): they return once every
+//! chunk, and every task the chunks spawned, at any depth, has finished, and a panic in a
+//! chunk or in one of those tasks is resumed there, after every other chunk ran (one panic:
+//! when several chunks panic, the others' payloads are dropped).
 //!
-//! Under the locality-aware scheduler a loop over a slice is also placed by its data: each
-//! half carries its part of the slice as its footprint, so the halves of a
-//! [`NumaVec`](numatask_alloc::NumaVec) are dealt to the nodes their pages are on (tasks
-//! whose footprint is too small to matter stay where they are, as for any task).
+//! A chunk runs on whichever task runs its part, and gets that task's [`Scope`]: tasks it
+//! spawns are waited for by the loop, but a `taskwait` in the body waits for more than the
+//! chunk's own children (the other parts' tasks on that task, and, for the part the calling
+//! task keeps, the caller's earlier children). Wrap the body in a
+//! [`taskgroup`](Scope::taskgroup) to wait for the chunk's own tasks only.
+//!
+//! Under the locality-aware scheduler (or with a trace), a loop over a slice is placed by its
+//! data: the loop starts as one task dealt by the whole slice, and every part split off
+//! carries its part of the slice as its footprint. A loop over a
+//! [`NumaVec`](numatask_alloc::NumaVec) on one node (coarse) runs on that node's workers, one
+//! over evenly spread pages (fine) anywhere. The part a worker keeps runs where that worker
+//! is: for data laid out in blocks on different nodes, loop over each block (one taskloop per
+//! block, or tasks with footprints).
 
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
@@ -37,16 +47,17 @@ use crate::unwind::{Payload, drop_payload};
 /// iterations, and their sizes differ by at most one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Grain {
-    /// Eight chunks per worker (at most one per iteration): enough for stealing to even out
-    /// iterations of uneven cost, few enough that the cost of a task is negligible next to a
-    /// chunk of any real loop. The default.
+    /// Eight chunks per worker (at most one per iteration): fine enough that the parts idle
+    /// workers take apart even out chunks of somewhat uneven cost, coarse enough that the
+    /// cost of a chunk is negligible next to any real loop's. The default.
     #[default]
     Auto,
     /// Chunks of at least this many iterations and fewer than twice as many (one chunk when
     /// the loop is shorter), as OpenMP's `grainsize`. Must be at least 1.
     Size(usize),
     /// This many chunks, or one per iteration when the loop is shorter, as OpenMP's
-    /// `num_tasks`. Must be at least 1.
+    /// `num_tasks` (which counts tasks: here the chunks are grouped into fewer tasks when no
+    /// worker is idle, see the [module docs](self)). Must be at least 1.
     Tasks(usize),
 }
 
@@ -87,9 +98,10 @@ impl Chunking {
 
 impl<'scope> Scope<'scope> {
     /// Runs `body` over `range` cut into chunks (OpenMP's `taskloop`): `body(s, chunk)` for
-    /// chunks that together cover `range` once, as tasks spread over the workers. Returns
-    /// when every chunk and its descendants finished. `body` may borrow from the caller's
-    /// stack; it gets the chunk's own [`Scope`], to spawn or wait inside it.
+    /// chunks that together cover `range` once, spread over the workers. Returns when every
+    /// chunk and every task they spawned finished (a taskgroup). `body` may borrow from the
+    /// caller's stack; it gets the [`Scope`] of the task running the chunk, to spawn tasks
+    /// (see the [module docs](self) for what a `taskwait` in it waits for).
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,8 +121,8 @@ impl<'scope> Scope<'scope> {
     ///
     /// # Panics
     ///
-    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the first panic of `body`, once every
-    /// chunk has run.
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it
+    /// spawned, once every chunk has run.
     pub fn taskloop<F>(&self, range: Range<usize>, grain: Grain, body: F)
     where
         F: Fn(&Scope<'scope>, Range<usize>) + Sync,
@@ -123,24 +135,22 @@ impl<'scope> Scope<'scope> {
         if len == 0 {
             return;
         }
-        let part = Part {
-            chunks: 0..chunking.chunks,
-            offset: 0,
-            splits: Splits::new(self.num_workers()),
-            from: self.worker_index(),
-        };
-        split_range(self, range.start, chunking, part, &body);
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            split_range(g, range.start, chunking, part, &body);
+        });
     }
 
     /// Runs `body` over `data` cut into chunks (OpenMP's `taskloop` over an array, rayon's
     /// `par_chunks_mut`): `body(s, offset, chunk)` for disjoint `chunk = &mut data[offset..]`
-    /// parts that together cover `data` once, as tasks spread over the workers. Returns when
-    /// every chunk and its descendants finished.
+    /// parts that together cover `data` once, spread over the workers. Returns when every
+    /// chunk and every task they spawned finished (a taskgroup).
     ///
-    /// Each task carries its part of `data` as its footprint (label `"taskloop"` in traces):
-    /// under the locality-aware scheduler the loop runs where the pages of `data` are (the
-    /// whole loop on the node of a coarse allocation, for instance). Work stealing without a
-    /// trace has no use for footprints, and the tasks go without.
+    /// Under the locality-aware scheduler the loop runs where the pages of `data` are (the
+    /// whole loop on the node of a coarse allocation, for instance): its tasks carry their
+    /// part of `data` as their footprint (label `"taskloop"` in traces; see the
+    /// [module docs](self)). Work stealing without a trace has no use for footprints, and the
+    /// tasks go without.
     ///
     /// ```
     /// use numatask_sched::taskloop::Grain;
@@ -160,8 +170,8 @@ impl<'scope> Scope<'scope> {
     ///
     /// # Panics
     ///
-    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the first panic of `body`, once every
-    /// chunk has run.
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it
+    /// spawned, once every chunk has run.
     pub fn taskloop_mut<T, F>(&self, data: &mut [T], grain: Grain, body: F)
     where
         T: Send,
@@ -175,24 +185,21 @@ impl<'scope> Scope<'scope> {
         if len == 0 {
             return;
         }
-        let part = Part {
-            chunks: 0..chunking.chunks,
-            offset: 0,
-            splits: Splits::new(self.num_workers()),
-            from: self.worker_index(),
-        };
-        match footprint_of(self, data) {
-            // The whole loop is one task first, dealt by the whole slice: without it the
-            // second halves would all run on the calling worker, wherever the data is.
-            Some(meta) => {
-                self.join_with(
-                    Some(meta),
-                    |s| split_slice(s, chunking, part, data, &body),
-                    |_| (),
-                );
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            match footprint_of(g, data) {
+                // The whole loop is one task first, dealt by the whole slice: without it the
+                // second halves would all run on the calling worker, wherever the data is.
+                Some(meta) => {
+                    g.join_with(
+                        Some(meta),
+                        |s| split_slice(s, chunking, part, data, &body),
+                        |_| (),
+                    );
+                }
+                None => split_slice(g, chunking, part, data, &body),
             }
-            None => split_slice(self, chunking, part, data, &body),
-        }
+        });
     }
 }
 
@@ -214,9 +221,10 @@ struct Splits {
 }
 
 impl Splits {
+    /// A split per worker; none with one worker, where a part has nobody to go to.
     fn new(workers: usize) -> Self {
         Splits {
-            left: workers,
+            left: if workers > 1 { workers } else { 0 },
             workers,
         }
     }
@@ -248,6 +256,16 @@ struct Part {
 }
 
 impl Part {
+    /// The whole loop, started on `s`'s worker.
+    fn whole(s: &Scope<'_>, chunking: Chunking) -> Part {
+        Part {
+            chunks: 0..chunking.chunks,
+            offset: 0,
+            splits: Splits::new(s.num_workers()),
+            from: s.worker_index(),
+        }
+    }
+
     /// Whether to split this part, running on `s`'s worker, and if so its two halves, split
     /// off by that worker, and the index of the first chunk of the second.
     fn halves(mut self, s: &Scope<'_>, chunking: Chunking) -> Result<(Part, Part), Part> {

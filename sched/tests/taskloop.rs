@@ -141,26 +141,62 @@ fn a_fine_grained_loop_still_feeds_every_worker() {
 
 #[test]
 fn the_loop_returns_after_the_tasks_its_chunks_spawned() {
+    // Including the chunks that run in place on the calling task (with one worker, all of
+    // them), whose tasks would otherwise be the caller's children, left for its next wait.
     within(60, || {
-        let rt = runtime(3);
-        let done = AtomicUsize::new(0);
-        rt.scope(|s| {
-            s.taskloop(0..40, Grain::Size(4), |s, chunk| {
-                for _ in chunk {
-                    s.spawn(|s| {
-                        s.spawn(|_| {
-                            std::thread::sleep(std::time::Duration::from_millis(1));
-                            done.fetch_add(1, Ordering::SeqCst);
-                        });
+        for workers in 1..=3 {
+            let rt = runtime(workers);
+            for grain in [Grain::Tasks(1), Grain::Tasks(2), Grain::Size(4)] {
+                let done = AtomicUsize::new(0);
+                rt.scope(|s| {
+                    s.taskloop(0..40, grain, |s, chunk| {
+                        for _ in chunk {
+                            s.spawn(|s| {
+                                s.spawn(|_| {
+                                    std::thread::sleep(std::time::Duration::from_millis(1));
+                                    done.fetch_add(1, Ordering::SeqCst);
+                                });
+                            });
+                        }
                     });
-                }
-            });
-            assert_eq!(
-                done.load(Ordering::SeqCst),
-                40,
-                "grandchildren of the chunks"
-            );
-        });
+                    assert_eq!(
+                        done.load(Ordering::SeqCst),
+                        40,
+                        "grandchildren of the chunks, {workers} workers, {grain:?}"
+                    );
+                });
+            }
+        }
+    });
+}
+
+#[test]
+fn a_panic_of_a_task_a_chunk_spawned_resumes_at_the_loop() {
+    within(60, || {
+        for workers in 1..=3 {
+            let rt = runtime(workers);
+            for grain in [Grain::Tasks(1), Grain::Tasks(2), Grain::Size(1)] {
+                let mut v = vec![0u8; 8];
+                let after = rt.scope(|s| {
+                    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+                        s.taskloop_mut(&mut v, grain, |s, offset, _| {
+                            if offset == 0 {
+                                s.spawn(|_| panic!("a chunk's child fails"));
+                            }
+                        });
+                    }));
+                    let payload = caught.expect_err("the child's panic reaches the loop");
+                    assert_eq!(
+                        payload.downcast_ref::<&str>(),
+                        Some(&"a chunk's child fails"),
+                        "{workers} workers, {grain:?}"
+                    );
+                    // Nothing is left for the scope's end to resume.
+                    s.spawn_with_result(|_| 7).join()
+                });
+                assert_eq!(after, 7);
+            }
+        }
     });
 }
 
