@@ -99,6 +99,20 @@ fn fib_numatask_join(s: &Scope<'_>, n: u64) -> u64 {
     x + y
 }
 
+/// The same with the free `numatask::join`, which needs no `Scope` (each call a scope of its
+/// own in the calling worker's runtime).
+fn fib_numatask_free_join(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (x, y) = numatask::join(
+        || fib_numatask_free_join(n - 1),
+        || fib_numatask_free_join(n - 2),
+    )
+    .expect("inside a task: the task's runtime");
+    x + y
+}
+
 fn fib_rayon_join(n: u64) -> u64 {
     if n < 2 {
         return n;
@@ -182,6 +196,12 @@ fn main() {
                 expect,
             );
             report(&format!("{name}::join"), threads, n, d);
+            let d = time_reps(
+                args.reps,
+                || rt.scope(|_| fib_numatask_free_join(n as u64)),
+                expect,
+            );
+            report(&format!("{name}::join(free)"), threads, n, d);
         }
         if wants("rayon") {
             let pool = rayon::ThreadPoolBuilder::new()

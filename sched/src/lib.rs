@@ -108,7 +108,7 @@ pub use error::SchedError;
 #[cfg(not(loom))]
 pub use job::{Task, TaskMeta};
 #[cfg(not(loom))]
-pub use runtime::{Runtime, RuntimeBuilder, Settings, current_worker, scope};
+pub use runtime::{Runtime, RuntimeBuilder, Settings, current_worker, join, scope};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, SchedulerKind, WorkerPlace};
 #[cfg(not(loom))]

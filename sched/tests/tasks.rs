@@ -184,6 +184,69 @@ fn recursive_join_computes_fib() {
     }
 }
 
+fn fib_free_join(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = numatask_sched::join(|| fib_free_join(n - 1), || fib_free_join(n - 2))
+        .expect("the global runtime starts");
+    a + b
+}
+
+#[test]
+fn free_join_runs_in_the_callers_runtime_or_the_global_one() {
+    within(60, || {
+        // From a thread outside any pool: the global runtime.
+        assert_eq!(fib_free_join(18), fib_seq(18));
+        let (a, b) = numatask_sched::join(numatask_sched::current_worker, || 1).unwrap();
+        let global = Runtime::global().unwrap();
+        assert!(a.is_some_and(|w| w.index < global.num_workers()));
+        assert_eq!(b, 1);
+        // From a task: that task's runtime (told from the global one by its size), both
+        // closures on its workers.
+        let size = global.num_workers() + 1;
+        let rt = runtime(size);
+        let sizes = Mutex::new(Vec::new());
+        let n = rt.scope(|_| {
+            let record = || {
+                let workers = numatask_sched::scope(|s| s.num_workers()).unwrap();
+                sizes.lock().unwrap().push(workers);
+            };
+            let (x, ()) = numatask_sched::join(
+                || {
+                    record();
+                    fib_free_join(15)
+                },
+                record,
+            )
+            .unwrap();
+            x
+        });
+        assert_eq!(n, fib_seq(15));
+        assert_eq!(
+            sizes.into_inner().unwrap(),
+            vec![size; 2],
+            "runtimes the closures ran in"
+        );
+    });
+}
+
+#[test]
+fn free_join_resumes_a_panic_and_the_runtime_goes_on() {
+    let rt = runtime(2);
+    rt.scope(|_| {
+        let caught = std::panic::catch_unwind(|| numatask_sched::join(|| panic!("a fails"), || 2));
+        let payload = caught.expect_err("a's panic reaches the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a fails"));
+        let caught = std::panic::catch_unwind(|| {
+            numatask_sched::join(|| 1, || -> u32 { panic!("b fails") })
+        });
+        let payload = caught.expect_err("b's panic reaches the caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"b fails"));
+        assert_eq!(numatask_sched::join(|| 1, || 2).unwrap(), (1, 2));
+    });
+}
+
 #[test]
 fn spawn_if_false_runs_the_closure_before_returning() {
     let rt = runtime(2);
