@@ -789,7 +789,7 @@ where
 /// is resumed here, after both finished. The error is that of creating the global runtime
 /// from the environment (a bad `OMP_NUM_THREADS`, for instance).
 ///
-/// Each call is a scope of its own ([`scope`] around [`Scope::join`]): inside a task, where
+/// Each call is a scope of its own ([`scope()`] around [`Scope::join`]): inside a task, where
 /// the task's [`Scope`] is at hand, `s.join` saves that (about 15% of fib's time per call
 /// on 2 cores).
 ///
