@@ -89,6 +89,13 @@ struct Chunking {
 }
 
 impl Chunking {
+    /// A loop of `len` iterations cut as `grain` says for `s`'s runtime; `None` when it is
+    /// empty (after checking the grain, which panics on a zero).
+    fn of(len: usize, grain: Grain, s: &Scope<'_>) -> Option<Chunking> {
+        let chunks = grain.chunks(len, s.num_workers());
+        (len > 0).then_some(Chunking { len, chunks })
+    }
+
     /// Where chunk `c` starts (`len` for `c == chunks`), counted from the loop's start.
     fn bound(self, c: usize) -> usize {
         // In u128: `len * c` overflows usize for loops near usize::MAX iterations.
@@ -127,14 +134,9 @@ impl<'scope> Scope<'scope> {
     where
         F: Fn(&Scope<'scope>, Range<usize>) + Sync,
     {
-        let len = range.len();
-        let chunking = Chunking {
-            len,
-            chunks: grain.chunks(len, self.num_workers()),
-        };
-        if len == 0 {
+        let Some(chunking) = Chunking::of(range.len(), grain, self) else {
             return;
-        }
+        };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
             split_range(g, range.start, chunking, part, &body);
@@ -177,14 +179,9 @@ impl<'scope> Scope<'scope> {
         T: Send,
         F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
     {
-        let len = data.len();
-        let chunking = Chunking {
-            len,
-            chunks: grain.chunks(len, self.num_workers()),
-        };
-        if len == 0 {
+        let Some(chunking) = Chunking::of(data.len(), grain, self) else {
             return;
-        }
+        };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
             match footprint_of(g, data) {
@@ -245,12 +242,10 @@ impl Splits {
     }
 }
 
-/// A part of a loop: its chunks, the index of its first element in the loop (a slice loop's
-/// `offset`), its split budget, and the worker that split it off.
+/// A part of a loop: its chunks, its split budget, and the worker that split it off.
 #[derive(Clone)]
 struct Part {
     chunks: Range<usize>,
-    offset: usize,
     splits: Splits,
     from: usize,
 }
@@ -260,15 +255,14 @@ impl Part {
     fn whole(s: &Scope<'_>, chunking: Chunking) -> Part {
         Part {
             chunks: 0..chunking.chunks,
-            offset: 0,
             splits: Splits::new(s.num_workers()),
             from: s.worker_index(),
         }
     }
 
-    /// Whether to split this part, running on `s`'s worker, and if so its two halves, split
-    /// off by that worker, and the index of the first chunk of the second.
-    fn halves(mut self, s: &Scope<'_>, chunking: Chunking) -> Result<(Part, Part), Part> {
+    /// Whether to split this part, running on `s`'s worker: its two halves, split off by that
+    /// worker, or the part itself to run in place.
+    fn halves(mut self, s: &Scope<'_>) -> Result<(Part, Part), Part> {
         let here = s.worker_index();
         if self.chunks.len() < 2 || !self.splits.split(here != self.from) {
             return Err(self);
@@ -276,13 +270,11 @@ impl Part {
         let mid = self.chunks.start + self.chunks.len() / 2;
         let first = Part {
             chunks: self.chunks.start..mid,
-            offset: self.offset,
             splits: self.splits,
             from: here,
         };
         let second = Part {
             chunks: mid..self.chunks.end,
-            offset: chunking.bound(mid),
             splits: self.splits,
             from: here,
         };
@@ -313,7 +305,7 @@ fn split_range<'scope, F>(s: &Scope<'scope>, start: usize, chunking: Chunking, p
 where
     F: Fn(&Scope<'scope>, Range<usize>) + Sync,
 {
-    match part.halves(s, chunking) {
+    match part.halves(s) {
         Ok((first, second)) => {
             s.join(
                 |s| split_range(s, start, chunking, first, body),
@@ -338,10 +330,11 @@ fn split_slice<'scope, T, F>(
     T: Send,
     F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
 {
-    match part.halves(s, chunking) {
+    match part.halves(s) {
         Ok((first, second)) => {
-            let (first_elements, second_elements) =
-                elements.split_at_mut(second.offset - first.offset);
+            let (first_elements, second_elements) = elements.split_at_mut(
+                chunking.bound(second.chunks.start) - chunking.bound(first.chunks.start),
+            );
             s.join_with(
                 footprint_of(s, first_elements),
                 |s| split_slice(s, chunking, first, first_elements, body),
