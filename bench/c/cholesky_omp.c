@@ -7,14 +7,8 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "bench_time.h"
 #include "cholesky.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Tile (i, j), i >= j, of the lower triangle. */
 #define TILE(m, i, j) (m[(i) * ((i) + 1) / 2 + (j)])
@@ -76,11 +70,6 @@ static double checksum(double **m, int nt, int bs) {
     return s;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: %s NT BS [REPS]\n", argv[0]); return 2; }
     int nt = atoi(argv[1]), bs = atoi(argv[2]), reps = argc > 3 ? atoi(argv[3]) : 3;
@@ -106,8 +95,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < nt * (nt + 1) / 2; i++) free(m[i]);
         free(m);
     }
-    qsort(times, reps, sizeof times[0], cmp);
     printf("cholesky_omp runtime=%s threads=%d nt=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
-           name, threads, nt, bs, tasks, times[reps / 2], sum);
+           name, threads, nt, bs, tasks, median(times, reps), sum);
     return 0;
 }

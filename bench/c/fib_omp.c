@@ -8,7 +8,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "bench_time.h"
 
 static long fib(int n) {
     if (n < 2) return n;
@@ -26,17 +26,6 @@ static long calls(int n) {
     long a = 1, b = 1; /* calls(0), calls(1) */
     for (int i = 2; i <= n; i++) { long c = 1 + a + b; a = b; b = c; }
     return n < 1 ? 1 : b;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -63,10 +52,9 @@ int main(int argc, char **argv) {
         double t = now() - t0;
         if (r > 0) times[r - 1] = t;
     }
-    qsort(times, reps, sizeof times[0], cmp);
-    double median = times[reps / 2];
+    double median_s = median(times, reps);
     long k = calls(n);
     printf("fib_omp runtime=%s threads=%d n=%d result=%ld tasks=%ld median_s=%.6f ns_per_task=%.2f\n",
-           name, threads, n, result, k, median, median * 1e9 / k);
+           name, threads, n, result, k, median_s, median_s * 1e9 / k);
     return 0;
 }

@@ -11,14 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "bench_time.h"
 #include "sparselu.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Per thread and kernel (lu0, fwd, bdiv, bmod): seconds and calls, a cache line per thread. */
 #define MAX_THREADS 512
@@ -109,11 +103,6 @@ static double checksum(float **m, int nb, int bs) {
     return s;
 }
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: %s NB BS [REPS]\n", argv[0]); return 2; }
     int nb = atoi(argv[1]), bs = atoi(argv[2]), reps = argc > 3 ? atoi(argv[3]) : 3;
@@ -152,8 +141,7 @@ int main(int argc, char **argv) {
                100 * total / (last * threads), threads, last, n[0] ? 1e6 * s[0] / n[0] : 0,
                n[1] ? 1e6 * s[1] / n[1] : 0, n[2] ? 1e6 * s[2] / n[2] : 0, n[3] ? 1e6 * s[3] / n[3] : 0);
     }
-    qsort(times, reps, sizeof times[0], cmp);
     printf("sparselu_omp runtime=%s threads=%d nb=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
-           name, threads, nb, bs, tasks, times[reps / 2], sum);
+           name, threads, nb, bs, tasks, median(times, reps), sum);
     return 0;
 }

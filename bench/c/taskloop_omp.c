@@ -9,18 +9,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *x, const void *y) {
-    double p = *(const double *)x, q = *(const double *)y;
-    return (p > q) - (p < q);
-}
+#include "bench_time.h"
 
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: %s N GRAIN [REPS]\n", argv[0]); return 2; }
@@ -50,13 +39,12 @@ int main(int argc, char **argv) {
         double t = now() - t0;
         if (r > 0) times[r - 1] = t;
     }
-    qsort(times, reps, sizeof times[0], cmp);
-    double median = times[reps / 2];
+    double median_s = median(times, reps);
     unsigned long long sum = 0;
     for (long i = 0; i < n; i++) sum += (unsigned long long)a[i];
     long chunks = n / grain < 1 ? 1 : n / grain;
     printf("taskloop_omp runtime=%s threads=%d n=%ld grain=%ld chunks=%ld median_s=%.6f ns_per_chunk=%.1f checksum=%llu\n",
-           name, threads, n, grain, chunks, median, median * 1e9 / chunks, sum);
+           name, threads, n, grain, chunks, median_s, median_s * 1e9 / chunks, sum);
     free(a);
     free(b);
     return 0;
