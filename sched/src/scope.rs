@@ -278,8 +278,8 @@ impl<'scope> Scope<'scope> {
     /// the tracer (which records each task's bytes per node). Work stealing without a trace
     /// ignores footprints, and an optional one is not worth its allocation then.
     pub(crate) fn uses_footprints(&self) -> bool {
-        let registry = self.worker().registry();
-        registry.settings.scheduler == crate::SchedulerKind::Locality || registry.tracer.is_some()
+        self.worker().registry().settings.scheduler == crate::SchedulerKind::Locality
+            || self.is_tracing()
     }
 
     /// The dependences of this task's children (see [`crate::dependences`]).
