@@ -26,13 +26,15 @@ use crate::sync::{Condvar, Mutex};
 use crate::sync::{spin_loop, thread};
 
 /// How long the waiter spins (by the clock: a pause hint takes from 10 to 140 cycles depending
-/// on the CPU), and how many times it then yields (which gives the core to a worker when the
+/// on the CPU; 2 us covers a scope on awake workers, about 1 us, and longer spins delayed a
+/// sleeping worker's wake-up on a machine with no core to spare: 10 us added 7 us to
+/// `benches/wakeup.rs`'s `one` on 2 cores), and how many times it then yields (which gives the core to a worker when the
 /// machine has none to spare for the waiter), before it blocks. Neither under loom: loom runs
 /// the other threads to a standstill at a yield (its model of a spin too), so the waiter
 /// would always find the latch set and the blocking path, where the protocol is, would go
 /// unexplored. Both phases only poll `is_set`.
 #[cfg(not(loom))]
-const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(10);
+const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(2);
 #[cfg(not(loom))]
 const YIELDS: u32 = 64;
 
