@@ -7,6 +7,7 @@
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
+//! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
@@ -41,15 +42,19 @@ pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
 /// tasks across.
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 
+/// `OMP_WAIT_POLICY`: whether idle workers keep their cores or sleep.
+pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
+
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 7] = [
+pub const ENV_VARS: [&str; 8] = [
     NUM_THREADS_ENV,
     PROC_BIND_ENV,
     STACKSIZE_ENV,
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
     VICINITY_ENV,
+    WAIT_POLICY_ENV,
     DISTRIBUTION_ENV,
 ];
 
@@ -80,6 +85,7 @@ const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
+const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
 
 /// What `OMP_DISPLAY_ENV` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -116,6 +122,21 @@ impl fmt::Display for DisplayEnv {
     }
 }
 
+pub use crate::sleep::WaitPolicy;
+
+impl FromStr for WaitPolicy {
+    type Err = SchedError;
+
+    fn from_str(s: &str) -> Result<Self, SchedError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "balanced" => Ok(Self::Balanced),
+            "active" => Ok(Self::Active),
+            "passive" => Ok(Self::Passive),
+            _ => Err(invalid(WAIT_POLICY_ENV, s, WAIT_POLICY_EXPECTED)),
+        }
+    }
+}
+
 /// The settings the environment gives; `None` where a variable is unset.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EnvSettings {
@@ -131,6 +152,8 @@ pub struct EnvSettings {
     pub display_env: Option<DisplayEnv>,
     /// `NUMATASK_VICINITY`: `Some(None)` for `all`.
     pub vicinity: Option<Option<u32>>,
+    /// `OMP_WAIT_POLICY`.
+    pub wait_policy: Option<WaitPolicy>,
     /// `NUMATASK_TRACE`.
     pub trace: Option<PathBuf>,
     /// `OMP_DATA_DISTRIBUTION`, which the allocator follows (`numatask_alloc::omp_malloc`):
@@ -203,6 +226,7 @@ impl EnvSettings {
                 })
                 .transpose()?,
             vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
+            wait_policy: get(WAIT_POLICY_ENV).map(|v| v.parse()).transpose()?,
             trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
             data_distribution: get(DISTRIBUTION_ENV)
                 .map(|v| {
@@ -503,6 +527,24 @@ mod tests {
                 format!("NUMATASK_VICINITY='{bad}': expected {VICINITY_EXPECTED}")
             );
         }
+    }
+
+    #[test]
+    fn wait_policy_parses_case_insensitively_and_names_what_it_accepts() {
+        let env = EnvSettings::from_lookup(|v| (v == WAIT_POLICY_ENV).then(|| " Active ".into()));
+        assert_eq!(env.unwrap().wait_policy, Some(WaitPolicy::Active));
+        for (text, policy) in [
+            ("PASSIVE", WaitPolicy::Passive),
+            ("balanced", WaitPolicy::Balanced),
+        ] {
+            assert_eq!(text.parse::<WaitPolicy>(), Ok(policy));
+            // What `OMP_DISPLAY_ENV` prints reads back as the same policy.
+            assert_eq!(policy.to_string().parse::<WaitPolicy>(), Ok(policy));
+        }
+        assert_eq!(
+            "spin".parse::<WaitPolicy>().unwrap_err().to_string(),
+            "OMP_WAIT_POLICY='spin': expected active, passive or balanced"
+        );
     }
 
     #[test]

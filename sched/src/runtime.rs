@@ -25,7 +25,7 @@ use numatask_alloc::{AllocError, Topology};
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
     MIN_VICINITY, NUM_THREADS_ENV, PROC_BIND_ENV, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV,
-    VICINITY_ENV, format_size,
+    VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -61,6 +61,8 @@ pub struct Settings {
     /// The largest OS distance the locality-aware scheduler steals tasks across
     /// (`None`: any).
     pub vicinity: Option<u32>,
+    /// How idle workers wait for work.
+    pub wait_policy: WaitPolicy,
     /// The trace file, when tasks are traced.
     pub trace: Option<PathBuf>,
     /// Whether tasks are traced in memory, for the locality summary only, when there is no
@@ -110,6 +112,7 @@ pub struct RuntimeBuilder {
     deque_capacity: usize,
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
+    wait_policy: WaitPolicy,
     trace: Option<PathBuf>,
     /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
     trace_from_env: bool,
@@ -135,6 +138,7 @@ impl RuntimeBuilder {
             deque_capacity: DEFAULT_DEQUE_CAPACITY,
             topology: None,
             vicinity: None,
+            wait_policy: WaitPolicy::Balanced,
             trace: None,
             trace_from_env: false,
             trace_summary: false,
@@ -142,8 +146,8 @@ impl RuntimeBuilder {
     }
 
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`,
-    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_DISPLAY_ENV`,
-    /// `NUMATASK_TRACE`).
+    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`,
+    /// `OMP_DISPLAY_ENV`, `NUMATASK_TRACE`).
     pub fn from_env() -> Result<Self, SchedError> {
         Ok(Self::new().env(&EnvSettings::from_env()?))
     }
@@ -167,6 +171,9 @@ impl RuntimeBuilder {
         }
         if let Some(v) = env.vicinity {
             self.vicinity = v;
+        }
+        if let Some(w) = env.wait_policy {
+            self.wait_policy = w;
         }
         if let Some(path) = &env.trace {
             self.trace = Some(path.clone());
@@ -216,6 +223,13 @@ impl RuntimeBuilder {
     /// pool still go to any worker. Work stealing ignores it.
     pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
         self.vicinity = max_distance;
+        self
+    }
+
+    /// How idle workers wait for work (`OMP_WAIT_POLICY`; default [`WaitPolicy::Balanced`]:
+    /// search for 200 µs, then sleep).
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
+        self.wait_policy = policy;
         self
     }
 
@@ -333,6 +347,7 @@ impl RuntimeBuilder {
             display_env: self.display_env,
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
+            wait_policy: self.wait_policy,
             trace: self.trace.clone(),
             trace_summary: self.trace_summary || self.trace.is_some(),
         };
@@ -352,7 +367,7 @@ impl RuntimeBuilder {
         });
         let registry = Arc::new(Registry {
             scheduler,
-            sleep: Sleep::new(num_threads),
+            sleep: Sleep::with_policy(num_threads, self.wait_policy),
             places,
             topology,
             settings,
@@ -670,6 +685,7 @@ impl Runtime {
         line(NUM_THREADS_ENV, &s.num_threads);
         line(PROC_BIND_ENV, &s.proc_bind);
         line(STACKSIZE_ENV, &format_size(s.stack_size));
+        line(WAIT_POLICY_ENV, &s.wait_policy);
         line(DISPLAY_ENV_ENV, &s.display_env);
         line(SCHEDULER_ENV, &s.scheduler);
         match s.vicinity {

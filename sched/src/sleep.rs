@@ -104,6 +104,42 @@ const NOTIFIED: usize = 2;
 /// worker may take ([`Sleep::new_work`]): see [`Sleep::no_work_found_picky`].
 const PICKY: usize = 3;
 
+/// How idle workers wait for work (`OMP_WAIT_POLICY`).
+///
+/// A worker with nothing to run first spins for well under a microsecond; what it does next
+/// is the policy's. A sleeping worker costs nothing, but waking it costs the thread that
+/// publishes work a system call and the sleeper some microseconds before it runs; a worker
+/// that yields its core instead answers at once but takes CPU time from whatever else the
+/// machine runs. The outside thread waiting for a scope it entered is not a worker: it spins
+/// briefly and then blocks, under every policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// `balanced` (the default; numatask's own value, not OpenMP's): the worker searches,
+    /// yielding its core between rounds, for 200 µs and then sleeps until work comes. Tasks
+    /// that come in bursts (each step of a dependent task graph releasing the next) find
+    /// workers awake, and an idle runtime uses next to no CPU.
+    #[default]
+    Balanced,
+    /// `active`: idle workers never sleep; they search, yielding their cores between rounds,
+    /// as long as the runtime lives. New work is taken up soonest, and each worker keeps its
+    /// core busy while idle: for a machine the program has to itself.
+    Active,
+    /// `passive`: idle workers sleep as soon as their brief spin finds nothing. The least CPU
+    /// time spent idle, and a wake-up on the path of each new burst of work.
+    Passive,
+}
+
+impl fmt::Display for WaitPolicy {
+    /// As OpenMP runtimes print it in `OMP_DISPLAY_ENV`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Balanced => "BALANCED",
+            Self::Active => "ACTIVE",
+            Self::Passive => "PASSIVE",
+        })
+    }
+}
+
 /// One worker's sleeping place.
 struct WorkerSleep {
     state: AtomicUsize,
@@ -123,6 +159,8 @@ pub struct Sleep {
     /// Where the next scan for a sleeper starts, so that wake-ups rotate over the workers.
     next_scan: AtomicUsize,
     workers: Box<[CachePadded<WorkerSleep>]>,
+    /// When an idle worker may sleep (`OMP_WAIT_POLICY`).
+    policy: WaitPolicy,
 }
 
 /// A worker's count of consecutive idle rounds; one per worker, kept across its loop.
@@ -137,8 +175,14 @@ pub struct IdleState {
 }
 
 impl IdleState {
-    /// Whether the worker searched long enough to sleep.
-    fn may_sleep(&self) -> bool {
+    /// Whether the worker searched long enough to sleep, past its spinning rounds, under
+    /// `policy`.
+    fn may_sleep(&self, policy: WaitPolicy) -> bool {
+        match policy {
+            WaitPolicy::Active => return false,
+            WaitPolicy::Passive => return true,
+            WaitPolicy::Balanced => {}
+        }
         if self.rounds < ROUNDS_UNTIL_SLEEP {
             return false;
         }
@@ -156,9 +200,15 @@ impl IdleState {
 }
 
 impl Sleep {
-    /// Sleep state for workers `0..n_workers`.
+    /// Sleep state for workers `0..n_workers`, under the default [`WaitPolicy::Balanced`].
     pub fn new(n_workers: usize) -> Self {
+        Self::with_policy(n_workers, WaitPolicy::default())
+    }
+
+    /// Sleep state for workers `0..n_workers` whose idle rounds follow `policy`.
+    pub fn with_policy(n_workers: usize, policy: WaitPolicy) -> Self {
         Sleep {
+            policy,
             sleepy: CachePadded::new(AtomicUsize::new(0)),
             searching: CachePadded::new(AtomicUsize::new(0)),
             terminated: AtomicBool::new(false),
@@ -270,7 +320,7 @@ impl Sleep {
             idle.rounds += 1;
             return;
         }
-        if !idle.may_sleep() {
+        if !idle.may_sleep(self.policy) {
             thread::yield_now();
             idle.rounds = idle.rounds.saturating_add(1);
             return;
@@ -462,6 +512,49 @@ mod tests {
         });
         rx.recv_timeout(limit)
             .expect("watchdog: sleep/wake test hung (lost wake-up?)")
+    }
+
+    #[test]
+    fn a_passive_worker_sleeps_right_after_its_spin() {
+        with_watchdog(Duration::from_secs(60), || {
+            let sleep = Arc::new(Sleep::with_policy(1, WaitPolicy::Passive));
+            let calls = Arc::new(AtomicUsize::new(0));
+            let worker = {
+                let (sleep, calls) = (Arc::clone(&sleep), Arc::clone(&calls));
+                std::thread::spawn(move || {
+                    let mut idle = IdleState::new();
+                    while !sleep.is_terminated() {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        sleep.no_work_found(&mut idle, 0, || false);
+                    }
+                })
+            };
+            while sleep.sleepy_workers() < 1 {
+                std::thread::yield_now();
+            }
+            // The spinning rounds, then the call that sleeps: no yielding rounds between.
+            assert_eq!(calls.load(Ordering::SeqCst), SPIN_ROUNDS as usize + 1);
+            sleep.notify_all();
+            worker.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn an_active_worker_never_sleeps() {
+        with_watchdog(Duration::from_secs(60), || {
+            let sleep = Sleep::with_policy(1, WaitPolicy::Active);
+            let mut idle = IdleState::new();
+            let start = std::time::Instant::now();
+            let mut rounds = 0u32;
+            // Well past the balanced policy's search time and round count: a sleep here would
+            // block for good (nobody wakes this worker) and trip the watchdog.
+            while start.elapsed() < SEARCH_TIME * 10 || rounds < 10 * ROUNDS_UNTIL_SLEEP {
+                sleep.no_work_found(&mut idle, 0, || false);
+                assert_eq!(sleep.sleepy_workers(), 0);
+                rounds += 1;
+            }
+            sleep.end_search(&mut idle);
+        });
     }
 
     #[test]

@@ -23,6 +23,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     set("NUMATASK_SCHEDULER", "ws");
     set("OMP_DISPLAY_ENV", "verbose");
     set("OMP_DATA_DISTRIBUTION", " Coarse ");
+    set("OMP_WAIT_POLICY", "Passive");
     let rt = Runtime::new().expect("a valid environment");
     let s = rt.settings();
     assert_eq!(s.num_threads, 3);
@@ -30,6 +31,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     assert_eq!(s.stack_size, 4 << 20);
     assert_eq!(s.scheduler, SchedulerKind::WorkStealing);
     assert_eq!(s.display_env, DisplayEnv::Verbose);
+    assert_eq!(s.wait_policy, numatask_sched::config::WaitPolicy::Passive);
     assert!(rt.pinning().iter().all(Option::is_none));
     let shown = rt.display_env();
     assert!(
@@ -47,10 +49,12 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         "  NUMATASK_SCHEDULER = 'ws'",
         "  numatask worker 2 = 'core ",
         "  OMP_DATA_DISTRIBUTION = 'coarse'",
+        "  OMP_WAIT_POLICY = 'PASSIVE'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     }
     drop(rt);
+    unset("OMP_WAIT_POLICY");
 
     // A trace file the variable names that cannot be created: the error names the variable.
     let bad = std::env::temp_dir()
@@ -89,6 +93,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("NUMATASK_SCHEDULER", "fifo"),
         ("OMP_DISPLAY_ENV", "yes"),
         ("OMP_DATA_DISTRIBUTION", "bogus"),
+        ("OMP_WAIT_POLICY", "spin"),
     ] {
         set(var, value);
         match Runtime::new() {
