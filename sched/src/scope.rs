@@ -365,8 +365,15 @@ impl<'scope> Scope<'scope> {
         if children.all_done() {
             return;
         }
-        self.worker()
-            .wait_until(frame, || children.all_done(), || children.transfer());
+        let done = self.worker().wait_until(
+            frame,
+            || children.all_done(),
+            || {
+                children.transfer();
+                true
+            },
+        );
+        debug_assert!(done, "a wait that never gives up ended early");
         children.end_wait();
     }
 
@@ -590,26 +597,35 @@ impl<T> TaskHandle<'_, T> {
         if head.state.get() != DONE {
             match worker {
                 Some(worker) => {
-                    // The handle borrows the spawning task's `&Scope`, so only that task (or
-                    // code it calls inline) gets here: the task waited for descends from the
-                    // caller and cannot be buried under it on this worker's stack.
-                    // Kept as a check (it runs only for a task not finished yet): were that
-                    // argument to break, a panic is better than a hang.
-                    assert!(
-                        !worker.is_running_under_caller(&head.header),
-                        "numatask: TaskHandle::join of a task that is running on this worker \
-                         under the caller: it cannot finish before the caller returns"
-                    );
                     let mut announced = false;
-                    worker.wait_until(
+                    let waited = worker.wait_until(
                         &head.header,
                         || head.state.get() == DONE,
+                        // Each time the worker's own deque is empty and the task not done.
                         || {
                             if !announced {
+                                // The handle borrows the spawning task's `&Scope`, so only
+                                // that task (or code it calls inline) gets here: the task
+                                // waited for descends from the caller and cannot be buried
+                                // under it on this worker's stack. Kept as a check, were that
+                                // argument to break (a panic below is better than a hang);
+                                // made here rather than before the wait, as it walks every
+                                // task running on this worker, and a join whose task is
+                                // still on top of the deque (the common case) pops it and
+                                // never gets here.
+                                if worker.is_running_under_caller(&head.header) {
+                                    return false;
+                                }
                                 announced = true;
                                 head.state.announce_join();
                             }
+                            true
                         },
+                    );
+                    assert!(
+                        waited,
+                        "numatask: TaskHandle::join of a task that is running on this worker \
+                         under the caller: it cannot finish before the caller returns"
                     );
                 }
                 // Not on a worker: a handle lives within its spawning task, which runs on a

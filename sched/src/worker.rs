@@ -433,20 +433,24 @@ impl WorkerThread {
         }
     }
 
-    /// Runs tasks (see the module docs) until `done()`. `before_block` is called before the
-    /// worker first looks beyond its own deque, and so before it may sleep: it must arrange
-    /// for whoever makes `done()` true to wake this worker.
+    /// Runs tasks (see the module docs) until `done()`, and returns true. `before_block` is
+    /// called each time the worker's own deque is empty, before it looks beyond, and so
+    /// before it may sleep: it must arrange for whoever makes `done()` true to wake this
+    /// worker. When it returns false the wait ends at once, `done()` or not, and this
+    /// returns false (a caller that finds it cannot wait: see `TaskHandle::join_inner`).
+    #[must_use]
     pub(crate) fn wait_until(
         &self,
         frame: &Header,
         done: impl Fn() -> bool,
-        before_block: impl FnMut(),
-    ) {
+        before_block: impl FnMut() -> bool,
+    ) -> bool {
         // The callers return, or resume a task's panic, only once `done()`: if this loop
         // unwound, they would go on while tasks still use their frames and stack.
         let guard = AbortOnUnwind;
-        self.wait_loop(frame, done, before_block, false);
+        let done = self.wait_loop(frame, done, before_block, false);
         mem::forget(guard);
+        done
     }
 
     /// [`wait_until`](Self::wait_until) for a scope this worker injected into another pool:
@@ -454,7 +458,7 @@ impl WorkerThread {
     /// waits for may be waiting for one of them (pools whose scopes nest in each other).
     pub(crate) fn wait_until_injected_scope(&self, frame: &Header, done: impl Fn() -> bool) {
         let guard = AbortOnUnwind;
-        self.wait_loop(frame, done, || {}, true);
+        let _ = self.wait_loop(frame, done, || true, true);
         mem::forget(guard);
     }
 
@@ -462,9 +466,9 @@ impl WorkerThread {
         &self,
         frame: &Header,
         done: impl Fn() -> bool,
-        mut before_block: impl FnMut(),
+        mut before_block: impl FnMut() -> bool,
         injected_when_short: bool,
-    ) {
+    ) -> bool {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
         let ctx = self.ctx();
@@ -474,7 +478,7 @@ impl WorkerThread {
         loop {
             if done() {
                 sleep.end_search(&mut idle);
-                return;
+                return true;
             }
             if let Some((task, found)) = self.pop_own(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
@@ -486,7 +490,10 @@ impl WorkerThread {
                 }
                 continue;
             }
-            before_block();
+            if !before_block() {
+                sleep.end_search(&mut idle);
+                return false;
+            }
             let set_aside = &self.registry.set_aside;
             // What it may take of the tasks set aside. Short of stack: what it waits for, from
             // any node (a vicinity must not keep a waiter from what it needs). With room: tasks
@@ -528,7 +535,7 @@ impl WorkerThread {
             }
             if done() {
                 sleep.end_search(&mut idle);
-                return;
+                return true;
             }
             let has_work = || {
                 done()
