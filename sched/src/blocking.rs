@@ -15,8 +15,9 @@
 //!
 //! so at least one of the two reads sees the other's store: either the setter sees `blocked`
 //! and notifies (under the lock, hence after the waiter is waiting, or after it has seen
-//! `done`), or the waiter sees `done` and does not wait. No wake-up is lost, and a scope whose
-//! waiter never blocked ends without a system call.
+//! `done`), or the waiter sees `done` and does not wait. No wake-up is lost, and the setter of
+//! a latch whose waiter never blocked makes no system call (the waiter may have yielded its
+//! core, up to 64 times, between its spin and its block).
 
 use std::sync::PoisonError;
 

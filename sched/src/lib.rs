@@ -72,6 +72,9 @@
 //! outside the pool waits on), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles), [`taskloop`] (loops split into tasks).
+// Public for the loom models (loom-tests/), not for programs: a pool worker that blocks on
+// a latch keeps its core from every task.
+#[doc(hidden)]
 pub mod blocking;
 mod blocks;
 #[cfg(not(loom))]

@@ -62,7 +62,9 @@ pub enum Grain {
 }
 
 impl Grain {
-    /// How many chunks a loop of `len` iterations is cut into, on `workers` workers.
+    /// How many chunks a loop of `len` iterations is cut into, on `workers` workers: at
+    /// least 1 and at most `len`; an empty loop (`len == 0`) runs no chunk at all, and this
+    /// gives 0 for it.
     ///
     /// # Panics
     ///
@@ -77,7 +79,7 @@ impl Grain {
             Grain::Tasks(0) => panic!("taskloop: Grain::Tasks(0): a loop runs at least 1 task"),
             Grain::Tasks(tasks) => tasks,
         };
-        chunks.clamp(1, len.max(1))
+        if len == 0 { 0 } else { chunks.clamp(1, len) }
     }
 }
 
@@ -370,7 +372,7 @@ mod tests {
         assert_eq!(Grain::Tasks(16).chunks(5, 4), 5, "no empty chunk");
         assert_eq!(Grain::Auto.chunks(1000, 4), 32);
         assert_eq!(Grain::Auto.chunks(10, 4), 10);
-        assert_eq!(Grain::Auto.chunks(0, 4), 1);
+        assert_eq!(Grain::Auto.chunks(0, 4), 0, "an empty loop runs no chunk");
     }
 
     #[test]
