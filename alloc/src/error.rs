@@ -68,6 +68,12 @@ pub enum AllocError {
         /// How many cores exist.
         num_cores: usize,
     },
+    /// A processing unit (OS index) that is not in the topology.
+    #[error("processing unit {pu} does not exist in the topology")]
+    NoSuchPu {
+        /// The OS index asked for.
+        pu: usize,
+    },
     /// A pointer given to `omp_free` that this allocator did not return (or already freed).
     #[error("pointer {0:#x} was not returned by numatask's allocator or was already freed")]
     UnknownPointer(usize),

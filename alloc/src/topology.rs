@@ -649,6 +649,19 @@ impl Topology {
         }
     }
 
+    /// The processing units (OS indices) of core `core` that this process may run on: those
+    /// in its CPU binding (see [`usable_cores`](Self::usable_cores)), or all of the core's
+    /// when it has none there or the binding cannot be read; on a synthetic topology all of
+    /// the core's. Empty for a core that does not exist.
+    pub fn usable_pus(&self, core: usize) -> Vec<usize> {
+        let Some(c) = self.cores().nth(core) else {
+            return Vec::new();
+        };
+        self.hwloc()
+            .and_then(|hw| within_binding(process_binding(hw), &c.pus))
+            .unwrap_or_else(|| c.pus.clone())
+    }
+
     /// Pins the calling thread to core `core` of this topology.
     ///
     /// On the real machine the thread is bound to the core's processing units that the
@@ -671,12 +684,62 @@ impl Topology {
         slot: usize,
     ) -> Result<Pinning, AllocError> {
         let num_cores = self.num_cores();
-        let Some(c) = self.cores().nth(core) else {
+        if core >= num_cores {
             return Err(AllocError::NoSuchCore { core, num_cores });
+        }
+        self.pin_inner(core, slot, |_| {
+            (self.usable_pus(core), Pinning::Exact { core })
+        })
+    }
+
+    /// Pins the calling thread to the processing units `pus` (OS indices) of this topology:
+    /// an OpenMP place (`OMP_PLACES`) other than one core. On the real machine the thread is
+    /// bound to those of `pus` in the process's CPU binding (all of `pus` when none is). On a
+    /// synthetic topology it goes to real usable core `slot` modulo their number, as
+    /// [`pin_current_thread_in_slot`](Self::pin_current_thread_in_slot) does, and
+    /// [`Pinning::Mapped`] names the core of the topology holding `pus[0]`.
+    ///
+    /// A processing unit the topology does not have is an error
+    /// ([`AllocError::NoSuchPu`]), as is an empty `pus`.
+    pub fn pin_current_thread_to_pus(
+        &self,
+        pus: &[usize],
+        slot: usize,
+    ) -> Result<Pinning, AllocError> {
+        let core_of = |pu: usize| self.cores().find(|c| c.pus.contains(&pu)).map(|c| c.index);
+        let mut cores = Vec::with_capacity(pus.len());
+        for &pu in pus {
+            cores.push(core_of(pu).ok_or(AllocError::NoSuchPu { pu })?);
+        }
+        let Some(&core) = cores.first() else {
+            return Err(AllocError::Pin {
+                core: 0,
+                reason: "an empty set of processing units".into(),
+            });
         };
+        self.pin_inner(core, slot, |hw| {
+            let mut set = within_binding(process_binding(hw), pus).unwrap_or_else(|| pus.to_vec());
+            set.sort_unstable();
+            let pinning = Pinning::Place {
+                first_pu: set[0],
+                pus: set.len(),
+            };
+            (set, pinning)
+        })
+    }
+
+    /// Binds the calling thread: on the real machine to what `real` gives (PUs and the
+    /// pinning to report), on a synthetic topology to real usable core `slot` modulo their
+    /// number (reported as mapped from `core`).
+    fn pin_inner(
+        &self,
+        core: usize,
+        slot: usize,
+        real: impl FnOnce(&hwlocality::Topology) -> (Vec<usize>, Pinning),
+    ) -> Result<Pinning, AllocError> {
         let (real_topology, cpuset, pinning) = if let Some(hw) = self.hwloc() {
-            let pus = within_binding(process_binding(hw), &c.pus).unwrap_or_else(|| c.pus.clone());
-            (hw, cpuset_of(&pus), Pinning::Exact { core })
+            let (pus, pinning) = real(hw);
+            (hw, cpuset_of(&pus), pinning)
         } else {
             let real = REAL
                 .get_or_init(|| {
@@ -720,6 +783,14 @@ pub enum Pinning {
     Exact {
         /// The core.
         core: usize,
+    },
+    /// Bound to a set of the topology's processing units
+    /// ([`Topology::pin_current_thread_to_pus`]).
+    Place {
+        /// The lowest OS index of the set (as bound: within the process's CPU binding).
+        first_pu: usize,
+        /// How many processing units the set holds.
+        pus: usize,
     },
     /// The topology is synthetic: bound to a real core instead.
     Mapped {
@@ -1155,5 +1226,46 @@ mod tests {
                 num_cores: 48
             })
         ));
+    }
+
+    #[test]
+    fn pinning_to_processing_units_checks_them_and_maps_a_model_onto_real_cores() {
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        let real = Topology::system().unwrap().num_cores();
+        // The preset's PUs are 0..48, one per core: PU 13 is core 13's.
+        let pinning = std::thread::scope(|s| {
+            s.spawn(|| t.pin_current_thread_to_pus(&[13, 12], 5))
+                .join()
+                .unwrap()
+        });
+        assert_eq!(
+            pinning.unwrap(),
+            Pinning::Mapped {
+                core: 13,
+                real_core: 5 % real
+            }
+        );
+        assert_eq!(
+            t.pin_current_thread_to_pus(&[3, 48], 0)
+                .unwrap_err()
+                .to_string(),
+            "processing unit 48 does not exist in the topology"
+        );
+        assert!(t.pin_current_thread_to_pus(&[], 0).is_err());
+        // On the real machine: bound to exactly the PUs asked for.
+        let sys = Topology::system().unwrap();
+        let pu = sys.usable_pus(sys.usable_cores()[0])[0];
+        let pinning = std::thread::scope(|s| {
+            s.spawn(|| sys.pin_current_thread_to_pus(&[pu], 0))
+                .join()
+                .unwrap()
+        });
+        assert_eq!(
+            pinning.unwrap(),
+            Pinning::Place {
+                first_pu: pu,
+                pus: 1
+            }
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
+//! | `OMP_PLACES` | `cores`, `threads` or `numa_domains`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
@@ -42,14 +43,18 @@ pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
 /// tasks across.
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 
+/// `OMP_PLACES`: the places workers are bound to.
+pub const PLACES_ENV: &str = "OMP_PLACES";
+
 /// `OMP_WAIT_POLICY`: whether idle workers keep their cores or sleep.
 pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 8] = [
+pub const ENV_VARS: [&str; 9] = [
     NUM_THREADS_ENV,
     PROC_BIND_ENV,
+    PLACES_ENV,
     STACKSIZE_ENV,
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
@@ -86,6 +91,9 @@ const VICINITY_EXPECTED: &str =
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
+const PLACES_EXPECTED: &str = "threads, cores or numa_domains, optionally with a count such as \
+     cores(8), or a list of places of OS processor numbers such as {0,1},{2:2} or {0:4}:4:4 \
+     (sockets, ll_caches and exclusions with ! are not supported)";
 
 /// What `OMP_DISPLAY_ENV` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,6 +152,8 @@ pub struct EnvSettings {
     pub num_threads: Option<usize>,
     /// `OMP_PROC_BIND`.
     pub proc_bind: Option<ProcBind>,
+    /// `OMP_PLACES`.
+    pub places: Option<Places>,
     /// `OMP_STACKSIZE`, in bytes.
     pub stack_size: Option<usize>,
     /// `NUMATASK_SCHEDULER`.
@@ -210,6 +220,7 @@ impl EnvSettings {
             proc_bind: get(PROC_BIND_ENV)
                 .map(|v| parse_proc_bind(&v))
                 .transpose()?,
+            places: get(PLACES_ENV).map(|v| parse_places(&v)).transpose()?,
             stack_size: get(STACKSIZE_ENV)
                 .map(|v| parse_stack_size(&v))
                 .transpose()?,
@@ -280,26 +291,28 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
     }
 }
 
-/// How workers are bound to cores (`OMP_PROC_BIND`). The places are the cores the process
-/// may run on ([`Topology::usable_cores`](numatask_alloc::Topology::usable_cores), numbered
-/// node by node); with `T` workers and `n` such cores:
+/// How workers are bound to places (`OMP_PROC_BIND`). The places are those of
+/// [`Places`] (by default the cores the process may run on,
+/// [`Topology::usable_cores`](numatask_alloc::Topology::usable_cores), numbered node by
+/// node); with `T` workers and `n` places (more workers than places: runs of consecutive
+/// workers share each place, worker `i` on place `i * n / T`, under every policy but
+/// `Primary`):
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcBind {
-    /// `false`: workers are not pinned (each still counts as on the node of the core `Close`
+    /// `false`: workers are not pinned (each still counts as on the node of the place `Close`
     /// would give it, for the scheduler).
     False,
     /// `true` (the default): as `Close`.
     True,
-    /// `close`: worker `i` on core `i mod n`: workers fill one node before the next.
+    /// `close`: worker `i` on place `i`: workers fill one node before the next.
     Close,
-    /// `spread`: worker `i` on core `i * n / T`: fewer workers than cores spread evenly over
-    /// the cores, and so over every node; more workers than cores share cores in runs of
-    /// consecutive workers.
+    /// `spread`: worker `i` on place `i * n / T`: fewer workers than places spread evenly
+    /// over the places, and so over every node.
     Spread,
-    /// `primary` (`master` in OpenMP before 5.1): every worker on the core the thread that
-    /// starts the runtime runs on at that moment (bind that thread first for a core of your
-    /// choice); placed as `Close` when that core cannot be told. On a synthetic topology, the
-    /// first usable core.
+    /// `primary` (`master` in OpenMP before 5.1): every worker on the place of the core the
+    /// thread that starts the runtime runs on at that moment (bind that thread first for a
+    /// core of your choice); placed as `Close` when that core cannot be told. On a synthetic
+    /// topology, the first place.
     Primary,
 }
 
@@ -310,11 +323,14 @@ impl ProcBind {
     }
 
     /// The index among the `n` places of worker `index` of `workers`, for the placements
-    /// that depend only on the worker (not `Primary`).
+    /// that depend only on the worker (not `Primary`). With more workers than places, every
+    /// policy puts runs of consecutive workers on each place, as OpenMP says (`close` and
+    /// `spread` alike): worker `i` on place `i * n / workers`.
     pub fn place_of(self, index: usize, workers: usize, n: usize) -> usize {
         match self {
+            _ if workers > n => index * n / workers.max(1),
             ProcBind::Spread => index * n / workers.max(1),
-            _ => index % n.max(1),
+            _ => index,
         }
     }
 }
@@ -357,6 +373,238 @@ pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
         "primary" | "master" => Ok(ProcBind::Primary),
         "false" => Ok(ProcBind::False),
         _ => Err(invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED)),
+    }
+}
+
+/// The places workers are bound to (`OMP_PLACES`), with [`ProcBind`] choosing each
+/// worker's place. A place is a set of processing units (hardware threads) a worker may run
+/// on; a runtime resolves these against its topology and the process's CPU binding when it
+/// starts (an explicit processor the topology lacks is an error then).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Places {
+    /// `cores` (the default): one place per core the process may run on. A count keeps the
+    /// first places only (`cores(8)`), here and for the other abstract names.
+    #[default]
+    Cores,
+    /// `cores(n)`.
+    CoresN(usize),
+    /// `threads`: one place per hardware thread the process may run on; the default worker
+    /// count becomes one per hardware thread.
+    Threads,
+    /// `threads(n)`.
+    ThreadsN(usize),
+    /// `numa_domains`: one place per NUMA node, holding its cores the process may run on:
+    /// workers stay on their node and the OS moves them among its cores.
+    NumaDomains,
+    /// `numa_domains(n)`.
+    NumaDomainsN(usize),
+    /// An explicit list: each place a set of OS processor numbers, as OpenMP writes them.
+    List(Vec<Vec<usize>>),
+}
+
+impl Places {
+    /// The count of an abstract name (`cores(8)`: 8), if any.
+    pub fn count(&self) -> Option<usize> {
+        match *self {
+            Places::CoresN(n) | Places::ThreadsN(n) | Places::NumaDomainsN(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+impl FromStr for Places {
+    type Err = SchedError;
+
+    fn from_str(s: &str) -> Result<Self, SchedError> {
+        parse_places(s)
+    }
+}
+
+impl fmt::Display for Places {
+    /// As written in `OMP_PLACES` (an explicit list with every place's numbers spelled out).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Places::Cores => f.write_str("cores"),
+            Places::CoresN(n) => write!(f, "cores({n})"),
+            Places::Threads => f.write_str("threads"),
+            Places::ThreadsN(n) => write!(f, "threads({n})"),
+            Places::NumaDomains => f.write_str("numa_domains"),
+            Places::NumaDomainsN(n) => write!(f, "numa_domains({n})"),
+            Places::List(places) => write_place_list(f, places),
+        }
+    }
+}
+
+/// Writes places as OpenMP lists them: `{0,1},{4:4}` (a run of consecutive numbers as
+/// `start:length`).
+pub fn write_place_list(f: &mut impl fmt::Write, places: &[Vec<usize>]) -> fmt::Result {
+    for (i, place) in places.iter().enumerate() {
+        if i > 0 {
+            f.write_char(',')?;
+        }
+        f.write_char('{')?;
+        let consecutive = place.windows(2).all(|w| w[1] == w[0] + 1);
+        match place.as_slice() {
+            [first, _, _, ..] if consecutive => write!(f, "{first}:{}", place.len())?,
+            _ => {
+                for (j, pu) in place.iter().enumerate() {
+                    if j > 0 {
+                        f.write_char(',')?;
+                    }
+                    write!(f, "{pu}")?;
+                }
+            }
+        }
+        f.write_char('}')?;
+    }
+    Ok(())
+}
+
+/// The largest OS processor number an explicit `OMP_PLACES` list may name, and the most
+/// processors it may name in all: far beyond any machine, small enough that a mistyped
+/// length cannot exhaust memory.
+const MAX_PLACE_PROCESSORS: usize = 1 << 16;
+
+/// Parses an `OMP_PLACES` value (see [`Places`]): an abstract name with an optional count,
+/// or an explicit list. In a list, `{0,1,2,3}` and `{0:4}` are the same place (an interval
+/// `start:length[:stride]`, the stride 1 by default and possibly negative), and a place
+/// followed by `:count[:stride]` is repeated `count` times, each copy's numbers moved on by
+/// `stride` (by default the place's size is not assumed: 1, as OpenMP says).
+///
+/// ```
+/// use numatask_sched::config::{Places, parse_places};
+/// assert_eq!(parse_places("Cores(4)"), Ok(Places::CoresN(4)));
+/// assert_eq!(
+///     parse_places("{0:2}:3:4"),
+///     Ok(Places::List(vec![vec![0, 1], vec![4, 5], vec![8, 9]]))
+/// );
+/// assert!(parse_places("sockets").unwrap_err().to_string().starts_with("OMP_PLACES='sockets'"));
+/// ```
+pub fn parse_places(value: &str) -> Result<Places, SchedError> {
+    let err = || invalid(PLACES_ENV, value, PLACES_EXPECTED);
+    let text: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+    let lower = text.to_ascii_lowercase();
+    if !lower.starts_with('{') {
+        let (name, count) = match lower.split_once('(') {
+            Some((name, rest)) => {
+                let n: usize = rest
+                    .strip_suffix(')')
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(err)?;
+                (name, Some(n))
+            }
+            None => (lower.as_str(), None),
+        };
+        return match (name, count) {
+            ("cores", None) => Ok(Places::Cores),
+            ("cores", Some(n)) => Ok(Places::CoresN(n)),
+            ("threads", None) => Ok(Places::Threads),
+            ("threads", Some(n)) => Ok(Places::ThreadsN(n)),
+            ("numa_domains", None) => Ok(Places::NumaDomains),
+            ("numa_domains", Some(n)) => Ok(Places::NumaDomainsN(n)),
+            _ => Err(err()),
+        };
+    }
+    let mut parser = PlaceParser {
+        text: text.as_bytes(),
+        at: 0,
+        named: 0,
+    };
+    let places = parser.place_list().ok_or_else(err)?;
+    Ok(Places::List(places))
+}
+
+/// A recursive-descent reader of an explicit `OMP_PLACES` list (blanks already removed).
+struct PlaceParser<'a> {
+    text: &'a [u8],
+    at: usize,
+    /// Processor numbers produced so far (bounded by [`MAX_PLACE_PROCESSORS`]).
+    named: usize,
+}
+
+impl PlaceParser<'_> {
+    fn place_list(&mut self) -> Option<Vec<Vec<usize>>> {
+        let mut places = Vec::new();
+        loop {
+            let place = self.place()?;
+            // A place interval: `place:count[:stride]`.
+            let (count, stride) = self.interval_tail()?;
+            for k in 0..count {
+                let shift = stride.checked_mul(k as i64)?;
+                let moved = place
+                    .iter()
+                    .map(|&pu| self.number_at(pu as i64, shift))
+                    .collect::<Option<Vec<usize>>>()?;
+                places.push(moved);
+            }
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        (self.at == self.text.len()).then_some(places)
+    }
+
+    /// `{res,res,...}` where `res` is `start[:length[:stride]]`; sorted, without repeats.
+    fn place(&mut self) -> Option<Vec<usize>> {
+        if !self.eat(b'{') {
+            return None;
+        }
+        let mut pus = Vec::new();
+        loop {
+            let start = self.unsigned()?;
+            let (length, stride) = self.interval_tail()?;
+            for k in 0..length {
+                pus.push(self.number_at(start as i64, stride.checked_mul(k as i64)?)?);
+            }
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        if !self.eat(b'}') {
+            return None;
+        }
+        pus.sort_unstable();
+        pus.dedup();
+        Some(pus)
+    }
+
+    /// An optional `:length[:stride]`: `(1, 1)` when absent. The length is at least 1.
+    fn interval_tail(&mut self) -> Option<(usize, i64)> {
+        if !self.eat(b':') {
+            return Some((1, 1));
+        }
+        let length = self.unsigned().filter(|&n| n >= 1)?;
+        let stride = if self.eat(b':') { self.signed()? } else { 1 };
+        Some((length, stride))
+    }
+
+    /// `base + shift` as a processor number within bounds, counting it.
+    fn number_at(&mut self, base: i64, shift: i64) -> Option<usize> {
+        self.named += 1;
+        let n = usize::try_from(base.checked_add(shift)?).ok()?;
+        (n < MAX_PLACE_PROCESSORS && self.named <= MAX_PLACE_PROCESSORS).then_some(n)
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        let hit = self.text.get(self.at) == Some(&byte);
+        self.at += usize::from(hit);
+        hit
+    }
+
+    fn unsigned(&mut self) -> Option<usize> {
+        let start = self.at;
+        while self.text.get(self.at).is_some_and(u8::is_ascii_digit) {
+            self.at += 1;
+        }
+        let digits = std::str::from_utf8(&self.text[start..self.at]).ok()?;
+        digits.parse().ok().filter(|&n| n < MAX_PLACE_PROCESSORS)
+    }
+
+    fn signed(&mut self) -> Option<i64> {
+        let negative = self.eat(b'-');
+        let n = self.unsigned()? as i64;
+        Some(if negative { -n } else { n })
     }
 }
 
@@ -468,7 +716,12 @@ mod tests {
         assert_eq!(places(ProcBind::Spread, 3, 8), [0, 2, 5]);
         assert_eq!(places(ProcBind::Spread, 6, 3), [0, 0, 1, 1, 2, 2]);
         assert_eq!(places(ProcBind::Close, 4, 16), [0, 1, 2, 3]);
-        assert_eq!(places(ProcBind::True, 5, 3), [0, 1, 2, 0, 1]);
+        assert_eq!(
+            places(ProcBind::True, 5, 3),
+            [0, 0, 1, 1, 2],
+            "runs, as OpenMP says"
+        );
+        assert_eq!(places(ProcBind::Close, 8, 2), [0, 0, 0, 0, 1, 1, 1, 1]);
     }
 
     #[test]
@@ -545,6 +798,66 @@ mod tests {
             "spin".parse::<WaitPolicy>().unwrap_err().to_string(),
             "OMP_WAIT_POLICY='spin': expected active, passive or balanced"
         );
+    }
+
+    #[test]
+    fn places_parse_abstract_names_with_counts_and_explicit_lists() {
+        for (text, places) in [
+            ("cores", Places::Cores),
+            (" Threads ", Places::Threads),
+            ("NUMA_DOMAINS", Places::NumaDomains),
+            ("cores(8)", Places::CoresN(8)),
+            ("threads (2)", Places::ThreadsN(2)),
+            ("numa_domains(1)", Places::NumaDomainsN(1)),
+            ("{0,1},{2,3}", Places::List(vec![vec![0, 1], vec![2, 3]])),
+            ("{0:4}", Places::List(vec![vec![0, 1, 2, 3]])),
+            ("{0:3:2}", Places::List(vec![vec![0, 2, 4]])),
+            ("{6:3:-2}", Places::List(vec![vec![2, 4, 6]])),
+            ("{1,0,1}", Places::List(vec![vec![0, 1]])),
+            (
+                "{0:2}:3:4, {20}",
+                Places::List(vec![vec![0, 1], vec![4, 5], vec![8, 9], vec![20]]),
+            ),
+            (
+                "{0}:4",
+                Places::List(vec![vec![0], vec![1], vec![2], vec![3]]),
+            ),
+            ("{8}:3:-4", Places::List(vec![vec![8], vec![4], vec![0]])),
+        ] {
+            assert_eq!(parse_places(text), Ok(places.clone()), "{text}");
+            // What `OMP_DISPLAY_ENV` prints reads back as the same places.
+            assert_eq!(parse_places(&places.to_string()), Ok(places), "{text}");
+        }
+        assert_eq!(
+            Places::List(vec![vec![0, 1, 2, 3], vec![4, 6], vec![7, 8]]).to_string(),
+            "{0:4},{4,6},{7,8}"
+        );
+        for bad in [
+            "sockets",
+            "ll_caches",
+            "cores(0)",
+            "cores(",
+            "cores(x)",
+            "{}",
+            "{0",
+            "{0:0}",
+            "{0:2:x}",
+            "{2:3:-2}",
+            "{0}:0",
+            "{0},",
+            "!{0}",
+            "{0},!{1}",
+            "{0:99999999999}",
+            "{65535:2}",
+            "{0:40000}:40000",
+            "0,1",
+        ] {
+            let err = parse_places(bad).expect_err(bad);
+            assert_eq!(
+                err.to_string(),
+                format!("OMP_PLACES='{bad}': expected {PLACES_EXPECTED}"),
+            );
+        }
     }
 
     #[test]

@@ -77,6 +77,15 @@ pub enum SchedError {
         /// The OS error.
         reason: String,
     },
+    /// The places (`OMP_PLACES`, [`RuntimeBuilder::places`](crate::RuntimeBuilder::places))
+    /// name processors the topology lacks, or none the process may run on.
+    #[error("OMP_PLACES='{places}': {reason}")]
+    Places {
+        /// The places asked for, as `OMP_PLACES` writes them.
+        places: String,
+        /// What is wrong with them.
+        reason: String,
+    },
     /// The operating system refused to start a worker thread.
     #[error(
         "could not start worker thread {worker} with a stack of {stack} (OMP_STACKSIZE or \

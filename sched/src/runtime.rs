@@ -1,12 +1,14 @@
 //! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
 //!
 //! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
-//! from the defaults and ignores it. Workers are placed on the `n` cores the process may run
-//! on ([`Topology::usable_cores`]: all of them unless `taskset`, `numactl` or a launcher
-//! bound the process to some; cores are numbered node by node) as `OMP_PROC_BIND` says
-//! ([`ProcBind`]): by default worker `i` on the `i % n`-th, so that workers fill one NUMA
-//! node before the next. Each knows its core's node. With `OMP_PROC_BIND=true` (the default) each worker pins itself to its
-//! core; a pinning the OS refuses does not stop the runtime (the worker runs unpinned), and
+//! from the defaults and ignores it. Workers are placed on the `n` places of `OMP_PLACES`
+//! ([`Places`]; by default the cores the process may run on, [`Topology::usable_cores`]: all
+//! of them unless `taskset`, `numactl` or a launcher bound the process to some; cores are
+//! numbered node by node) as `OMP_PROC_BIND` says ([`ProcBind`]): by default worker `i` on the
+//! `i`-th place (with more workers than places, runs of consecutive workers on each), so that
+//! workers fill one NUMA node before the next. Each knows its place's node. With
+//! `OMP_PROC_BIND=true` (the default) each worker pins itself to its place; a pinning the OS
+//! refuses does not stop the runtime (the worker runs unpinned), and
 //! [`Runtime::pinning`] reports it.
 //!
 //! Dropping a [`Runtime`] stops its workers and joins their threads. A scope cannot be running
@@ -24,8 +26,8 @@ use numatask_alloc::{AllocError, Topology};
 
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
-    MIN_VICINITY, NUM_THREADS_ENV, PROC_BIND_ENV, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV,
-    VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size,
+    MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV, PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV,
+    STACKSIZE_ENV, VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size, write_place_list,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -48,8 +50,10 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 pub struct Settings {
     /// Number of workers.
     pub num_threads: usize,
-    /// How workers are pinned to cores.
+    /// How workers are pinned to places.
     pub proc_bind: ProcBind,
+    /// The places asked for (`OMP_PLACES`); [`Runtime::place_list`] gives them resolved.
+    pub places: Places,
     /// Stack size of each worker thread, in bytes.
     pub stack_size: usize,
     /// The scheduling policy.
@@ -75,6 +79,10 @@ pub(crate) struct Registry {
     pub(crate) scheduler: AnyScheduler,
     pub(crate) sleep: Sleep,
     pub(crate) places: Box<[WorkerPlace]>,
+    /// The places of `OMP_PLACES`, resolved: each its processing units.
+    pub(crate) place_list: Box<[Vec<usize>]>,
+    /// Each worker's place, an index into `place_list`.
+    pub(crate) worker_places: Box<[usize]>,
     pub(crate) topology: Arc<Topology>,
     pub(crate) settings: Settings,
     /// `Some` only when tracing: workers test it once per task.
@@ -106,6 +114,7 @@ pub(crate) struct Registry {
 pub struct RuntimeBuilder {
     num_threads: Option<usize>,
     proc_bind: ProcBind,
+    places: Places,
     stack_size: usize,
     scheduler: SchedulerKind,
     display_env: DisplayEnv,
@@ -132,6 +141,7 @@ impl RuntimeBuilder {
         RuntimeBuilder {
             num_threads: None,
             proc_bind: ProcBind::True,
+            places: Places::Cores,
             stack_size: DEFAULT_STACK_SIZE,
             scheduler: SchedulerKind::default(),
             display_env: DisplayEnv::False,
@@ -146,7 +156,7 @@ impl RuntimeBuilder {
     }
 
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`,
-    /// `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`,
+    /// `OMP_PLACES`, `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`,
     /// `OMP_DISPLAY_ENV`, `NUMATASK_TRACE`).
     pub fn from_env() -> Result<Self, SchedError> {
         Ok(Self::new().env(&EnvSettings::from_env()?))
@@ -159,6 +169,9 @@ impl RuntimeBuilder {
         }
         if let Some(b) = env.proc_bind {
             self.proc_bind = b;
+        }
+        if let Some(p) = &env.places {
+            self.places = p.clone();
         }
         if let Some(s) = env.stack_size {
             self.stack_size = s;
@@ -198,9 +211,18 @@ impl RuntimeBuilder {
         self
     }
 
-    /// How workers are pinned to cores (`OMP_PROC_BIND`; default [`ProcBind::True`]).
+    /// How workers are pinned to places (`OMP_PROC_BIND`; default [`ProcBind::True`]).
     pub fn bind(mut self, policy: ProcBind) -> Self {
         self.proc_bind = policy;
+        self
+    }
+
+    /// The places workers are bound to (`OMP_PLACES`; default [`Places::Cores`]: one per
+    /// core the process may run on). Resolved against the topology when the runtime starts:
+    /// an explicit processor the topology lacks, or a place wholly outside the process's CPU
+    /// binding, is an error then ([`SchedError::Places`]).
+    pub fn places(mut self, places: Places) -> Self {
+        self.places = places;
         self
     }
 
@@ -280,9 +302,24 @@ impl RuntimeBuilder {
         // The cores of the process's CPU binding (all of them unless a launcher, `taskset`
         // or `numactl` bound it): the default worker count, and the cores workers go to.
         let usable = topology.usable_cores();
+        // The places (`OMP_PLACES`) among those cores, and the default worker count: one per
+        // core the places hold (one per place for `threads`).
+        let resolved = resolve_places(&self.places, &topology, &usable)?;
+        let default_threads = match self.places {
+            Places::Threads | Places::ThreadsN(_) => resolved.len(),
+            _ => {
+                let mut cores: Vec<usize> = resolved
+                    .iter()
+                    .flat_map(|p| p.cores.iter().copied())
+                    .collect();
+                cores.sort_unstable();
+                cores.dedup();
+                cores.len()
+            }
+        };
         let num_threads = self
             .num_threads
-            .unwrap_or(usable.len())
+            .unwrap_or(default_threads)
             .clamp(1, crate::config::MAX_NUM_THREADS);
         if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = self.num_threads {
             return Err(SchedError::InvalidSetting {
@@ -321,27 +358,39 @@ impl RuntimeBuilder {
                 reason: e.to_string(),
             })?;
         }
-        let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
         let primary = (self.proc_bind == ProcBind::Primary)
             .then(|| calling_core(&topology, &usable))
-            .flatten();
-        let places: Box<[WorkerPlace]> = (0..num_threads)
-            .map(|index| {
-                let core = match primary {
-                    Some(core) => core,
-                    None if usable.is_empty() => 0,
-                    None => usable[self.proc_bind.place_of(index, num_threads, usable.len())],
-                };
-                WorkerPlace {
-                    index,
-                    core,
-                    node: core_nodes.get(core).copied().unwrap_or(0),
-                }
+            .flatten()
+            .and_then(|core| resolved.iter().position(|p| p.cores.contains(&core)));
+        // Each worker's place among `resolved`.
+        let worker_places: Vec<usize> = (0..num_threads)
+            .map(|index| match primary {
+                Some(place) => place,
+                None => self.proc_bind.place_of(index, num_threads, resolved.len()),
+            })
+            .collect();
+        let places: Box<[WorkerPlace]> = worker_places
+            .iter()
+            .enumerate()
+            .map(|(index, &p)| WorkerPlace {
+                index,
+                core: resolved[p].cores[0],
+                node: resolved[p].node,
+            })
+            .collect();
+        // What each worker binds itself to: its core (the default places), or the place's
+        // processing units.
+        let pin_sets: Vec<Option<Vec<usize>>> = worker_places
+            .iter()
+            .map(|&p| match self.places {
+                Places::Cores | Places::CoresN(_) => None,
+                _ => Some(resolved[p].pus.clone()),
             })
             .collect();
         let settings = Settings {
             num_threads,
             proc_bind: self.proc_bind,
+            places: self.places.clone(),
             stack_size: self.stack_size,
             scheduler: self.scheduler,
             display_env: self.display_env,
@@ -369,6 +418,8 @@ impl RuntimeBuilder {
             scheduler,
             sleep: Sleep::with_policy(num_threads, self.wait_policy),
             places,
+            place_list: resolved.iter().map(|p| p.pus.clone()).collect(),
+            worker_places: worker_places.into(),
             topology,
             settings,
             tracer,
@@ -385,7 +436,7 @@ impl RuntimeBuilder {
             pinning: vec![None; num_threads],
             trace: registry.tracer.clone().map(TraceSink::register),
         };
-        for (index, queues) in queues.into_iter().enumerate() {
+        for ((index, queues), pin_set) in queues.into_iter().enumerate().zip(pin_sets) {
             let registry = Arc::clone(&registry);
             let ready = ready_tx.clone();
             let pin = self.proc_bind.pins();
@@ -397,9 +448,11 @@ impl RuntimeBuilder {
                     let pinning = pin.then(|| {
                         // On a synthetic topology, worker `index` goes to the `index`-th real
                         // core, so that workers on model cores far apart share no real core.
-                        registry
-                            .topology
-                            .pin_current_thread_in_slot(place.core, place.index)
+                        let topology = &registry.topology;
+                        match &pin_set {
+                            None => topology.pin_current_thread_in_slot(place.core, place.index),
+                            Some(pus) => topology.pin_current_thread_to_pus(pus, place.index),
+                        }
                     });
                     // The builder waits for every worker's report; if it is gone (it failed
                     // to start a later worker), there is nobody to tell.
@@ -555,6 +608,124 @@ extern "C" fn finish_traces_at_exit() {
 
 /// The usable core the calling thread runs on now (the place of `OMP_PROC_BIND=primary`).
 /// On a synthetic topology, whose cores are not the machine's, the first core.
+/// One place of `OMP_PLACES`, resolved against the topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ResolvedPlace {
+    /// Its processing units (OS indices, sorted) that the process may run on.
+    pus: Vec<usize>,
+    /// The cores holding them, in order (never empty).
+    cores: Vec<usize>,
+    /// The node of its first core.
+    node: usize,
+}
+
+/// The places `places` names among the topology's `usable` cores (never empty): an error
+/// for an explicit processor the topology lacks, or a place none of whose processors the
+/// process may run on.
+fn resolve_places(
+    places: &Places,
+    topology: &Topology,
+    usable: &[usize],
+) -> Result<Vec<ResolvedPlace>, SchedError> {
+    let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
+    let node_of = |core: usize| core_nodes.get(core).copied().unwrap_or(0);
+    let one_core = |core: usize, pus: Vec<usize>| ResolvedPlace {
+        pus,
+        cores: vec![core],
+        node: node_of(core),
+    };
+    let mut resolved: Vec<ResolvedPlace> = match places {
+        Places::Cores | Places::CoresN(_) => usable
+            .iter()
+            .map(|&core| one_core(core, topology.usable_pus(core)))
+            .collect(),
+        Places::Threads | Places::ThreadsN(_) => usable
+            .iter()
+            .flat_map(|&core| {
+                topology
+                    .usable_pus(core)
+                    .into_iter()
+                    .map(move |pu| (core, pu))
+            })
+            .map(|(core, pu)| one_core(core, vec![pu]))
+            .collect(),
+        Places::NumaDomains | Places::NumaDomainsN(_) => {
+            let mut by_node: Vec<ResolvedPlace> = Vec::new();
+            for &core in usable {
+                let node = node_of(core);
+                let pus = topology.usable_pus(core);
+                match by_node.iter_mut().find(|p| p.node == node) {
+                    Some(place) => {
+                        place.pus.extend(pus);
+                        place.cores.push(core);
+                    }
+                    None => by_node.push(one_core(core, pus)),
+                }
+            }
+            by_node.sort_by_key(|p| p.node);
+            for place in &mut by_node {
+                place.pus.sort_unstable();
+            }
+            by_node
+        }
+        Places::List(list) => {
+            let error = |reason: String| SchedError::Places {
+                places: places.to_string(),
+                reason,
+            };
+            let core_of = |pu: usize| topology.cores().find(|c| c.pus.contains(&pu));
+            let all_pus = || {
+                let mut all: Vec<usize> = topology.cores().flat_map(|c| c.pus.clone()).collect();
+                all.sort_unstable();
+                let mut text = String::new();
+                let _ = write_place_list(&mut text, &[all]);
+                text
+            };
+            let mut resolved = Vec::with_capacity(list.len());
+            for place in list {
+                let mut pus = Vec::with_capacity(place.len());
+                let mut cores = Vec::new();
+                for &pu in place {
+                    let Some(core) = core_of(pu) else {
+                        return Err(error(format!(
+                            "processor {pu} does not exist (the topology has processors {})",
+                            all_pus()
+                        )));
+                    };
+                    // Of a core outside the process's CPU binding, or a processor of a core
+                    // in it that is not: left out.
+                    if usable.contains(&core.index) && topology.usable_pus(core.index).contains(&pu)
+                    {
+                        pus.push(pu);
+                        if !cores.contains(&core.index) {
+                            cores.push(core.index);
+                        }
+                    }
+                }
+                if pus.is_empty() {
+                    let mut text = String::new();
+                    let _ = write_place_list(&mut text, std::slice::from_ref(place));
+                    return Err(error(format!(
+                        "the place {text} holds no processor the process may run on (its \
+                         CPU binding: taskset, numactl or a launcher)"
+                    )));
+                }
+                let node = node_of(cores[0]);
+                resolved.push(ResolvedPlace { pus, cores, node });
+            }
+            resolved
+        }
+    };
+    if let Some(n) = places.count() {
+        resolved.truncate(n);
+    }
+    if resolved.is_empty() {
+        // Only a topology without cores gets here: one place, core 0, wherever the OS runs it.
+        resolved.push(one_core(0, Vec::new()));
+    }
+    Ok(resolved)
+}
+
 fn calling_core(topology: &Topology, usable: &[usize]) -> Option<usize> {
     if topology.is_synthetic() {
         return usable.first().copied();
@@ -643,6 +814,17 @@ impl Runtime {
         &self.registry.places
     }
 
+    /// The places workers are bound to (`OMP_PLACES` resolved against the topology and the
+    /// process's CPU binding): each the OS indices of its processing units.
+    pub fn place_list(&self) -> &[Vec<usize>] {
+        &self.registry.place_list
+    }
+
+    /// The place of each worker: an index into [`place_list`](Self::place_list).
+    pub fn worker_places(&self) -> &[usize] {
+        &self.registry.worker_places
+    }
+
     /// How each worker was pinned: `None` without `OMP_PROC_BIND`, otherwise what
     /// [`Topology::pin_current_thread`] answered (an `Err` means the worker runs unpinned).
     pub fn pinning(&self) -> &[Option<Result<Pinning, AllocError>>] {
@@ -684,6 +866,9 @@ impl Runtime {
         };
         line(NUM_THREADS_ENV, &s.num_threads);
         line(PROC_BIND_ENV, &s.proc_bind);
+        let mut places = String::new();
+        let _ = write_place_list(&mut places, &self.registry.place_list);
+        line(PLACES_ENV, &places);
         line(STACKSIZE_ENV, &format_size(s.stack_size));
         line(WAIT_POLICY_ENV, &s.wait_policy);
         line(DISPLAY_ENV_ENV, &s.display_env);
@@ -739,15 +924,24 @@ impl Runtime {
             for (place, pinning) in self.places().iter().zip(&self.pinning) {
                 let pinned = match pinning {
                     None => "not pinned".to_owned(),
-                    Some(Ok(Pinning::Exact { .. })) => "pinned".to_owned(),
+                    Some(Ok(Pinning::Exact { .. } | Pinning::Place { .. })) => "pinned".to_owned(),
                     Some(Ok(Pinning::Mapped { real_core, .. })) => {
                         format!("pinned to real core {real_core}")
                     }
                     Some(Err(e)) => format!("not pinned: {e}"),
                 };
+                let mut where_ = String::new();
+                let place_index = self.registry.worker_places[place.index];
+                let _ = write_place_list(
+                    &mut where_,
+                    std::slice::from_ref(&self.registry.place_list[place_index]),
+                );
                 line(
                     &format!("numatask worker {}", place.index),
-                    &format_args!("core {}, node {}, {pinned}", place.core, place.node),
+                    &format_args!(
+                        "place {place_index} {where_}, core {}, node {}, {pinned}",
+                        place.core, place.node
+                    ),
                 );
             }
         }

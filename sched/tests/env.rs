@@ -24,6 +24,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     set("OMP_DISPLAY_ENV", "verbose");
     set("OMP_DATA_DISTRIBUTION", " Coarse ");
     set("OMP_WAIT_POLICY", "Passive");
+    set("OMP_PLACES", "Threads");
     let rt = Runtime::new().expect("a valid environment");
     let s = rt.settings();
     assert_eq!(s.num_threads, 3);
@@ -32,6 +33,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     assert_eq!(s.scheduler, SchedulerKind::WorkStealing);
     assert_eq!(s.display_env, DisplayEnv::Verbose);
     assert_eq!(s.wait_policy, numatask_sched::config::WaitPolicy::Passive);
+    assert_eq!(s.places, numatask_sched::config::Places::Threads);
     assert!(rt.pinning().iter().all(Option::is_none));
     let shown = rt.display_env();
     assert!(
@@ -47,7 +49,8 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         "  OMP_PROC_BIND = 'FALSE'",
         "  OMP_STACKSIZE = '4M'",
         "  NUMATASK_SCHEDULER = 'ws'",
-        "  numatask worker 2 = 'core ",
+        "  numatask worker 2 = 'place ",
+        "  OMP_PLACES = '{",
         "  OMP_DATA_DISTRIBUTION = 'coarse'",
         "  OMP_WAIT_POLICY = 'PASSIVE'",
     ] {
@@ -55,6 +58,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     }
     drop(rt);
     unset("OMP_WAIT_POLICY");
+    unset("OMP_PLACES");
 
     // A trace file the variable names that cannot be created: the error names the variable.
     let bad = std::env::temp_dir()
@@ -94,6 +98,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("OMP_DISPLAY_ENV", "yes"),
         ("OMP_DATA_DISTRIBUTION", "bogus"),
         ("OMP_WAIT_POLICY", "spin"),
+        ("OMP_PLACES", "sockets"),
     ] {
         set(var, value);
         match Runtime::new() {

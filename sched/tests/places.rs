@@ -1,0 +1,196 @@
+//! `OMP_PLACES`: the places workers are bound to, resolved against synthetic topologies (where
+//! each place lies) and against the real machine (what each worker's CPU affinity is).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use numatask_alloc::{Topology, TopologyBuilder};
+use numatask_sched::config::{Places, ProcBind};
+use numatask_sched::{Runtime, SchedError};
+
+/// Two nodes of two cores of two hardware threads: PUs 0-3 on node 0, 4-7 on node 1.
+fn smt() -> Arc<Topology> {
+    Arc::new(
+        TopologyBuilder::synthetic("numa:2 core:2 pu:2")
+            .build()
+            .expect("the synthetic topology builds"),
+    )
+}
+
+fn runtime(places: Places, threads: Option<usize>) -> Result<Runtime, SchedError> {
+    let mut builder = Runtime::builder()
+        .topology(smt())
+        .proc_bind(false)
+        .places(places);
+    if let Some(n) = threads {
+        builder = builder.num_threads(n);
+    }
+    builder.build()
+}
+
+fn nodes(rt: &Runtime) -> Vec<usize> {
+    rt.places().iter().map(|p| p.node).collect()
+}
+
+#[test]
+fn threads_are_one_place_per_hardware_thread_and_one_worker_each() {
+    let rt = runtime(Places::Threads, None).expect("runtime starts");
+    assert_eq!(
+        rt.place_list(),
+        (0..8).map(|pu| vec![pu]).collect::<Vec<_>>()
+    );
+    assert_eq!(rt.num_workers(), 8, "one worker per hardware thread");
+    assert_eq!(rt.worker_places(), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(nodes(&rt), [0, 0, 0, 0, 1, 1, 1, 1]);
+    let cores: Vec<usize> = rt.places().iter().map(|p| p.core).collect();
+    assert_eq!(cores, [0, 0, 1, 1, 2, 2, 3, 3], "two threads per core");
+    assert!(
+        rt.display_env()
+            .contains("  OMP_PLACES = '{0},{1},{2},{3},{4},{5},{6},{7}'"),
+        "{}",
+        rt.display_env()
+    );
+}
+
+#[test]
+fn cores_are_the_default_places_with_one_worker_per_core() {
+    let rt = runtime(Places::Cores, None).expect("runtime starts");
+    assert_eq!(
+        rt.place_list(),
+        [vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]
+    );
+    assert_eq!(rt.num_workers(), 4);
+    assert_eq!(nodes(&rt), [0, 0, 1, 1]);
+    assert_eq!(rt.settings().places, Places::Cores);
+    // A count keeps the first places, and the default worker count follows.
+    let rt = runtime(Places::CoresN(3), None).expect("runtime starts");
+    assert_eq!(rt.place_list().len(), 3);
+    assert_eq!(rt.num_workers(), 3);
+}
+
+#[test]
+fn numa_domains_put_runs_of_workers_on_each_node() {
+    let rt = runtime(Places::NumaDomains, None).expect("runtime starts");
+    assert_eq!(rt.place_list(), [vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+    assert_eq!(rt.num_workers(), 4, "one worker per core the places hold");
+    assert_eq!(rt.worker_places(), [0, 0, 1, 1]);
+    assert_eq!(nodes(&rt), [0, 0, 1, 1]);
+    // Spread with one worker per place, and more workers than places under close: runs.
+    let rt = Runtime::builder()
+        .topology(smt())
+        .proc_bind(false)
+        .bind(ProcBind::Spread)
+        .places(Places::NumaDomains)
+        .num_threads(2)
+        .build()
+        .expect("runtime starts");
+    assert_eq!(nodes(&rt), [0, 1]);
+    let rt = runtime(Places::NumaDomainsN(1), Some(3)).expect("runtime starts");
+    assert_eq!(nodes(&rt), [0, 0, 0], "numa_domains(1): node 0 only");
+}
+
+#[test]
+fn an_explicit_list_is_taken_as_written() {
+    let places: Places = "{0:2},{6},{5,4}".parse().expect("a valid list");
+    let rt = runtime(places, None).expect("runtime starts");
+    assert_eq!(rt.place_list(), [vec![0, 1], vec![6], vec![4, 5]]);
+    // Cores 0, 3 and 2 (processors 6 and 4-5 lie on node 1).
+    assert_eq!(rt.num_workers(), 3);
+    assert_eq!(nodes(&rt), [0, 1, 1]);
+    let rt = runtime("{0}:4:2".parse().expect("a valid list"), Some(8)).expect("starts");
+    assert_eq!(rt.place_list(), [vec![0], vec![2], vec![4], vec![6]]);
+    assert_eq!(rt.worker_places(), [0, 0, 1, 1, 2, 2, 3, 3]);
+}
+
+#[test]
+fn a_processor_the_topology_lacks_is_an_error_that_names_it() {
+    let places: Places = "{0:2},{8}".parse().expect("valid syntax");
+    match runtime(places, None) {
+        Err(err @ SchedError::Places { .. }) => assert_eq!(
+            err.to_string(),
+            "OMP_PLACES='{0,1},{8}': processor 8 does not exist (the topology has processors \
+             {0:8})"
+        ),
+        other => panic!("expected a Places error, got {other:?}"),
+    }
+}
+
+/// The CPUs the calling thread may run on.
+fn affinity() -> BTreeSet<usize> {
+    // SAFETY: `cpu_set_t` is plain data, zeroed is an empty set; the call writes at most
+    // `size_of::<cpu_set_t>()` bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let r = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+        assert_eq!(
+            r,
+            0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+/// Each worker's CPU affinity, as its tasks read it.
+fn worker_affinities(rt: &Runtime) -> Vec<Option<BTreeSet<usize>>> {
+    let mut seen = vec![None; rt.num_workers()];
+    for _ in 0..200 {
+        let found = rt.scope(|s| {
+            let hs: Vec<_> = (0..4 * rt.num_workers())
+                .map(|_| {
+                    s.spawn_with_result(|s| {
+                        // Long enough that every worker gets some.
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        (s.worker_index(), affinity())
+                    })
+                })
+                .collect();
+            s.taskwait();
+            hs.into_iter().map(|h| h.join()).collect::<Vec<_>>()
+        });
+        for (worker, cpus) in found {
+            seen[worker] = Some(cpus);
+        }
+        if seen.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    seen
+}
+
+#[test]
+fn workers_are_bound_to_their_places_on_the_real_machine() {
+    let topology = Arc::new(Topology::system().expect("the machine's topology"));
+    if topology.is_synthetic() {
+        return; // NUMATASK_TOPOLOGY names a model: nothing real to bind to.
+    }
+    let cpus: Vec<usize> = affinity().into_iter().collect();
+    let last = *cpus.last().expect("some CPU");
+    for places in [
+        Places::Threads,
+        Places::NumaDomains,
+        Places::List(vec![vec![last]]),
+    ] {
+        let rt = Runtime::builder()
+            .topology(Arc::clone(&topology))
+            .places(places.clone())
+            .num_threads(2)
+            .build()
+            .expect("runtime starts");
+        assert!(
+            rt.pinning().iter().all(|p| matches!(p, Some(Ok(_)))),
+            "{places}: {:?}",
+            rt.pinning()
+        );
+        for (worker, cpus) in worker_affinities(&rt).into_iter().enumerate() {
+            let want: BTreeSet<usize> = rt.place_list()[rt.worker_places()[worker]]
+                .iter()
+                .copied()
+                .collect();
+            assert_eq!(cpus, Some(want), "{places}: worker {worker}");
+        }
+    }
+}
