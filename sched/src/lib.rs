@@ -76,6 +76,8 @@
 // a latch keeps its core from every task.
 #[doc(hidden)]
 pub mod blocking;
+// Under loom only the block sizes are used (the task code that allocates is not built).
+#[cfg_attr(loom, allow(dead_code))]
 mod blocks;
 #[cfg(not(loom))]
 pub mod config;
