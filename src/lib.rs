@@ -18,7 +18,8 @@
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
 pub use numatask_sched::{
-    Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, join, scope,
+    DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
+    TaskHandle, WaitPolicy, join, scope,
 };
 
 /// The names most programs use, in one import: the runtime and its scopes, the allocator's
@@ -45,7 +46,8 @@ pub mod prelude {
     pub use numatask_sched::depend::{Access, AccessKind};
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
-        Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle, join, scope,
+        Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle,
+        WaitPolicy, join, scope,
     };
 }
 

@@ -109,6 +109,8 @@ mod unwind;
 #[cfg(not(loom))]
 pub mod worker;
 #[cfg(not(loom))]
+pub use config::{DisplayEnv, Places, ProcBind, WaitPolicy};
+#[cfg(not(loom))]
 pub use error::SchedError;
 #[cfg(not(loom))]
 pub use job::{Task, TaskMeta};

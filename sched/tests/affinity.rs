@@ -6,30 +6,14 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
+mod common;
+
+use common::affinity;
 use numatask_alloc::TopologyBuilder;
 use numatask_sched::Runtime;
 
 /// Set in the child process, to the CPU it was bound to.
 const CHILD: &str = "NUMATASK_AFFINITY_CHILD";
-
-/// The CPUs the calling thread may run on.
-fn affinity() -> BTreeSet<usize> {
-    // SAFETY: `cpu_set_t` is plain data, zeroed is an empty set; the call writes at most
-    // `size_of::<cpu_set_t>()` bytes into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let r = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
-        assert_eq!(
-            r,
-            0,
-            "sched_getaffinity: {}",
-            std::io::Error::last_os_error()
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect()
-    }
-}
 
 /// Binds the calling thread to `cpu` alone.
 fn bind_to(cpu: usize) {

@@ -6,11 +6,17 @@
 //! its footprint are, against the node of the (pinned) worker that ran it; not from the
 //! placement registry the scheduler itself decides by.
 
+mod common;
+
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::sync::Mutex;
 
+use common::worker_affinities;
+
 use numatask_alloc::topology::Pinning;
 use numatask_alloc::{Distribution, NumaVec, Topology, page_size, reset_coarse_counter};
+use numatask_sched::config::Places;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::locality_policy::LocalityModel;
 use numatask_sched::{Runtime, SchedulerKind};
@@ -244,4 +250,63 @@ fn map_of_many_tasks_with_locality_and_the_vicinity_of_one_node_runs_at_least_95
             "chunk {i} went through three maps"
         );
     }
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
+    let n = expected_nodes();
+    let topo = Topology::system().expect("the guest's topology");
+    assert_eq!(topo.num_nodes(), n);
+    let node_cpus = |node: usize| -> BTreeSet<usize> {
+        topo.nodes()[node]
+            .cores
+            .iter()
+            .flat_map(|c| c.pus.iter().copied())
+            .collect()
+    };
+    // Two workers per node: runs of two on each place, as OpenMP puts more threads than
+    // places.
+    let rt = Runtime::builder()
+        .places(Places::NumaDomains)
+        .num_threads(2 * n)
+        .build()
+        .expect("runtime starts");
+    let places: Vec<BTreeSet<usize>> = rt
+        .place_list()
+        .iter()
+        .map(|p| p.iter().copied().collect())
+        .collect();
+    assert_eq!(places, (0..n).map(node_cpus).collect::<Vec<_>>());
+    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    assert_eq!(nodes, (0..2 * n).map(|w| w / 2).collect::<Vec<_>>());
+    for (worker, cpus) in worker_affinities(&rt).into_iter().enumerate() {
+        assert_eq!(
+            cpus,
+            Some(node_cpus(nodes[worker])),
+            "worker {worker}: bound to the CPUs of its node, as the kernel reports them"
+        );
+    }
+    drop(rt);
+    // An explicit list, the last node's first CPU before the first node's: the place's node
+    // is the kernel's, not the list's order.
+    let first_cpu = |node: usize| topo.nodes()[node].cores[0].pus[0];
+    let rt = Runtime::builder()
+        .places(Places::List(vec![
+            vec![first_cpu(n - 1)],
+            vec![first_cpu(0)],
+        ]))
+        .build()
+        .expect("runtime starts");
+    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [n - 1, 0]);
+    let affinities = worker_affinities(&rt);
+    assert_eq!(affinities[0], Some(BTreeSet::from([first_cpu(n - 1)])));
+    assert_eq!(affinities[1], Some(BTreeSet::from([first_cpu(0)])));
+    report(&format!(
+        "places numa_domains: {n} places, each worker bound to its node's CPUs; explicit \
+         list {{{}}},{{{}}} on nodes {nodes:?}",
+        first_cpu(n - 1),
+        first_cpu(0)
+    ));
 }

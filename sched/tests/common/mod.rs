@@ -63,3 +63,49 @@ pub fn fib(s: &Scope<'_>, n: u64) -> u64 {
 pub fn fib_seq(n: u64) -> u64 {
     (0..n).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0
 }
+
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> std::collections::BTreeSet<usize> {
+    // SAFETY: `cpu_set_t` is plain data, zeroed is an empty set; the call writes at most
+    // `size_of::<cpu_set_t>()` bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let r = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
+        assert_eq!(
+            r,
+            0,
+            "sched_getaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+/// Each worker's CPU affinity, as its tasks read it.
+pub fn worker_affinities(rt: &Runtime) -> Vec<Option<std::collections::BTreeSet<usize>>> {
+    let mut seen = vec![None; rt.num_workers()];
+    for _ in 0..200 {
+        let found = rt.scope(|s| {
+            let hs: Vec<_> = (0..4 * rt.num_workers())
+                .map(|_| {
+                    s.spawn_with_result(|s| {
+                        // Long enough that every worker gets some.
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        (s.worker_index(), affinity())
+                    })
+                })
+                .collect();
+            s.taskwait();
+            hs.into_iter().map(|h| h.join()).collect::<Vec<_>>()
+        });
+        for (worker, cpus) in found {
+            seen[worker] = Some(cpus);
+        }
+        if seen.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    seen
+}
