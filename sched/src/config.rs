@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
-//! | `OMP_PLACES` | `cores`, `threads` or `numa_domains`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
+//! | `OMP_PLACES` | `cores`, `threads` or `numa_domains`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
@@ -92,8 +92,10 @@ const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
 const PLACES_EXPECTED: &str = "threads, cores or numa_domains, optionally with a count such as \
-     cores(8), or a list of places of OS processor numbers such as {0,1},{2:2} or {0:4}:4:4 \
-     (sockets, ll_caches and exclusions with ! are not supported)";
+     cores(8), or a list of places of OS processor numbers such as {0,1},{2:2}, {0:4}:4:4 or \
+     0,1,2 (sockets, ll_caches and exclusions with ! are not supported)";
+const PLACES_LIMIT_EXPECTED: &str = "a list naming at most 65536 processors in all, each \
+     numbered below 65536";
 
 /// What `OMP_DISPLAY_ENV` asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -399,6 +401,8 @@ pub enum Places {
     /// `numa_domains(n)`.
     NumaDomainsN(usize),
     /// An explicit list: each place a set of OS processor numbers, as OpenMP writes them.
+    /// The default worker count is one per core the places hold, and at least one per place;
+    /// a place spanning nodes counts as on the node holding most of its processors.
     List(Vec<Vec<usize>>),
 }
 
@@ -443,7 +447,7 @@ pub fn write_place_list(f: &mut impl fmt::Write, places: &[Vec<usize>]) -> fmt::
             f.write_char(',')?;
         }
         f.write_char('{')?;
-        let consecutive = place.windows(2).all(|w| w[1] == w[0] + 1);
+        let consecutive = place.windows(2).all(|w| w[0].checked_add(1) == Some(w[1]));
         match place.as_slice() {
             [first, _, _, ..] if consecutive => write!(f, "{first}:{}", place.len())?,
             _ => {
@@ -460,16 +464,17 @@ pub fn write_place_list(f: &mut impl fmt::Write, places: &[Vec<usize>]) -> fmt::
     Ok(())
 }
 
-/// The largest OS processor number an explicit `OMP_PLACES` list may name, and the most
-/// processors it may name in all: far beyond any machine, small enough that a mistyped
-/// length cannot exhaust memory.
+/// The bound on an explicit `OMP_PLACES` list: its processor numbers lie below it, and it
+/// names fewer in all (repeats counted): far beyond any machine, small enough that a
+/// mistyped length cannot exhaust memory.
 const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 
 /// Parses an `OMP_PLACES` value (see [`Places`]): an abstract name with an optional count,
 /// or an explicit list. In a list, `{0,1,2,3}` and `{0:4}` are the same place (an interval
-/// `start:length[:stride]`, the stride 1 by default and possibly negative), and a place
-/// followed by `:count[:stride]` is repeated `count` times, each copy's numbers moved on by
-/// `stride` (by default the place's size is not assumed: 1, as OpenMP says).
+/// `start:length[:stride]`, the stride 1 by default and possibly negative), a bare number is
+/// a place of one processor (`0,1` is `{0},{1}`), and a place followed by `:count[:stride]`
+/// is repeated `count` times, each copy's numbers moved on by `stride` (1 by default, as
+/// OpenMP says). Blanks may stand between the parts, not within a number or a name.
 ///
 /// ```
 /// use numatask_sched::config::{Places, parse_places};
@@ -478,21 +483,24 @@ const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 ///     parse_places("{0:2}:3:4"),
 ///     Ok(Places::List(vec![vec![0, 1], vec![4, 5], vec![8, 9]]))
 /// );
+/// assert_eq!(parse_places("0:3"), parse_places("{0},{1},{2}"));
 /// assert!(parse_places("sockets").unwrap_err().to_string().starts_with("OMP_PLACES='sockets'"));
 /// ```
 pub fn parse_places(value: &str) -> Result<Places, SchedError> {
-    let err = || invalid(PLACES_ENV, value, PLACES_EXPECTED);
-    let text: String = value.chars().filter(|c| !c.is_whitespace()).collect();
-    let lower = text.to_ascii_lowercase();
-    if !lower.starts_with('{') {
+    let err = |expected| invalid(PLACES_ENV, value, expected);
+    let trimmed = value.trim();
+    let starts_list = trimmed.starts_with(|c: char| c == '{' || c.is_ascii_digit());
+    if !starts_list {
+        let lower = trimmed.to_ascii_lowercase();
         let (name, count) = match lower.split_once('(') {
             Some((name, rest)) => {
                 let n: usize = rest
+                    .trim_end()
                     .strip_suffix(')')
-                    .and_then(|n| n.parse().ok())
+                    .and_then(|n| n.trim().parse().ok())
                     .filter(|&n| n > 0)
-                    .ok_or_else(err)?;
-                (name, Some(n))
+                    .ok_or_else(|| err(PLACES_EXPECTED))?;
+                (name.trim_end(), Some(n))
             }
             None => (lower.as_str(), None),
         };
@@ -503,108 +511,149 @@ pub fn parse_places(value: &str) -> Result<Places, SchedError> {
             ("threads", Some(n)) => Ok(Places::ThreadsN(n)),
             ("numa_domains", None) => Ok(Places::NumaDomains),
             ("numa_domains", Some(n)) => Ok(Places::NumaDomainsN(n)),
-            _ => Err(err()),
+            _ => Err(err(PLACES_EXPECTED)),
         };
     }
     let mut parser = PlaceParser {
-        text: text.as_bytes(),
+        text: trimmed.as_bytes(),
         at: 0,
         named: 0,
     };
-    let places = parser.place_list().ok_or_else(err)?;
-    Ok(Places::List(places))
+    parser.place_list().map(Places::List).map_err(err)
 }
 
-/// A recursive-descent reader of an explicit `OMP_PLACES` list (blanks already removed).
+/// A recursive-descent reader of an explicit `OMP_PLACES` list. Its errors are what the
+/// message says is expected.
 struct PlaceParser<'a> {
     text: &'a [u8],
     at: usize,
-    /// Processor numbers produced so far (bounded by [`MAX_PLACE_PROCESSORS`]).
+    /// Processor numbers in the places made so far (bounded by [`MAX_PLACE_PROCESSORS`]).
     named: usize,
 }
 
+type Parsed<T> = Result<T, &'static str>;
+
 impl PlaceParser<'_> {
-    fn place_list(&mut self) -> Option<Vec<Vec<usize>>> {
+    fn place_list(&mut self) -> Parsed<Vec<Vec<usize>>> {
         let mut places = Vec::new();
         loop {
             let place = self.place()?;
             // A place interval: `place:count[:stride]`.
             let (count, stride) = self.interval_tail()?;
             for k in 0..count {
-                let shift = stride.checked_mul(k as i64)?;
+                let shift = stride.checked_mul(k as i64).ok_or(PLACES_LIMIT_EXPECTED)?;
+                self.named += place.len();
+                if self.named > MAX_PLACE_PROCESSORS {
+                    return Err(PLACES_LIMIT_EXPECTED);
+                }
                 let moved = place
                     .iter()
-                    .map(|&pu| self.number_at(pu as i64, shift))
-                    .collect::<Option<Vec<usize>>>()?;
+                    .map(|&pu| number_at(pu, shift))
+                    .collect::<Parsed<Vec<usize>>>()?;
                 places.push(moved);
             }
             if !self.eat(b',') {
                 break;
             }
         }
-        (self.at == self.text.len()).then_some(places)
+        self.skip_blanks();
+        if self.at == self.text.len() {
+            Ok(places)
+        } else {
+            Err(PLACES_EXPECTED)
+        }
     }
 
-    /// `{res,res,...}` where `res` is `start[:length[:stride]]`; sorted, without repeats.
-    fn place(&mut self) -> Option<Vec<usize>> {
+    /// `{res,res,...}` where `res` is `start[:length[:stride]]`, or a bare number; sorted,
+    /// without repeats.
+    fn place(&mut self) -> Parsed<Vec<usize>> {
         if !self.eat(b'{') {
-            return None;
+            return Ok(vec![self.unsigned()?]);
         }
         let mut pus = Vec::new();
         loop {
             let start = self.unsigned()?;
             let (length, stride) = self.interval_tail()?;
+            if pus.len() + length > MAX_PLACE_PROCESSORS {
+                return Err(PLACES_LIMIT_EXPECTED);
+            }
             for k in 0..length {
-                pus.push(self.number_at(start as i64, stride.checked_mul(k as i64)?)?);
+                let shift = stride.checked_mul(k as i64).ok_or(PLACES_LIMIT_EXPECTED)?;
+                pus.push(number_at(start, shift)?);
             }
             if !self.eat(b',') {
                 break;
             }
         }
         if !self.eat(b'}') {
-            return None;
+            return Err(PLACES_EXPECTED);
         }
         pus.sort_unstable();
         pus.dedup();
-        Some(pus)
+        Ok(pus)
     }
 
     /// An optional `:length[:stride]`: `(1, 1)` when absent. The length is at least 1.
-    fn interval_tail(&mut self) -> Option<(usize, i64)> {
+    fn interval_tail(&mut self) -> Parsed<(usize, i64)> {
         if !self.eat(b':') {
-            return Some((1, 1));
+            return Ok((1, 1));
         }
-        let length = self.unsigned().filter(|&n| n >= 1)?;
+        let length = self.unsigned()?;
+        if length == 0 {
+            return Err(PLACES_EXPECTED);
+        }
         let stride = if self.eat(b':') { self.signed()? } else { 1 };
-        Some((length, stride))
+        Ok((length, stride))
     }
 
-    /// `base + shift` as a processor number within bounds, counting it.
-    fn number_at(&mut self, base: i64, shift: i64) -> Option<usize> {
-        self.named += 1;
-        let n = usize::try_from(base.checked_add(shift)?).ok()?;
-        (n < MAX_PLACE_PROCESSORS && self.named <= MAX_PLACE_PROCESSORS).then_some(n)
+    fn skip_blanks(&mut self) {
+        while self.text.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
     }
 
+    /// The next token, after blanks, if it is `byte`.
     fn eat(&mut self, byte: u8) -> bool {
+        self.skip_blanks();
         let hit = self.text.get(self.at) == Some(&byte);
         self.at += usize::from(hit);
         hit
     }
 
-    fn unsigned(&mut self) -> Option<usize> {
+    /// A number below [`MAX_PLACE_PROCESSORS`], after blanks.
+    fn unsigned(&mut self) -> Parsed<usize> {
+        self.skip_blanks();
         let start = self.at;
         while self.text.get(self.at).is_some_and(u8::is_ascii_digit) {
             self.at += 1;
         }
-        let digits = std::str::from_utf8(&self.text[start..self.at]).ok()?;
-        digits.parse().ok().filter(|&n| n < MAX_PLACE_PROCESSORS)
+        if start == self.at {
+            return Err(PLACES_EXPECTED);
+        }
+        let digits =
+            std::str::from_utf8(&self.text[start..self.at]).map_err(|_| PLACES_EXPECTED)?;
+        match digits.parse::<usize>() {
+            Ok(n) if n < MAX_PLACE_PROCESSORS => Ok(n),
+            _ => Err(PLACES_LIMIT_EXPECTED),
+        }
     }
 
-    fn signed(&mut self) -> Option<i64> {
+    fn signed(&mut self) -> Parsed<i64> {
         let negative = self.eat(b'-');
         let n = self.unsigned()? as i64;
-        Some(if negative { -n } else { n })
+        Ok(if negative { -n } else { n })
+    }
+}
+
+/// `base + shift` as a processor number: an error below 0 or from [`MAX_PLACE_PROCESSORS`].
+fn number_at(base: usize, shift: i64) -> Parsed<usize> {
+    let n = (base as i64)
+        .checked_add(shift)
+        .ok_or(PLACES_LIMIT_EXPECTED)?;
+    match usize::try_from(n) {
+        Ok(n) if n < MAX_PLACE_PROCESSORS => Ok(n),
+        Ok(_) => Err(PLACES_LIMIT_EXPECTED),
+        Err(_) => Err(PLACES_EXPECTED),
     }
 }
 
@@ -823,6 +872,15 @@ mod tests {
                 Places::List(vec![vec![0], vec![1], vec![2], vec![3]]),
             ),
             ("{8}:3:-4", Places::List(vec![vec![8], vec![4], vec![0]])),
+            // Bare numbers are places of one processor; blanks between the parts.
+            ("0,1,2", Places::List(vec![vec![0], vec![1], vec![2]])),
+            ("0:3", Places::List(vec![vec![0], vec![1], vec![2]])),
+            ("{0}, 1", Places::List(vec![vec![0], vec![1]])),
+            (
+                " { 0 : 2 } , { 4 } : 2 : 2 ",
+                Places::List(vec![vec![0, 1], vec![4], vec![6]]),
+            ),
+            ("{65535}", Places::List(vec![vec![65535]])),
         ] {
             assert_eq!(parse_places(text), Ok(places.clone()), "{text}");
             // What `OMP_DISPLAY_ENV` prints reads back as the same places.
@@ -831,6 +889,11 @@ mod tests {
         assert_eq!(
             Places::List(vec![vec![0, 1, 2, 3], vec![4, 6], vec![7, 8]]).to_string(),
             "{0:4},{4,6},{7,8}"
+        );
+        // Built in code rather than parsed: no overflow on a number next to the largest.
+        assert_eq!(
+            Places::List(vec![vec![usize::MAX, 1]]).to_string(),
+            format!("{{{},1}}", usize::MAX)
         );
         for bad in [
             "sockets",
@@ -847,10 +910,10 @@ mod tests {
             "{0},",
             "!{0}",
             "{0},!{1}",
-            "{0:99999999999}",
-            "{65535:2}",
-            "{0:40000}:40000",
-            "0,1",
+            "{1 0}",
+            "c o r e s",
+            "cores(8",
+            "-1",
         ] {
             let err = parse_places(bad).expect_err(bad);
             assert_eq!(
@@ -858,6 +921,29 @@ mod tests {
                 format!("OMP_PLACES='{bad}': expected {PLACES_EXPECTED}"),
             );
         }
+        // Beyond the bound: the message names it.
+        for big in [
+            "{0:99999999999}",
+            "{65535:2}",
+            "{65536}",
+            "{0:40000}:40000",
+            "{0:32769}:2",
+            "{0}:65537:0",
+            "{0:65537}",
+        ] {
+            let err = parse_places(big).expect_err(big);
+            assert_eq!(
+                err.to_string(),
+                format!("OMP_PLACES='{big}': expected {PLACES_LIMIT_EXPECTED}"),
+            );
+        }
+        // The bound itself (a failure here would print the whole list: only a bool is shown).
+        let at_bound = |text: &str| match parse_places(text) {
+            Ok(Places::List(l)) => l.iter().map(Vec::len).sum::<usize>(),
+            _ => 0,
+        };
+        assert_eq!(at_bound("{0:32768}:2"), 65536, "65536 in all");
+        assert_eq!(at_bound("{1:65535}"), 65535, "processors 1 to 65535");
     }
 
     #[test]

@@ -79,9 +79,12 @@ pub enum SchedError {
     },
     /// The places (`OMP_PLACES`, [`RuntimeBuilder::places`](crate::RuntimeBuilder::places))
     /// name processors the topology lacks, or none the process may run on.
-    #[error("OMP_PLACES='{places}': {reason}")]
+    #[error("{}='{places}': {reason}", places_named_by(.from_env))]
     Places {
-        /// The places asked for, as `OMP_PLACES` writes them.
+        /// Whether `OMP_PLACES` gave them (rather than the builder).
+        from_env: bool,
+        /// The places asked for, as `OMP_PLACES` writes them (cut short after 120
+        /// characters).
         places: String,
         /// What is wrong with them.
         reason: String,
@@ -104,4 +107,13 @@ pub enum SchedError {
 /// Names `NUMATASK_TRACE` after a trace file's path when the variable gave it.
 fn named_by(from_env: &bool) -> &'static str {
     if *from_env { " (NUMATASK_TRACE)" } else { "" }
+}
+
+/// How the places of an error were given.
+fn places_named_by(from_env: &bool) -> &'static str {
+    if *from_env {
+        "OMP_PLACES"
+    } else {
+        "places (RuntimeBuilder::places)"
+    }
 }

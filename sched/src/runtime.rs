@@ -115,6 +115,8 @@ pub struct RuntimeBuilder {
     num_threads: Option<usize>,
     proc_bind: ProcBind,
     places: Places,
+    /// Whether `places` came from `OMP_PLACES` (for the errors naming it).
+    places_from_env: bool,
     stack_size: usize,
     scheduler: SchedulerKind,
     display_env: DisplayEnv,
@@ -142,6 +144,7 @@ impl RuntimeBuilder {
             num_threads: None,
             proc_bind: ProcBind::True,
             places: Places::Cores,
+            places_from_env: false,
             stack_size: DEFAULT_STACK_SIZE,
             scheduler: SchedulerKind::default(),
             display_env: DisplayEnv::False,
@@ -172,6 +175,7 @@ impl RuntimeBuilder {
         }
         if let Some(p) = &env.places {
             self.places = p.clone();
+            self.places_from_env = true;
         }
         if let Some(s) = env.stack_size {
             self.stack_size = s;
@@ -223,6 +227,7 @@ impl RuntimeBuilder {
     /// binding, is an error then ([`SchedError::Places`]).
     pub fn places(mut self, places: Places) -> Self {
         self.places = places;
+        self.places_from_env = false;
         self
     }
 
@@ -303,18 +308,20 @@ impl RuntimeBuilder {
         // or `numactl` bound it): the default worker count, and the cores workers go to.
         let usable = topology.usable_cores();
         // The places (`OMP_PLACES`) among those cores, and the default worker count: one per
-        // core the places hold (one per place for `threads`).
-        let resolved = resolve_places(&self.places, &topology, &usable)?;
-        let default_threads = match self.places {
-            Places::Threads | Places::ThreadsN(_) => resolved.len(),
-            _ => {
-                let mut cores: Vec<usize> = resolved
-                    .iter()
-                    .flat_map(|p| p.cores.iter().copied())
-                    .collect();
-                cores.sort_unstable();
-                cores.dedup();
-                cores.len()
+        // core the places hold (one per place for `threads`; for a list, at least one per
+        // place, as two hardware threads of one core are two places).
+        let resolved = resolve_places(&self.places, self.places_from_env, &topology, &usable)?;
+        let default_threads = {
+            let mut cores: Vec<usize> = resolved
+                .iter()
+                .flat_map(|p| p.cores.iter().copied())
+                .collect();
+            cores.sort_unstable();
+            cores.dedup();
+            match self.places {
+                Places::Threads | Places::ThreadsN(_) => resolved.len(),
+                Places::List(_) => resolved.len().max(cores.len()),
+                _ => cores.len(),
             }
         };
         let num_threads = self
@@ -358,10 +365,18 @@ impl RuntimeBuilder {
                 reason: e.to_string(),
             })?;
         }
+        // `primary`: the place holding the processor the starting thread runs on (on a
+        // synthetic topology, or when that is in no place, one holding its core).
         let primary = (self.proc_bind == ProcBind::Primary)
-            .then(|| calling_core(&topology, &usable))
-            .flatten()
-            .and_then(|core| resolved.iter().position(|p| p.cores.contains(&core)));
+            .then(|| {
+                let cpu = (!topology.is_synthetic()).then(current_cpu).flatten();
+                cpu.and_then(|cpu| resolved.iter().position(|p| p.pus.contains(&cpu)))
+                    .or_else(|| {
+                        let core = calling_core(&topology, &usable)?;
+                        resolved.iter().position(|p| p.cores.contains(&core))
+                    })
+            })
+            .flatten();
         // Each worker's place among `resolved`.
         let worker_places: Vec<usize> = (0..num_threads)
             .map(|index| match primary {
@@ -624,9 +639,36 @@ struct ResolvedPlace {
 /// process may run on.
 fn resolve_places(
     places: &Places,
+    from_env: bool,
     topology: &Topology,
     usable: &[usize],
 ) -> Result<Vec<ResolvedPlace>, SchedError> {
+    let error = |reason: String| {
+        // A list repeated many times would make a message of many kilobytes: cut short.
+        let mut text = places.to_string();
+        if let Some((cut, _)) = text.char_indices().nth(120) {
+            text.truncate(cut);
+            text.push_str("...");
+        }
+        SchedError::Places {
+            from_env,
+            places: text,
+            reason,
+        }
+    };
+    // What the parser of `OMP_PLACES` refuses, given to the builder.
+    match places {
+        Places::CoresN(0) | Places::ThreadsN(0) | Places::NumaDomainsN(0) => {
+            return Err(error("a count of places must be at least 1".into()));
+        }
+        Places::List(list) if list.is_empty() => {
+            return Err(error("an empty list names no place".into()));
+        }
+        Places::List(list) if list.iter().any(Vec::is_empty) => {
+            return Err(error("a place names no processor".into()));
+        }
+        _ => {}
+    }
     let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
     let node_of = |core: usize| core_nodes.get(core).copied().unwrap_or(0);
     let one_core = |core: usize, pus: Vec<usize>| ResolvedPlace {
@@ -669,10 +711,6 @@ fn resolve_places(
             by_node
         }
         Places::List(list) => {
-            let error = |reason: String| SchedError::Places {
-                places: places.to_string(),
-                reason,
-            };
             let core_of = |pu: usize| topology.cores().find(|c| c.pus.contains(&pu));
             let all_pus = || {
                 let mut all: Vec<usize> = topology.cores().flat_map(|c| c.pus.clone()).collect();
@@ -685,6 +723,8 @@ fn resolve_places(
             for place in list {
                 let mut pus = Vec::with_capacity(place.len());
                 let mut cores = Vec::new();
+                // Processors of the place per node, for the place's node.
+                let mut per_node = vec![0usize; topology.num_nodes().max(1)];
                 for &pu in place {
                     let Some(core) = core_of(pu) else {
                         return Err(error(format!(
@@ -697,6 +737,9 @@ fn resolve_places(
                     if usable.contains(&core.index) && topology.usable_pus(core.index).contains(&pu)
                     {
                         pus.push(pu);
+                        if let Some(count) = per_node.get_mut(core.node) {
+                            *count += 1;
+                        }
                         if !cores.contains(&core.index) {
                             cores.push(core.index);
                         }
@@ -710,7 +753,9 @@ fn resolve_places(
                          CPU binding: taskset, numactl or a launcher)"
                     )));
                 }
-                let node = node_of(cores[0]);
+                // The node holding most of the place's processors (the first of a tie).
+                let most = per_node.iter().copied().max().unwrap_or(0);
+                let node = per_node.iter().position(|&c| c == most).unwrap_or(0);
                 resolved.push(ResolvedPlace { pus, cores, node });
             }
             resolved
@@ -726,12 +771,17 @@ fn resolve_places(
     Ok(resolved)
 }
 
+/// The processor (OS index) the calling thread runs on now, if the OS tells.
+fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments; returns the CPU of the calling thread or -1.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
 fn calling_core(topology: &Topology, usable: &[usize]) -> Option<usize> {
     if topology.is_synthetic() {
         return usable.first().copied();
     }
-    // SAFETY: no arguments; returns the CPU of the calling thread or -1.
-    let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+    let cpu = current_cpu()?;
     let core = topology.cores().find(|c| c.pus.contains(&cpu))?.index;
     usable
         .contains(&core)

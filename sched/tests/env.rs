@@ -115,6 +115,16 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         unset(var);
     }
 
+    // Places that parse but that the machine lacks: the error names the variable.
+    set("OMP_PLACES", "{4000}");
+    let err = Runtime::new().expect_err("no machine here has processor 4000");
+    assert!(
+        err.to_string()
+            .starts_with("OMP_PLACES='{4000}': processor 4000 does not exist"),
+        "{err}"
+    );
+    unset("OMP_PLACES");
+
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;

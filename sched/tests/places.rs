@@ -112,11 +112,74 @@ fn a_processor_the_topology_lacks_is_an_error_that_names_it() {
     match runtime(places, None) {
         Err(err @ SchedError::Places { .. }) => assert_eq!(
             err.to_string(),
-            "OMP_PLACES='{0,1},{8}': processor 8 does not exist (the topology has processors \
-             {0:8})"
+            "places (RuntimeBuilder::places)='{0,1},{8}': processor 8 does not exist (the \
+             topology has processors {0:8})"
         ),
         other => panic!("expected a Places error, got {other:?}"),
     }
+}
+
+#[test]
+fn builder_places_the_parser_would_refuse_are_errors_that_say_why() {
+    for (places, reason) in [
+        (Places::CoresN(0), "a count of places must be at least 1"),
+        (Places::ThreadsN(0), "a count of places must be at least 1"),
+        (
+            Places::NumaDomainsN(0),
+            "a count of places must be at least 1",
+        ),
+        (Places::List(vec![]), "an empty list names no place"),
+        (
+            Places::List(vec![vec![0], vec![]]),
+            "a place names no processor",
+        ),
+    ] {
+        match runtime(places.clone(), None) {
+            Err(
+                err @ SchedError::Places {
+                    from_env: false, ..
+                },
+            ) => assert_eq!(
+                err.to_string(),
+                format!("places (RuntimeBuilder::places)='{places}': {reason}")
+            ),
+            other => panic!("{places:?}: expected a Places error, got {other:?}"),
+        }
+    }
+    // A list repeated many times: the message stays short.
+    let many: Places = "{100}:60000:0".parse().expect("valid syntax");
+    let err = runtime(many, None).expect_err("processor 100 does not exist");
+    assert!(
+        err.to_string().len() < 300,
+        "{} bytes",
+        err.to_string().len()
+    );
+    assert!(
+        err.to_string().contains("processor 100 does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_place_spanning_nodes_is_on_the_node_of_most_of_its_processors() {
+    // Processor 3 on node 0, 4 and 5 on node 1; 2 and 5: one each, the first node wins.
+    let rt = runtime("{3,4,5},{2,5}".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(nodes(&rt), [1, 0]);
+}
+
+#[test]
+fn a_list_gets_at_least_one_worker_per_place() {
+    // Two hardware threads of core 0: two places, two workers (one core).
+    let rt = runtime("{0},{1}".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(rt.num_workers(), 2);
+    assert_eq!(rt.worker_places(), [0, 1]);
+    // The list `threads` would give: as many workers as `threads`.
+    let rt = runtime("0:8".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(rt.num_workers(), 8);
+    // Two places of two cores each: a worker per core.
+    let rt = runtime("{0:4},{4:4}".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(rt.num_workers(), 4);
+    assert_eq!(rt.worker_places(), [0, 0, 1, 1]);
 }
 
 #[test]
