@@ -360,6 +360,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_split_budget_halves_per_level_and_resets_when_a_part_migrates() {
+        let mut splits = Splits::new(4);
+        // Splits while the budget lasts (4, 2, 1), then runs in place.
+        let taken: Vec<bool> = (0..4).map(|_| splits.split(false)).collect();
+        assert_eq!(taken, [true, true, true, false]);
+        // A part another worker took splits again, with a whole budget.
+        assert!(splits.split(true));
+        assert_eq!(splits.left, 4);
+        let mut kept = splits;
+        assert_eq!(
+            (0..4).map(|_| kept.split(false)).collect::<Vec<_>>(),
+            [true, true, true, false]
+        );
+        // A migrated part whose budget is larger than the workers' keeps half of it.
+        let mut big = Splits {
+            left: 16,
+            workers: 4,
+        };
+        assert!(big.split(true));
+        assert_eq!(big.left, 8);
+        // One worker: nobody to take a part, no split.
+        let mut alone = Splits::new(1);
+        assert!(!alone.split(false));
+    }
+
+    #[test]
     fn grain_cuts_as_openmp_grainsize_and_num_tasks() {
         assert_eq!(Grain::Size(100).chunks(1000, 4), 10);
         assert_eq!(Grain::Size(100).chunks(1999, 4), 19, "chunks of 100 to 199");
