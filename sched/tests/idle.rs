@@ -48,6 +48,41 @@ fn idle_cpu_seconds(rt: &Runtime) -> f64 {
     worker_cpu_seconds() - before
 }
 
+/// The scheduler states (`R` runnable, `S` sleeping, ...) of the `numatask-*` threads, from
+/// field 3 of `/proc/self/task/<tid>/stat`.
+fn worker_states() -> Vec<char> {
+    let mut states = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").expect("procfs") {
+        let dir = task.expect("task entry").path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
+        if !comm.starts_with("numatask-") {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').expect("stat has a comm field") + 1..];
+        states.push(after.trim_start().chars().next().expect("a state"));
+    }
+    states
+}
+
+/// Of 50 samples of the idle workers' states over 100 ms, the fraction in which every worker
+/// was in `state`.
+fn fraction_all_in(state: char) -> f64 {
+    let mut hits = 0;
+    for _ in 0..50 {
+        let states = worker_states();
+        if !states.is_empty() && states.iter().all(|&s| s == state) {
+            hits += 1;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    f64::from(hits) / 50.0
+}
+
 // The policies one after the other in one test: the CPU time is of every `numatask-*`
 // thread of the process.
 #[test]
@@ -65,22 +100,29 @@ fn idle_runtime_uses_under_five_percent_of_a_core_and_wakes_up() {
                 used < 0.05,
                 "{policy}: idle workers used {used} s of CPU in 1 s"
             );
+            let asleep = fraction_all_in('S');
+            assert!(
+                asleep > 0.9,
+                "{policy}: every worker asleep in {asleep} of the samples"
+            );
             // Sleeping workers wake up for new work.
             assert_eq!(rt.scope(|s| fib(s, 20)), fib_seq(20));
         }
-        // OMP_WAIT_POLICY=active: idle workers keep searching rather than sleep. Two of
-        // them, each yielding its core between rounds, use far more than a twentieth of one
-        // core even on a busy two-core machine.
+        // OMP_WAIT_POLICY=active: idle workers keep searching rather than sleep: always
+        // runnable (yielding their cores between rounds), never blocked. Their CPU time is not
+        // what tells: on a machine busy with other programs a yielding thread gets little.
         let rt = Runtime::builder()
             .num_threads(2)
             .proc_bind(false)
             .wait_policy(WaitPolicy::Active)
             .build()
             .expect("runtime starts");
-        let used = idle_cpu_seconds(&rt);
+        assert_eq!(rt.scope(|s| fib(s, 20)), fib_seq(20));
+        std::thread::sleep(Duration::from_millis(300));
+        let awake = fraction_all_in('R');
         assert!(
-            used > 0.2,
-            "active: idle workers used only {used} s of CPU in 1 s"
+            awake > 0.9,
+            "active: every worker runnable in only {awake} of the samples"
         );
         assert_eq!(rt.scope(|s| fib(s, 20)), fib_seq(20));
     });
