@@ -859,7 +859,9 @@ impl Runtime {
         self.registry.places.len()
     }
 
-    /// Where each worker runs.
+    /// Where each worker runs: its core and NUMA node (for a place of several cores, the
+    /// first of them, and the node holding most of the place). The `OMP_PLACES` places
+    /// themselves are [`place_list`](Self::place_list).
     pub fn places(&self) -> &[WorkerPlace] {
         &self.registry.places
     }

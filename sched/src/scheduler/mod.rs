@@ -55,9 +55,11 @@ pub use work_stealing::WorkStealing;
 pub struct WorkerPlace {
     /// Index of the worker (`0..num_workers`).
     pub index: usize,
-    /// Index of its core in the topology.
+    /// Index of its core in the topology (of a place of several cores, `OMP_PLACES`, the
+    /// first).
     pub core: usize,
-    /// Index of the core's NUMA node.
+    /// Index of its NUMA node: its core's (of a place spanning nodes, the node holding most
+    /// of the place's processors).
     pub node: usize,
 }
 
