@@ -48,7 +48,7 @@ pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
 pub use numa_vec::{NumaVec, Place, Zeroable};
 pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};
-pub use topology::{Core, NumaNode, Pinning, Preset, Topology, TopologyBuilder};
+pub use topology::{Core, CoreGroup, NumaNode, Pinning, Preset, Topology, TopologyBuilder};
 
 /// The base page size of the machine (the unit of placement).
 pub fn page_size() -> usize {

@@ -649,6 +649,57 @@ impl Topology {
         }
     }
 
+    /// The cores (indices, increasing) grouped by what they share, `kind`: one group per
+    /// package (socket) or per last-level cache, in the order of their first core. Groups
+    /// without a core are left out; a topology that does not describe the kind (some
+    /// virtual machines have no package, a synthetic string may have no cache) gives one
+    /// group of every core.
+    pub fn core_groups(&self, kind: CoreGroup) -> Vec<Vec<usize>> {
+        let objects: Vec<&TopologyObject> = match kind {
+            CoreGroup::Package => self.hw.objects_with_type(ObjectType::Package).collect(),
+            CoreGroup::LastLevelCache => {
+                // The data or unified caches of the deepest cache level present.
+                let caches: Vec<(usize, &TopologyObject)> = [
+                    ObjectType::L1Cache,
+                    ObjectType::L2Cache,
+                    ObjectType::L3Cache,
+                    ObjectType::L4Cache,
+                    ObjectType::L5Cache,
+                ]
+                .into_iter()
+                .flat_map(|ty| self.hw.objects_with_type(ty))
+                .filter_map(|obj| match obj.attributes() {
+                    Some(ObjectAttributes::Cache(c)) => Some((c.depth(), obj)),
+                    _ => None,
+                })
+                .collect();
+                let deepest = caches.iter().map(|&(d, _)| d).max();
+                caches
+                    .into_iter()
+                    .filter(|&(d, _)| Some(d) == deepest)
+                    .map(|(_, obj)| obj)
+                    .collect()
+            }
+        };
+        let mut groups: Vec<Vec<usize>> = objects
+            .iter()
+            .filter_map(|obj| obj.cpuset())
+            .map(|set| {
+                self.cores()
+                    .filter(|c| c.pus.iter().any(|&pu| set.is_set(pu)))
+                    .map(|c| c.index)
+                    .collect::<Vec<usize>>()
+            })
+            .filter(|g| !g.is_empty())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        if groups.is_empty() {
+            groups.push(self.cores().map(|c| c.index).collect());
+        }
+        groups
+    }
+
     /// The processing units (OS indices) of core `core` that this process may run on: those
     /// in its CPU binding (see [`usable_cores`](Self::usable_cores)), or all of the core's
     /// when it has none there or the binding cannot be read; on a synthetic topology all of
@@ -774,6 +825,15 @@ impl Topology {
             })?;
         Ok(pinning)
     }
+}
+
+/// What cores share, for [`Topology::core_groups`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreGroup {
+    /// A package (a socket).
+    Package,
+    /// A last-level cache.
+    LastLevelCache,
 }
 
 /// How [`Topology::pin_current_thread`] pinned a thread.
@@ -1226,6 +1286,33 @@ mod tests {
                 num_cores: 48
             })
         ));
+    }
+
+    #[test]
+    fn cores_group_by_package_and_by_last_level_cache() {
+        let t = Topology::preset(Preset::Opteron6172).unwrap();
+        // Four packages of two dies of six cores; an L3 per die.
+        let packages = t.core_groups(CoreGroup::Package);
+        assert_eq!(packages.len(), 4);
+        assert_eq!(packages[1], (12..24).collect::<Vec<_>>());
+        let caches = t.core_groups(CoreGroup::LastLevelCache);
+        assert_eq!(caches.len(), 8);
+        assert_eq!(caches[7], (42..48).collect::<Vec<_>>());
+        // No cache in the description: one group of every core.
+        let bare = TopologyBuilder::synthetic("numa:2 core:2 pu:1")
+            .build()
+            .unwrap();
+        assert_eq!(
+            bare.core_groups(CoreGroup::LastLevelCache),
+            [vec![0, 1, 2, 3]]
+        );
+        // The real machine: every core in exactly one group of each kind.
+        let sys = Topology::system().unwrap();
+        for kind in [CoreGroup::Package, CoreGroup::LastLevelCache] {
+            let mut all: Vec<usize> = sys.core_groups(kind).concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..sys.num_cores()).collect::<Vec<_>>(), "{kind:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
-//! | `OMP_PLACES` | `cores`, `threads` or `numa_domains`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
+//! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
@@ -91,9 +91,9 @@ const VICINITY_EXPECTED: &str =
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
-const PLACES_EXPECTED: &str = "threads, cores or numa_domains, optionally with a count such as \
-     cores(8), or a list of places of OS processor numbers such as {0,1},{2:2}, {0:4}:4:4 or \
-     0,1,2 (sockets, ll_caches and exclusions with ! are not supported)";
+const PLACES_EXPECTED: &str = "threads, cores, ll_caches, numa_domains or sockets, optionally \
+     with a count such as cores(8), or a list of places of OS processor numbers such as \
+     {0,1},{2:2}, {0:4}:4:4 or 0,1,2 (exclusions with ! are not supported)";
 const PLACES_LIMIT_EXPECTED: &str = "a list naming at most 65536 processors in all, each \
      numbered below 65536";
 
@@ -400,6 +400,16 @@ pub enum Places {
     NumaDomains,
     /// `numa_domains(n)`.
     NumaDomainsN(usize),
+    /// `sockets`: one place per package, holding its cores the process may run on.
+    Sockets,
+    /// `sockets(n)`.
+    SocketsN(usize),
+    /// `ll_caches`: one place per last-level cache, holding the cores that share it (the
+    /// process may run on): on a machine whose nodes hold several L3 caches (chiplets), finer
+    /// than `numa_domains`.
+    LlCaches,
+    /// `ll_caches(n)`.
+    LlCachesN(usize),
     /// An explicit list: each place a set of OS processor numbers, as OpenMP writes them.
     /// The default worker count is one per core the places hold, and at least one per place;
     /// a place spanning nodes counts as on the node holding most of its processors.
@@ -410,7 +420,11 @@ impl Places {
     /// The count of an abstract name (`cores(8)`: 8), if any.
     pub fn count(&self) -> Option<usize> {
         match *self {
-            Places::CoresN(n) | Places::ThreadsN(n) | Places::NumaDomainsN(n) => Some(n),
+            Places::CoresN(n)
+            | Places::ThreadsN(n)
+            | Places::NumaDomainsN(n)
+            | Places::SocketsN(n)
+            | Places::LlCachesN(n) => Some(n),
             _ => None,
         }
     }
@@ -434,6 +448,10 @@ impl fmt::Display for Places {
             Places::ThreadsN(n) => write!(f, "threads({n})"),
             Places::NumaDomains => f.write_str("numa_domains"),
             Places::NumaDomainsN(n) => write!(f, "numa_domains({n})"),
+            Places::Sockets => f.write_str("sockets"),
+            Places::SocketsN(n) => write!(f, "sockets({n})"),
+            Places::LlCaches => f.write_str("ll_caches"),
+            Places::LlCachesN(n) => write!(f, "ll_caches({n})"),
             Places::List(places) => write_place_list(f, places),
         }
     }
@@ -484,7 +502,8 @@ const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 ///     Ok(Places::List(vec![vec![0, 1], vec![4, 5], vec![8, 9]]))
 /// );
 /// assert_eq!(parse_places("0:3"), parse_places("{0},{1},{2}"));
-/// assert!(parse_places("sockets").unwrap_err().to_string().starts_with("OMP_PLACES='sockets'"));
+/// assert_eq!(parse_places("Sockets"), Ok(Places::Sockets));
+/// assert!(parse_places("chiplets").unwrap_err().to_string().starts_with("OMP_PLACES='chiplets'"));
 /// ```
 pub fn parse_places(value: &str) -> Result<Places, SchedError> {
     let err = |expected| invalid(PLACES_ENV, value, expected);
@@ -511,6 +530,10 @@ pub fn parse_places(value: &str) -> Result<Places, SchedError> {
             ("threads", Some(n)) => Ok(Places::ThreadsN(n)),
             ("numa_domains", None) => Ok(Places::NumaDomains),
             ("numa_domains", Some(n)) => Ok(Places::NumaDomainsN(n)),
+            ("sockets", None) => Ok(Places::Sockets),
+            ("sockets", Some(n)) => Ok(Places::SocketsN(n)),
+            ("ll_caches", None) => Ok(Places::LlCaches),
+            ("ll_caches", Some(n)) => Ok(Places::LlCachesN(n)),
             _ => Err(err(PLACES_EXPECTED)),
         };
     }
@@ -858,6 +881,10 @@ mod tests {
             ("cores(8)", Places::CoresN(8)),
             ("threads (2)", Places::ThreadsN(2)),
             ("numa_domains(1)", Places::NumaDomainsN(1)),
+            ("sockets", Places::Sockets),
+            ("SOCKETS(2)", Places::SocketsN(2)),
+            ("ll_caches", Places::LlCaches),
+            ("ll_caches (3)", Places::LlCachesN(3)),
             ("{0,1},{2,3}", Places::List(vec![vec![0, 1], vec![2, 3]])),
             ("{0:4}", Places::List(vec![vec![0, 1, 2, 3]])),
             ("{0:3:2}", Places::List(vec![vec![0, 2, 4]])),
@@ -896,8 +923,9 @@ mod tests {
             format!("{{{},1}}", usize::MAX)
         );
         for bad in [
-            "sockets",
-            "ll_caches",
+            "chiplets",
+            "l3_caches",
+            "sockets(0)",
             "cores(0)",
             "cores(",
             "cores(x)",

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
 use numatask_alloc::topology::Pinning;
-use numatask_alloc::{AllocError, Topology};
+use numatask_alloc::{AllocError, CoreGroup, Topology};
 
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
@@ -658,7 +658,11 @@ fn resolve_places(
     };
     // What the parser of `OMP_PLACES` refuses, given to the builder.
     match places {
-        Places::CoresN(0) | Places::ThreadsN(0) | Places::NumaDomainsN(0) => {
+        Places::CoresN(0)
+        | Places::ThreadsN(0)
+        | Places::NumaDomainsN(0)
+        | Places::SocketsN(0)
+        | Places::LlCachesN(0) => {
             return Err(error("a count of places must be at least 1".into()));
         }
         Places::List(list) if list.is_empty() => {
@@ -710,6 +714,35 @@ fn resolve_places(
             }
             by_node
         }
+        Places::Sockets | Places::SocketsN(_) | Places::LlCaches | Places::LlCachesN(_) => {
+            let kind = match places {
+                Places::Sockets | Places::SocketsN(_) => CoreGroup::Package,
+                _ => CoreGroup::LastLevelCache,
+            };
+            let mut groups = Vec::new();
+            for group in topology.core_groups(kind) {
+                let cores: Vec<usize> = group.into_iter().filter(|c| usable.contains(c)).collect();
+                if cores.is_empty() {
+                    continue;
+                }
+                let mut pus: Vec<usize> =
+                    cores.iter().flat_map(|&c| topology.usable_pus(c)).collect();
+                pus.sort_unstable();
+                // The node holding most of the group's cores (a package may span nodes).
+                let mut per_node = vec![0usize; topology.num_nodes().max(1)];
+                for &core in &cores {
+                    if let Some(count) = per_node.get_mut(node_of(core)) {
+                        *count += 1;
+                    }
+                }
+                groups.push(ResolvedPlace {
+                    pus,
+                    cores,
+                    node: node_of_most(&per_node),
+                });
+            }
+            groups
+        }
         Places::List(list) => {
             let core_of = |pu: usize| topology.cores().find(|c| c.pus.contains(&pu));
             let all_pus = || {
@@ -753,9 +786,8 @@ fn resolve_places(
                          CPU binding: taskset, numactl or a launcher)"
                     )));
                 }
-                // The node holding most of the place's processors (the first of a tie).
-                let most = per_node.iter().copied().max().unwrap_or(0);
-                let node = per_node.iter().position(|&c| c == most).unwrap_or(0);
+                // The node holding most of the place's processors.
+                let node = node_of_most(&per_node);
                 resolved.push(ResolvedPlace { pus, cores, node });
             }
             resolved
@@ -769,6 +801,12 @@ fn resolve_places(
         resolved.push(one_core(0, Vec::new()));
     }
     Ok(resolved)
+}
+
+/// The node with the largest count in `per_node` (the first of a tie).
+fn node_of_most(per_node: &[usize]) -> usize {
+    let most = per_node.iter().copied().max().unwrap_or(0);
+    per_node.iter().position(|&c| c == most).unwrap_or(0)
 }
 
 /// The processor (OS index) the calling thread runs on now, if the OS tells.

@@ -98,7 +98,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("OMP_DISPLAY_ENV", "yes"),
         ("OMP_DATA_DISTRIBUTION", "bogus"),
         ("OMP_WAIT_POLICY", "spin"),
-        ("OMP_PLACES", "sockets"),
+        ("OMP_PLACES", "chiplets"),
     ] {
         set(var, value);
         match Runtime::new() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::{affinity, worker_affinities};
 
-use numatask_alloc::{Topology, TopologyBuilder};
+use numatask_alloc::{Preset, Topology, TopologyBuilder};
 use numatask_sched::config::{Places, ProcBind};
 use numatask_sched::{Runtime, SchedError};
 
@@ -91,6 +91,39 @@ fn numa_domains_put_runs_of_workers_on_each_node() {
     assert_eq!(nodes(&rt), [0, 1]);
     let rt = runtime(Places::NumaDomainsN(1), Some(3)).expect("runtime starts");
     assert_eq!(nodes(&rt), [0, 0, 0], "numa_domains(1): node 0 only");
+}
+
+#[test]
+fn sockets_and_last_level_caches_group_the_cores_that_share_them() {
+    let opteron = Arc::new(Topology::preset(Preset::Opteron6172).expect("the preset"));
+    let build = |places: Places| {
+        Runtime::builder()
+            .topology(Arc::clone(&opteron))
+            .proc_bind(false)
+            .places(places)
+            .build()
+            .expect("runtime starts")
+    };
+    // Four packages of two nodes (dies) each: a package's place holds its 12 cores.
+    let rt = build(Places::Sockets);
+    assert_eq!(rt.place_list().len(), 4);
+    assert_eq!(rt.place_list()[1], (12..24).collect::<Vec<_>>());
+    assert_eq!(rt.num_workers(), 48, "one worker per core the places hold");
+    // Runs of 12 workers per package; a package's workers count as on its first node (a
+    // tie of 6 cores on each of its two).
+    assert_eq!(rt.worker_places()[12..24], [1; 12]);
+    assert_eq!(rt.places()[12].node, 2);
+    // An L3 per die: the same places as the nodes.
+    let rt = build(Places::LlCachesN(3));
+    assert_eq!(rt.place_list().len(), 3);
+    assert_eq!(rt.place_list()[2], (12..18).collect::<Vec<_>>());
+    assert_eq!(rt.num_workers(), 18);
+    assert_eq!(
+        rt.display_env()
+            .lines()
+            .find(|l| l.starts_with("  OMP_PLACES")),
+        Some("  OMP_PLACES = '{0:6},{6:6},{12:6}'")
+    );
 }
 
 #[test]
@@ -193,6 +226,8 @@ fn workers_are_bound_to_their_places_on_the_real_machine() {
     for places in [
         Places::Threads,
         Places::NumaDomains,
+        Places::Sockets,
+        Places::LlCaches,
         Places::List(vec![vec![last]]),
     ] {
         let rt = Runtime::builder()
