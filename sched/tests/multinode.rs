@@ -303,9 +303,35 @@ fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
     let affinities = worker_affinities(&rt);
     assert_eq!(affinities[0], Some(BTreeSet::from([first_cpu(n - 1)])));
     assert_eq!(affinities[1], Some(BTreeSet::from([first_cpu(0)])));
+    drop(rt);
+    // Sockets: the kernel's packages (sysfs), each CPU's `physical_package_id`.
+    let mut packages: std::collections::BTreeMap<u32, BTreeSet<usize>> = Default::default();
+    for cpu in topo.cores().flat_map(|c| c.pus.clone()) {
+        let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id");
+        let id: u32 = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .trim()
+            .parse()
+            .expect("a package id");
+        packages.entry(id).or_default().insert(cpu);
+    }
+    let mut want: Vec<BTreeSet<usize>> = packages.into_values().collect();
+    want.sort();
+    let rt = Runtime::builder()
+        .places(Places::Sockets)
+        .build()
+        .expect("runtime starts");
+    let mut got: Vec<BTreeSet<usize>> = rt
+        .place_list()
+        .iter()
+        .map(|p| p.iter().copied().collect())
+        .collect();
+    got.sort();
+    assert_eq!(got, want, "sockets are the kernel's packages");
+    let sockets = got.len();
     report(&format!(
         "places numa_domains: {n} places, each worker bound to its node's CPUs; explicit \
-         list {{{}}},{{{}}} on nodes {nodes:?}",
+         list {{{}}},{{{}}} on nodes {nodes:?}; sockets: {sockets} places, the kernel's packages",
         first_cpu(n - 1),
         first_cpu(0)
     ));
