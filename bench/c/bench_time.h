@@ -1,10 +1,16 @@
-/* Timing helpers of the C/OpenMP peers (the files bench/c/NAME_omp.c): a monotonic clock in
- * seconds, and the median of a run's repetition times, as the Rust benches report it. */
+/* Helpers of the C/OpenMP peers (the files bench/c/NAME_omp.c): the runtime's name for their
+ * output lines, a monotonic clock in seconds, and the median of a run's repetition times, as
+ * the Rust benches report it. */
 #ifndef NUMATASK_BENCH_TIME_H
 #define NUMATASK_BENCH_TIME_H
 
 #include <stdlib.h>
 #include <time.h>
+
+/* The OpenMP runtime a peer is built against, as the harness names it (-DRUNTIME_NAME=...). */
+#ifndef RUNTIME_NAME
+#define RUNTIME_NAME "openmp"
+#endif
 
 static double now(void) {
     struct timespec ts;

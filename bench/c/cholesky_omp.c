@@ -77,11 +77,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-#ifdef RUNTIME_NAME
     const char *name = RUNTIME_NAME;
-#else
-    const char *name = "openmp";
-#endif
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();

@@ -33,11 +33,7 @@ int main(int argc, char **argv) {
     int n = atoi(argv[1]);
     int reps = argc > 2 ? atoi(argv[2]) : 5;
     if (n < 0 || n > 60 || reps < 1 || reps > 1000) { fprintf(stderr, "bad arguments\n"); return 2; }
-#ifdef RUNTIME_NAME
     const char *name = RUNTIME_NAME;
-#else
-    const char *name = "openmp";
-#endif
     double times[1000];
     long result = 0;
     int threads = 0;

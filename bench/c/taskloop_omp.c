@@ -17,11 +17,7 @@ int main(int argc, char **argv) {
     long grain = atol(argv[2]);
     int reps = argc > 3 ? atoi(argv[3]) : 5;
     if (n < 1 || grain < 1 || reps < 1 || reps > 1000) { fprintf(stderr, "bad arguments\n"); return 2; }
-#ifdef RUNTIME_NAME
     const char *name = RUNTIME_NAME;
-#else
-    const char *name = "openmp";
-#endif
     double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     if (!a || !b) { fprintf(stderr, "out of memory\n"); return 1; }
     for (long i = 0; i < n; i++) { b[i] = (double)(i % 1000); a[i] = 0; }
