@@ -9,11 +9,11 @@ use common::{fib, fib_seq, within};
 use numatask_sched::Runtime;
 use numatask_sched::config::WaitPolicy;
 
-/// CPU time, in seconds, used so far by the threads named `numatask-*` (the workers), read
-/// from `/proc/self/task/<tid>/stat` (fields 14 and 15, in clock ticks: `sysconf(_SC_CLK_TCK)`
-/// per second).
-fn worker_cpu_seconds() -> f64 {
-    let mut ticks = 0u64;
+/// For each thread named `numatask-*` (a worker), the fields of its
+/// `/proc/self/task/<tid>/stat` from field 3 (the state) on: those after the command name,
+/// which may contain blanks.
+fn worker_stat_fields() -> Vec<Vec<String>> {
+    let mut workers = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").expect("procfs") {
         let dir = task.expect("task entry").path();
         let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
@@ -25,13 +25,19 @@ fn worker_cpu_seconds() -> f64 {
         let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
             continue;
         };
-        // The command name may contain blanks: fields are counted after its closing ')'.
         let after = &stat[stat.rfind(')').expect("stat has a comm field") + 1..];
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        // `after` starts at field 3 (state): utime is field 14, stime field 15.
-        ticks +=
-            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+        workers.push(after.split_whitespace().map(str::to_owned).collect());
     }
+    workers
+}
+
+/// CPU time, in seconds, used so far by the workers: fields 14 and 15 of their stat (utime
+/// and stime, in clock ticks: `sysconf(_SC_CLK_TCK)` per second).
+fn worker_cpu_seconds() -> f64 {
+    let ticks: u64 = worker_stat_fields()
+        .iter()
+        .map(|f| f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime"))
+        .sum();
     // SAFETY: sysconf only reads a configuration value.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     assert!(per_second > 0, "clock ticks per second");
@@ -48,25 +54,13 @@ fn idle_cpu_seconds(rt: &Runtime) -> f64 {
     worker_cpu_seconds() - before
 }
 
-/// The scheduler states (`R` runnable, `S` sleeping, ...) of the `numatask-*` threads, from
-/// field 3 of `/proc/self/task/<tid>/stat`.
+/// The scheduler states (`R` runnable, `S` sleeping, ...) of the workers: field 3 of their
+/// stat.
 fn worker_states() -> Vec<char> {
-    let mut states = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").expect("procfs") {
-        let dir = task.expect("task entry").path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
-            continue;
-        };
-        if !comm.starts_with("numatask-") {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        let after = &stat[stat.rfind(')').expect("stat has a comm field") + 1..];
-        states.push(after.trim_start().chars().next().expect("a state"));
-    }
-    states
+    worker_stat_fields()
+        .iter()
+        .map(|f| f[0].chars().next().expect("a state"))
+        .collect()
 }
 
 /// Of 50 samples of the idle workers' states over 100 ms, the fraction in which every worker

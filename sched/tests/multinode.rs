@@ -29,6 +29,16 @@ fn expected_nodes() -> usize {
         .unwrap_or_else(|e| panic!("NUMATASK_VM_NODES={raw:?} is not a number: {e}"))
 }
 
+/// The guest's topology, real and with the node count the harness configured, and that
+/// count.
+fn guest_topology() -> (usize, std::sync::Arc<Topology>) {
+    let n = expected_nodes();
+    let topo = Topology::current().expect("the guest's topology");
+    assert!(!topo.is_synthetic());
+    assert_eq!(topo.num_nodes(), n);
+    (n, topo)
+}
+
 /// Prints a line to the guest's console even though libtest captures the output of passing
 /// tests (it captures `print!`, not writes to the stream): the harness echoes these lines.
 fn report(line: &str) {
@@ -113,10 +123,7 @@ fn run_map(
 #[test]
 #[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
 fn map_with_locality_runs_at_least_95_percent_of_its_footprint_on_the_executing_node() {
-    let n = expected_nodes();
-    let topo = Topology::current().expect("the guest's topology");
-    assert!(!topo.is_synthetic());
-    assert_eq!(topo.num_nodes(), n);
+    let (n, topo) = guest_topology();
     // Chunks just above the footprint threshold (LLC / C), so that every task is dealt.
     let model = LocalityModel::new(&topo, None);
     let threshold = model.footprint_threshold();
@@ -194,9 +201,7 @@ fn coarse_chunks(topo: &Topology, per_node: usize) -> Vec<NumaVec<u64>> {
 #[test]
 #[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
 fn map_of_many_tasks_with_locality_and_the_vicinity_of_one_node_runs_at_least_95_percent_local() {
-    let n = expected_nodes();
-    let topo = Topology::current().expect("the guest's topology");
-    assert_eq!(topo.num_nodes(), n);
+    let (n, topo) = guest_topology();
     // Twelve tasks per node, far beyond the steal thresholds: with the vicinity of section
     // 4.2 set to the local distance no worker takes a task of another node, so what runs
     // where is dealing alone, checked against the kernel's page locations; without a
@@ -255,9 +260,7 @@ fn map_of_many_tasks_with_locality_and_the_vicinity_of_one_node_runs_at_least_95
 #[test]
 #[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
 fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
-    let n = expected_nodes();
-    let topo = Topology::system().expect("the guest's topology");
-    assert_eq!(topo.num_nodes(), n);
+    let (n, topo) = guest_topology();
     let node_cpus = |node: usize| -> BTreeSet<usize> {
         topo.nodes()[node]
             .cores
