@@ -675,6 +675,17 @@ fn resolve_places(
     }
     let core_nodes: Vec<usize> = topology.cores().map(|c| c.node).collect();
     let node_of = |core: usize| core_nodes.get(core).copied().unwrap_or(0);
+    // Each core's processors the process may run on, and whether it may run on the core.
+    let usable_pus: Vec<Vec<usize>> = (0..topology.num_cores())
+        .map(|core| topology.usable_pus(core))
+        .collect();
+    let mut usable_core = vec![false; topology.num_cores()];
+    for &core in usable {
+        if let Some(u) = usable_core.get_mut(core) {
+            *u = true;
+        }
+    }
+    let is_usable = |core: usize| usable_core.get(core).copied().unwrap_or(false);
     let one_core = |core: usize, pus: Vec<usize>| ResolvedPlace {
         pus,
         cores: vec![core],
@@ -683,50 +694,38 @@ fn resolve_places(
     let mut resolved: Vec<ResolvedPlace> = match places {
         Places::Cores | Places::CoresN(_) => usable
             .iter()
-            .map(|&core| one_core(core, topology.usable_pus(core)))
+            .map(|&core| one_core(core, usable_pus[core].clone()))
             .collect(),
         Places::Threads | Places::ThreadsN(_) => usable
             .iter()
-            .flat_map(|&core| {
-                topology
-                    .usable_pus(core)
-                    .into_iter()
-                    .map(move |pu| (core, pu))
-            })
+            .flat_map(|&core| usable_pus[core].iter().map(move |&pu| (core, pu)))
             .map(|(core, pu)| one_core(core, vec![pu]))
             .collect(),
-        Places::NumaDomains | Places::NumaDomainsN(_) => {
-            let mut by_node: Vec<ResolvedPlace> = Vec::new();
-            for &core in usable {
-                let node = node_of(core);
-                let pus = topology.usable_pus(core);
-                match by_node.iter_mut().find(|p| p.node == node) {
-                    Some(place) => {
-                        place.pus.extend(pus);
-                        place.cores.push(core);
-                    }
-                    None => by_node.push(one_core(core, pus)),
-                }
-            }
-            by_node.sort_by_key(|p| p.node);
-            for place in &mut by_node {
-                place.pus.sort_unstable();
-            }
-            by_node
-        }
-        Places::Sockets | Places::SocketsN(_) | Places::LlCaches | Places::LlCachesN(_) => {
-            let kind = match places {
-                Places::Sockets | Places::SocketsN(_) => CoreGroup::Package,
-                _ => CoreGroup::LastLevelCache,
+        Places::NumaDomains
+        | Places::NumaDomainsN(_)
+        | Places::Sockets
+        | Places::SocketsN(_)
+        | Places::LlCaches
+        | Places::LlCachesN(_) => {
+            let groups = match places {
+                Places::NumaDomains | Places::NumaDomainsN(_) => topology
+                    .nodes()
+                    .iter()
+                    .map(|node| node.cores.iter().map(|c| c.index).collect())
+                    .collect(),
+                Places::Sockets | Places::SocketsN(_) => topology.core_groups(CoreGroup::Package),
+                _ => topology.core_groups(CoreGroup::LastLevelCache),
             };
-            let mut groups = Vec::new();
-            for group in topology.core_groups(kind) {
-                let cores: Vec<usize> = group.into_iter().filter(|c| usable.contains(c)).collect();
+            let mut resolved = Vec::new();
+            for group in groups {
+                let cores: Vec<usize> = group.into_iter().filter(|&c| is_usable(c)).collect();
                 if cores.is_empty() {
                     continue;
                 }
-                let mut pus: Vec<usize> =
-                    cores.iter().flat_map(|&c| topology.usable_pus(c)).collect();
+                let mut pus: Vec<usize> = cores
+                    .iter()
+                    .flat_map(|&c| usable_pus[c].iter().copied())
+                    .collect();
                 pus.sort_unstable();
                 // The node holding most of the group's cores (a package may span nodes).
                 let mut per_node = vec![0usize; topology.num_nodes().max(1)];
@@ -735,13 +734,13 @@ fn resolve_places(
                         *count += 1;
                     }
                 }
-                groups.push(ResolvedPlace {
+                resolved.push(ResolvedPlace {
                     pus,
                     cores,
                     node: node_of_most(&per_node),
                 });
             }
-            groups
+            resolved
         }
         Places::List(list) => {
             let core_of = |pu: usize| topology.cores().find(|c| c.pus.contains(&pu));
@@ -767,8 +766,7 @@ fn resolve_places(
                     };
                     // Of a core outside the process's CPU binding, or a processor of a core
                     // in it that is not: left out.
-                    if usable.contains(&core.index) && topology.usable_pus(core.index).contains(&pu)
-                    {
+                    if is_usable(core.index) && usable_pus[core.index].contains(&pu) {
                         pus.push(pu);
                         if let Some(count) = per_node.get_mut(core.node) {
                             *count += 1;
