@@ -3,6 +3,7 @@
 //! | variable | accepted values | default |
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
+//! | `OMP_THREAD_LIMIT` | a positive integer | no limit beyond 4096 |
 //! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
 //! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
@@ -49,10 +50,15 @@ pub const PLACES_ENV: &str = "OMP_PLACES";
 /// `OMP_WAIT_POLICY`: whether idle workers keep their cores or sleep.
 pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 
+/// `OMP_THREAD_LIMIT`: the most workers a runtime starts, whatever `OMP_NUM_THREADS` or the
+/// builder asks for.
+pub const THREAD_LIMIT_ENV: &str = "OMP_THREAD_LIMIT";
+
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 9] = [
+pub const ENV_VARS: [&str; 10] = [
     NUM_THREADS_ENV,
+    THREAD_LIMIT_ENV,
     PROC_BIND_ENV,
     PLACES_ENV,
     STACKSIZE_ENV,
@@ -82,6 +88,7 @@ const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a com
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
 pub const MAX_NUM_THREADS: usize = 4096;
+const THREAD_LIMIT_EXPECTED: &str = "a positive integer";
 const PROC_BIND_EXPECTED: &str = "true, close, spread, primary (or master) or false";
 const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optional unit B, K, M \
      or G (no unit means K)";
@@ -152,6 +159,8 @@ impl FromStr for WaitPolicy {
 pub struct EnvSettings {
     /// `OMP_NUM_THREADS`.
     pub num_threads: Option<usize>,
+    /// `OMP_THREAD_LIMIT`.
+    pub thread_limit: Option<usize>,
     /// `OMP_PROC_BIND`.
     pub proc_bind: Option<ProcBind>,
     /// `OMP_PLACES`.
@@ -219,6 +228,9 @@ impl EnvSettings {
             num_threads: get(NUM_THREADS_ENV)
                 .map(|v| parse_num_threads(&v))
                 .transpose()?,
+            thread_limit: get(THREAD_LIMIT_ENV)
+                .map(|v| parse_thread_limit(&v))
+                .transpose()?,
             proc_bind: get(PROC_BIND_ENV)
                 .map(|v| parse_proc_bind(&v))
                 .transpose()?,
@@ -272,6 +284,22 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
         first.get_or_insert(n);
     }
     first.ok_or_else(err)
+}
+
+/// Parses an `OMP_THREAD_LIMIT` value: a positive integer. A limit above
+/// [`MAX_NUM_THREADS`] is accepted and limits nothing.
+///
+/// ```
+/// use numatask_sched::config::parse_thread_limit;
+/// assert_eq!(parse_thread_limit(" 8 "), Ok(8));
+/// assert_eq!(parse_thread_limit("100000"), Ok(100_000));
+/// assert!(parse_thread_limit("0").unwrap_err().to_string().starts_with("OMP_THREAD_LIMIT='0'"));
+/// ```
+pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(invalid(THREAD_LIMIT_ENV, value, THREAD_LIMIT_EXPECTED)),
+    }
 }
 
 /// Parses a `NUMATASK_VICINITY` value: an OS distance (`Some`), or `all` (`None`: no limit).

@@ -27,7 +27,8 @@ use numatask_alloc::{AllocError, CoreGroup, Topology};
 use crate::config::{
     DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
     MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV, PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV,
-    STACKSIZE_ENV, VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size, write_place_list,
+    STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size,
+    write_place_list,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -50,6 +51,10 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 pub struct Settings {
     /// Number of workers.
     pub num_threads: usize,
+    /// The most workers the runtime could start (`OMP_THREAD_LIMIT`,
+    /// [`RuntimeBuilder::thread_limit`]; `None`: no limit but
+    /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
+    pub thread_limit: Option<usize>,
     /// How workers are pinned to places.
     pub proc_bind: ProcBind,
     /// The places asked for (`OMP_PLACES`); [`Runtime::place_list`] gives them resolved.
@@ -113,6 +118,7 @@ pub(crate) struct Registry {
 #[derive(Clone, Debug)]
 pub struct RuntimeBuilder {
     num_threads: Option<usize>,
+    thread_limit: Option<usize>,
     proc_bind: ProcBind,
     places: Places,
     /// Whether `places` came from `OMP_PLACES` (for the errors naming it).
@@ -142,6 +148,7 @@ impl RuntimeBuilder {
     pub fn new() -> Self {
         RuntimeBuilder {
             num_threads: None,
+            thread_limit: None,
             proc_bind: ProcBind::True,
             places: Places::Cores,
             places_from_env: false,
@@ -158,7 +165,7 @@ impl RuntimeBuilder {
         }
     }
 
-    /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`,
+    /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`, `OMP_PROC_BIND`,
     /// `OMP_PLACES`, `OMP_STACKSIZE`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`,
     /// `OMP_DISPLAY_ENV`, `NUMATASK_TRACE`).
     pub fn from_env() -> Result<Self, SchedError> {
@@ -169,6 +176,9 @@ impl RuntimeBuilder {
     pub fn env(mut self, env: &EnvSettings) -> Self {
         if let Some(n) = env.num_threads {
             self.num_threads = Some(n);
+        }
+        if let Some(n) = env.thread_limit {
+            self.thread_limit = Some(n);
         }
         if let Some(b) = env.proc_bind {
             self.proc_bind = b;
@@ -204,6 +214,16 @@ impl RuntimeBuilder {
     /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
     pub fn num_threads(mut self, n: usize) -> Self {
         self.num_threads = Some(n);
+        self
+    }
+
+    /// The most workers to start (`OMP_THREAD_LIMIT`; default: no limit): a larger
+    /// [`num_threads`](Self::num_threads), or a default of more cores, gives this many
+    /// workers, as OpenMP gives a parallel region no more threads than its thread limit.
+    /// For a launcher or a batch system capping a program's threads without choosing them;
+    /// zero is an error at [`build`](Self::build).
+    pub fn thread_limit(mut self, n: usize) -> Self {
+        self.thread_limit = Some(n);
         self
     }
 
@@ -327,12 +347,20 @@ impl RuntimeBuilder {
         let num_threads = self
             .num_threads
             .unwrap_or(default_threads)
+            .min(self.thread_limit.unwrap_or(usize::MAX))
             .clamp(1, crate::config::MAX_NUM_THREADS);
         if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = self.num_threads {
             return Err(SchedError::InvalidSetting {
                 setting: "num_threads",
                 value: n.to_string(),
                 expected: "from 1 to 4096 workers",
+            });
+        }
+        if self.thread_limit == Some(0) {
+            return Err(SchedError::InvalidSetting {
+                setting: "thread_limit",
+                value: "0".into(),
+                expected: "a positive number of workers",
             });
         }
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
@@ -404,6 +432,7 @@ impl RuntimeBuilder {
             .collect();
         let settings = Settings {
             num_threads,
+            thread_limit: self.thread_limit,
             proc_bind: self.proc_bind,
             places: self.places.clone(),
             stack_size: self.stack_size,
@@ -953,6 +982,10 @@ impl Runtime {
             let _ = writeln!(out, "  {name} = '{value}'");
         };
         line(NUM_THREADS_ENV, &s.num_threads);
+        line(
+            THREAD_LIMIT_ENV,
+            &s.thread_limit.unwrap_or(crate::config::MAX_NUM_THREADS),
+        );
         line(PROC_BIND_ENV, &s.proc_bind);
         let mut places = String::new();
         let _ = write_place_list(&mut places, &self.registry.place_list);

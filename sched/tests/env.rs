@@ -90,8 +90,31 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     drop(rt);
     unset("OMP_PROC_BIND");
 
+    // The thread limit caps what OMP_NUM_THREADS asks for, and the default of one worker
+    // per core; a limit above the request changes nothing.
+    set("OMP_THREAD_LIMIT", "2");
+    let rt = Runtime::new().expect("a limit below the request");
+    assert_eq!(rt.num_workers(), 2, "OMP_NUM_THREADS=3 under a limit of 2");
+    assert_eq!(rt.settings().thread_limit, Some(2));
+    assert!(rt.display_env().contains("  OMP_THREAD_LIMIT = '2'"));
+    drop(rt);
+    unset("OMP_NUM_THREADS");
+    set("OMP_THREAD_LIMIT", "1");
+    assert_eq!(Runtime::new().expect("a limit of one").num_workers(), 1);
+    set("OMP_NUM_THREADS", "3");
+    set("OMP_THREAD_LIMIT", "64");
+    assert_eq!(Runtime::new().expect("a limit above").num_workers(), 3);
+    unset("OMP_THREAD_LIMIT");
+    assert!(
+        Runtime::new()
+            .expect("no limit")
+            .display_env()
+            .contains("  OMP_THREAD_LIMIT = '4096'")
+    );
+
     for (var, value) in [
         ("OMP_NUM_THREADS", "0"),
+        ("OMP_THREAD_LIMIT", "-1"),
         ("OMP_PROC_BIND", "scatter"),
         ("OMP_STACKSIZE", "12Q"),
         ("NUMATASK_SCHEDULER", "fifo"),

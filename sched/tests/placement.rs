@@ -134,6 +134,7 @@ fn invalid_builder_settings_are_typed_errors() {
         (Runtime::builder().num_threads(0), "num_threads"),
         (Runtime::builder().num_threads(4097), "num_threads"),
         (Runtime::builder().num_threads(usize::MAX), "num_threads"),
+        (Runtime::builder().thread_limit(0), "thread_limit"),
         (Runtime::builder().stack_size(1000), "stack_size"),
         (Runtime::builder().stack_size(usize::MAX), "stack_size"),
         (Runtime::builder().stack_size((16 << 30) + 1), "stack_size"),
@@ -151,6 +152,23 @@ fn invalid_builder_settings_are_typed_errors() {
             other => panic!("{name}: expected InvalidSetting, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_thread_limit_caps_the_requested_and_the_default_worker_count() {
+    let workers = |b: numatask_sched::RuntimeBuilder| {
+        let rt = b.proc_bind(false).build().expect("runtime starts");
+        (rt.num_workers(), rt.settings().thread_limit)
+    };
+    let b = Runtime::builder;
+    assert_eq!(workers(b().num_threads(4).thread_limit(3)), (3, Some(3)));
+    assert_eq!(workers(b().num_threads(4).thread_limit(9)), (4, Some(9)));
+    // The default, one worker per core: 48 on the preset, capped at 5.
+    assert_eq!(
+        workers(b().topology(opteron()).thread_limit(5)),
+        (5, Some(5))
+    );
+    assert_eq!(workers(b().topology(opteron())), (48, None));
 }
 
 #[test]
