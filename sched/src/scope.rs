@@ -34,6 +34,7 @@ use crate::dependences::{self, ChildDeps};
 use crate::job::{self, Header, LineAligned, ResultHead, Task, TaskMeta};
 use crate::latch::{DONE, InjectLatch, Payload, drop_payload};
 use crate::runtime::Registry;
+use crate::unwind::drop_contained;
 use crate::worker::WorkerThread;
 
 /// The context of the task (or scope body) that is running: spawn children, wait for them,
@@ -483,28 +484,31 @@ impl<'scope> Scope<'scope> {
         self.spawn_frame(frame);
         let rb = panic::catch_unwind(AssertUnwindSafe(|| b(self)));
         let ra = handle.join_inner(Some(self.worker()));
+        // Before a panic resumes, the other side's result (or `a`'s panic payload) is dropped
+        // with its destructor's panic contained: dropped while unwinding, a panicking
+        // destructor would abort, and it must not replace the panic resumed.
         let rb = match rb {
             Ok(rb) => rb,
             Err(payload) => {
-                // Dropped now rather than while unwinding, where a panicking destructor of
-                // `a`'s result would abort; `a`'s panic through `drop_payload`, which contains
-                // a panicking destructor of its payload.
-                match ra {
-                    Some(Err(a_payload)) => drop_payload(*a_payload),
-                    other => drop(other),
-                }
+                drop_contained(ra);
                 panic::resume_unwind(payload)
             }
         };
         match ra {
             Some(Ok(ra)) => (ra, rb),
-            Some(Err(payload)) => panic::resume_unwind(*payload),
+            Some(Err(payload)) => {
+                drop_contained(rb);
+                panic::resume_unwind(*payload)
+            }
             // The body's panics are caught in the task: only a panicking destructor of its
             // captures could get here, reported through the frame.
-            None => match self.frame().panic.take() {
-                Some(payload) => panic::resume_unwind(payload),
-                None => panic!("numatask: the first task of join() panicked"),
-            },
+            None => {
+                drop_contained(rb);
+                match self.frame().panic.take() {
+                    Some(payload) => panic::resume_unwind(payload),
+                    None => panic!("numatask: the first task of join() panicked"),
+                }
+            }
         }
     }
 

@@ -16,3 +16,13 @@ pub(crate) fn drop_payload(payload: Payload) {
         std::mem::forget(again);
     }
 }
+
+/// Drops a user value (a task's result, a panic payload) before a panic is resumed: a
+/// panicking destructor would otherwise run while unwinding and abort the process, or, caught
+/// here, replace the panic being resumed. Its panic is contained as [`drop_payload`]'s is.
+#[cfg(not(loom))]
+pub(crate) fn drop_contained<T>(value: T) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(value))) {
+        drop_payload(payload);
+    }
+}

@@ -419,3 +419,26 @@ fn join_whose_both_sides_panic_resumes_the_inline_sides_and_contains_the_others_
         assert_eq!(rt.scope(|s| s.join(|_| 1, |_| 2)), (1, 2));
     });
 }
+
+#[test]
+fn join_resumes_the_panicking_sides_panic_and_contains_the_other_results_drop() {
+    within(60, || {
+        let rt = runtime(2);
+        // `b` panics; `a`'s result panics when dropped: `b`'s panic is resumed, not the drop's
+        // (and no panic while unwinding, which would abort the test binary).
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.join(|_| PanicsWhenDropped, |_| -> () { panic!("right failed") });
+            })
+        }));
+        assert_eq!(message(r.expect_err("b's panic")), "right failed");
+        // The other way round: `a` panics, `b`'s result panics when dropped.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.join(|_| -> () { panic!("left failed") }, |_| PanicsWhenDropped);
+            })
+        }));
+        assert_eq!(message(r.expect_err("a's panic")), "left failed");
+        assert_eq!(rt.scope(|s| s.join(|_| 1, |_| 2)), (1, 2));
+    });
+}
