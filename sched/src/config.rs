@@ -11,7 +11,7 @@
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
-//! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]) | no tracing |
+//! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]); each later runtime of the process writes its own, `t.2.json`, `t.3.json`, ... beside `t.json` | no tracing |
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
 //!
 //! A variable that is unset, empty or only blanks counts as unset. Any other value that is not

@@ -384,9 +384,26 @@ impl RuntimeBuilder {
                 expected: "from 1 to 1048576 tasks (each worker's deque is allocated whole)",
             });
         }
+        // A second runtime of the process traced by `NUMATASK_TRACE` writes beside the first's
+        // file rather than over it (`t.json`, then `t.2.json`, ...).
+        let mut trace = self.trace.clone();
+        if self.trace_from_env
+            && let Some(path) = &mut trace
+        {
+            let claimed = crate::trace::claim_env_trace_path(path);
+            if claimed != *path {
+                eprintln!(
+                    "numatask: {TRACE_ENV}={} holds the trace of an earlier runtime of this \
+                     process; this runtime's trace goes to {}",
+                    path.display(),
+                    claimed.display()
+                );
+                *path = claimed;
+            }
+        }
         // The trace file is created now, so that a path that cannot be written is an error
         // here rather than a lost trace when the runtime ends.
-        if let Some(path) = &self.trace {
+        if let Some(path) = &trace {
             std::fs::File::create(path).map_err(|e| SchedError::TraceFile {
                 from_env: self.trace_from_env,
                 path: path.display().to_string(),
@@ -441,8 +458,8 @@ impl RuntimeBuilder {
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
             wait_policy: self.wait_policy,
-            trace: self.trace.clone(),
-            trace_summary: self.trace_summary || self.trace.is_some(),
+            trace: trace.clone(),
+            trace_summary: self.trace_summary || trace.is_some(),
         };
         let (scheduler, queues) = self.scheduler.create(
             &topology,
@@ -455,7 +472,7 @@ impl RuntimeBuilder {
         let tracer = settings.trace_summary.then(|| {
             Arc::new(Tracer::new(
                 places.iter().map(|p| p.node).collect(),
-                self.trace,
+                trace,
             ))
         });
         let registry = Arc::new(Registry {

@@ -28,6 +28,36 @@ use crate::locality_policy::DealReason;
 /// The environment variable naming the trace file.
 pub const TRACE_ENV: &str = "NUMATASK_TRACE";
 
+/// The trace files `NUMATASK_TRACE` gave runtimes of this process so far.
+static ENV_TRACE_PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The file a runtime traced by `NUMATASK_TRACE=path` writes: `path` for the first runtime
+/// of the process, then `path` with `.2`, `.3`, ... before its extension (`t.json`,
+/// `t.2.json`), so that a program that starts several runtimes keeps every trace. Paths are
+/// compared as written.
+pub(crate) fn claim_env_trace_path(path: &Path) -> PathBuf {
+    let mut claimed = ENV_TRACE_PATHS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let numbered = |n: usize| -> PathBuf {
+        if n == 1 {
+            return path.to_path_buf();
+        }
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        let name = match path.extension() {
+            Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+            None => format!("{stem}.{n}"),
+        };
+        path.with_file_name(name)
+    };
+    let free = (1..)
+        .map(numbered)
+        .find(|p| !claimed.contains(p))
+        .expect("an unbounded range has a free number");
+    claimed.push(free.clone());
+    free
+}
+
 /// Where a task was queued when it was created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueChoice {

@@ -13,7 +13,7 @@ fn temp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn the_global_runtime_writes_its_trace_at_exit() {
-    if std::env::var_os(CHILD).is_some() {
+    if std::env::var_os(CHILD).is_some_and(|v| v == "global") {
         // The child: tasks on the process-wide runtime, then a normal exit.
         numatask_sched::scope(|s| {
             for _ in 0..5 {
@@ -30,7 +30,7 @@ fn the_global_runtime_writes_its_trace_at_exit() {
             "--exact",
             "--test-threads=1",
         ])
-        .env(CHILD, "1")
+        .env(CHILD, "global")
         .env("NUMATASK_TRACE", &path)
         .env("OMP_NUM_THREADS", "2")
         .env("OMP_PROC_BIND", "false")
@@ -109,4 +109,61 @@ fn a_runtime_kept_in_a_static_writes_its_trace_at_exit() {
     // The three tasks and the scope body.
     assert_eq!(json.matches("\"ph\":\"X\"").count(), 4, "{json:.400}");
     assert!(stderr.contains("trace of 4 tasks written"), "{stderr}");
+}
+
+#[test]
+fn every_runtime_the_variable_traces_keeps_its_own_file() {
+    if std::env::var_os(CHILD).is_some_and(|v| v == "several") {
+        // The child: a runtime from the environment with 3 tasks, dropped; then 5 tasks on
+        // the process-wide runtime, written at exit.
+        let rt = numatask_sched::Runtime::new().expect("runtime starts");
+        rt.scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|_| std::hint::black_box(()));
+            }
+        });
+        drop(rt);
+        numatask_sched::scope(|s| {
+            for _ in 0..5 {
+                s.spawn(|_| std::hint::black_box(()));
+            }
+        })
+        .expect("the global runtime starts");
+        return;
+    }
+    let first = temp("several-traces");
+    let second = first.with_extension("2.json");
+    let out = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "every_runtime_the_variable_traces_keeps_its_own_file",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD, "several")
+        .env("NUMATASK_TRACE", &first)
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_PROC_BIND", "false")
+        .output()
+        .expect("the child runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {stderr}");
+    for (path, events) in [(&first, 4), (&second, 6)] {
+        let json = std::fs::read_to_string(path).expect("a trace file per runtime");
+        std::fs::remove_file(path).expect("the trace file");
+        // Each runtime's tasks and its scope body, one complete event each.
+        assert_eq!(
+            json.matches("\"ph\":\"X\"").count(),
+            events,
+            "{}: {json:.400}",
+            path.display()
+        );
+    }
+    assert!(
+        stderr.contains(&format!(
+            "holds the trace of an earlier runtime of this process; this runtime's trace goes to {}",
+            second.display()
+        )),
+        "{stderr}"
+    );
 }
