@@ -94,13 +94,18 @@ pub fn omp_malloc_on_node(size: usize, node: usize) -> Result<NonNull<u8>, Alloc
 
 /// Frees memory from [`omp_malloc`], [`omp_malloc_specific`] or [`omp_malloc_on_node`].
 ///
-/// A pointer this allocator did not return, or returned and already freed, is
-/// [`AllocError::UnknownPointer`] and nothing is freed.
+/// A null pointer is accepted and ignored (`Ok(())`), as C's `free(NULL)` and the C entry
+/// point [`ffi::omp_free`](crate::ffi::omp_free) do. Any other pointer this allocator did not
+/// return, or returned and already freed, is [`AllocError::UnknownPointer`] and nothing is
+/// freed.
 ///
 /// # Safety
 ///
 /// No reference into the allocation may be used after this call.
 pub unsafe fn omp_free(ptr: *mut u8) -> Result<(), AllocError> {
+    if ptr.is_null() {
+        return Ok(());
+    }
     let addr = ptr as usize;
     let record = {
         // The lookup and the removal must be one step, or two threads freeing the same pointer
@@ -348,6 +353,14 @@ mod tests {
                 num_nodes: nodes
             })
         );
+    }
+
+    #[test]
+    fn freeing_null_is_a_no_op_as_in_c() {
+        // SAFETY: null refers to no allocation.
+        assert_eq!(unsafe { omp_free(std::ptr::null_mut()) }, Ok(()));
+        // SAFETY: as above, twice: nothing was freed the first time either.
+        assert_eq!(unsafe { omp_free(std::ptr::null_mut()) }, Ok(()));
     }
 
     #[test]

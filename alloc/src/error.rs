@@ -74,7 +74,8 @@ pub enum AllocError {
         /// The OS index asked for.
         pu: usize,
     },
-    /// A pointer given to `omp_free` that this allocator did not return (or already freed).
+    /// A non-null pointer given to `omp_free` that this allocator did not return (or already
+    /// freed); null is accepted and ignored.
     #[error("pointer {0:#x} was not returned by numatask's allocator or was already freed")]
     UnknownPointer(usize),
     /// The kernel refused to map memory.

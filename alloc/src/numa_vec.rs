@@ -208,7 +208,18 @@ impl<T> NumaVec<T> {
     }
 
     /// Bytes per node of the elements in `range`.
+    ///
+    /// # Panics
+    ///
+    /// If `range` is not within `0..len()` or starts after it ends, as indexing the slice
+    /// with it does: a range outside the vector is a bug in the caller.
+    #[track_caller]
     pub fn node_bytes_of(&self, range: std::ops::Range<usize>) -> NodeBytes {
+        assert!(
+            range.start <= range.end && range.end <= self.len,
+            "NumaVec::node_bytes_of: range {range:?} is not within 0..{} (the vector's length)",
+            self.len
+        );
         let slice = &self[range];
         node_bytes(slice.as_ptr().cast(), std::mem::size_of_val(slice))
     }
@@ -408,6 +419,28 @@ mod tests {
             NumaVec::<u8>::zeroed(0, Place::OnNode(999)),
             Err(AllocError::NoSuchNode { .. })
         ));
+    }
+
+    #[test]
+    #[should_panic(expected = "NumaVec::node_bytes_of: range 5..20 is not within 0..10")]
+    fn node_bytes_of_a_range_past_the_end_panics_naming_the_range_and_length() {
+        let v = NumaVec::<u64>::zeroed(10, Distribution::Fine).unwrap();
+        assert_eq!(
+            v.node_bytes_of(5..10).known() + v.node_bytes_of(5..10).unknown(),
+            40
+        );
+        let _ = v.node_bytes_of(5..20);
+    }
+
+    #[test]
+    #[should_panic(expected = "range 7..3 is not within 0..10")]
+    fn node_bytes_of_a_reversed_range_panics() {
+        let v = NumaVec::<u64>::zeroed(10, Distribution::Fine).unwrap();
+        #[expect(
+            clippy::reversed_empty_ranges,
+            reason = "the reversed range is the point"
+        )]
+        let _ = v.node_bytes_of(7..3);
     }
 
     #[test]

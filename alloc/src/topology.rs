@@ -13,7 +13,7 @@
 //! | `system` | the real machine (the default) |
 //! | `preset:opteron6172` (or just `opteron6172`) | the core paper's machine, see [`Preset`] |
 //! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1`; at most 256 NUMA nodes, 16,384 processing units and 4,096 children per object |
-//! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one |
+//! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one (a matrix that does not cover every NUMA node or fails the checks of [`TopologyBuilder::distances`] is an error; only a file without one gets the default 10 local / 20 remote) |
 //!
 //! [`TopologyBuilder`] does the same from code and can also set a distance matrix.
 //!
@@ -249,7 +249,13 @@ impl TopologyBuilder {
         }
     }
 
-    /// An hwloc XML export; its NUMA distance matrix is used when it has one.
+    /// An hwloc XML export; its NUMA distance matrix is used when it has one. [`build`]
+    /// refuses a matrix that does not cover every NUMA node, has a value that does not fit in
+    /// 32 bits or fails the checks of [`distances`]; a file with no NUMA matrix gets the
+    /// default ([`DistanceSource::Default`]).
+    ///
+    /// [`build`]: Self::build
+    /// [`distances`]: Self::distances
     pub fn xml_file(path: impl Into<PathBuf>) -> Self {
         Self {
             source: TopologySource::Xml(path.into()),
@@ -287,6 +293,8 @@ impl TopologyBuilder {
     }
 
     /// Sets the node distance matrix, row-major, `num_nodes * num_nodes` values.
+    /// [`build`](Self::build) refuses a matrix of another size, a distance of 0, or a
+    /// distance between two nodes smaller than its row's local (diagonal) distance.
     pub fn distances(mut self, matrix: Vec<u32>) -> Self {
         self.distances = Some(matrix);
         self
@@ -342,7 +350,18 @@ impl TopologyBuilder {
                 add_hwloc_distances(&mut hw, &matrix).map_err(&invalid)?;
                 (matrix, DistanceSource::Given)
             }
-            None => match read_distances(&hw, &nodes) {
+            None => match read_distances(&hw, &nodes).map_err(|why| {
+                invalid(match &self.source {
+                    TopologySource::Xml(path) => format!(
+                        "the distance matrix of the XML file {} is invalid: {why}",
+                        path.display()
+                    ),
+                    TopologySource::System => {
+                        format!("the distance matrix the OS reports is invalid: {why}")
+                    }
+                    _ => format!("the distance matrix hwloc reports is invalid: {why}"),
+                })
+            })? {
                 Some(matrix) => (
                     matrix,
                     if matches!(self.source, TopologySource::Xml(_)) {
@@ -978,28 +997,58 @@ fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {
     nodes
 }
 
-fn read_distances(hw: &hwlocality::Topology, nodes: &[NumaNode]) -> Option<Vec<u32>> {
+/// The NUMA distance matrix hwloc has for `nodes`, in node order: `Ok(None)` when it has
+/// none (the caller then uses the default), an error saying what is wrong when the matrix
+/// does not cover the nodes or fails the checks of [`TopologyBuilder::distances`].
+fn read_distances(
+    hw: &hwlocality::Topology,
+    nodes: &[NumaNode],
+) -> Result<Option<Vec<u32>>, String> {
     let n = nodes.len();
-    let all = hw.distances(None).ok()?;
-    let matrix = all.iter().find(|d| {
-        d.num_objects() == n
-            && d.objects()
+    let all = hw
+        .distances(None)
+        .map_err(|e| format!("hwloc could not list its distance matrices: {e}"))?;
+    let numa: Vec<_> = all
+        .iter()
+        .filter(|d| {
+            d.objects()
                 .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
-    })?;
-    let mut out = vec![0u32; n * n];
+        })
+        .collect();
+    if numa.is_empty() {
+        return Ok(None);
+    }
+    let Some(matrix) = numa.iter().find(|d| d.num_objects() == n) else {
+        return Err(format!(
+            "the NUMA distance matrix covers {} of the {n} nodes",
+            numa[0].num_objects()
+        ));
+    };
     let position: Vec<usize> = matrix
         .objects()
         .map(|o| {
             let os = o.and_then(TopologyObject::os_index);
-            nodes.iter().position(|node| Some(node.os_index) == os)
+            nodes
+                .iter()
+                .position(|node| Some(node.os_index) == os)
+                .ok_or_else(|| {
+                    format!(
+                        "the distance matrix names NUMA node {} (OS index), which is not in \
+                         the topology",
+                        os.map_or_else(|| "?".to_owned(), |i| i.to_string())
+                    )
+                })
         })
-        .collect::<Option<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut out = vec![0u32; n * n];
     for (i, row) in matrix.distances().chunks(n).enumerate() {
         for (j, &d) in row.iter().enumerate() {
-            out[position[i] * n + position[j]] = u32::try_from(d).ok()?;
+            let (from, to) = (position[i], position[j]);
+            out[from * n + to] = u32::try_from(d)
+                .map_err(|_| format!("distance ({from}, {to}) = {d} does not fit in 32 bits"))?;
         }
     }
-    validate_matrix(out, n).ok()
+    validate_matrix(out, n).map(Some)
 }
 
 fn add_hwloc_distances(hw: &mut hwlocality::Topology, matrix: &[u32]) -> Result<(), String> {
@@ -1253,6 +1302,124 @@ mod tests {
         assert_eq!(back.distance_source(), DistanceSource::Xml);
         assert_eq!(back.distance_matrix(), t.distance_matrix());
         assert!(back.is_synthetic());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `xml` with its `distances2` element replaced by one holding `values` (as written,
+    /// row-major), or removed when `values` is `None`.
+    fn with_distances(xml: &str, values: Option<&[String]>) -> String {
+        let start = xml.find("<distances2 ").expect("a distances2 element");
+        let end = xml.find("</distances2>").expect("its end") + "</distances2>".len();
+        let head = &xml[start..];
+        let head = &head[..head.find("<u64values").expect("values")];
+        let replacement = values.map_or_else(String::new, |values| {
+            let content: String = values.iter().map(|v| format!("{v} ")).collect();
+            // hwloc checks each element's `length`: the bytes of its content.
+            format!(
+                "{head}<u64values length=\"{}\">{content}</u64values>\n  </distances2>",
+                content.len()
+            )
+        });
+        format!("{}{replacement}{}", &xml[..start], &xml[end..])
+    }
+
+    #[test]
+    fn a_bad_distance_matrix_in_an_xml_file_is_an_error_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("numatask-bad-xml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exported = dir.join("preset.xml");
+        let preset = Topology::preset(Preset::Opteron6172).unwrap();
+        preset.export_xml(&exported).unwrap();
+        let xml = std::fs::read_to_string(&exported).unwrap();
+        let n = preset.num_nodes();
+        let edited = |from: usize, to: usize, value: &str| -> Vec<String> {
+            let mut m: Vec<String> = preset
+                .distance_matrix()
+                .iter()
+                .map(u32::to_string)
+                .collect();
+            m[from * n + to] = value.to_owned();
+            m
+        };
+        // The unedited matrix, written the same way, loads: the edits below are what fails.
+        let same = dir.join("same.xml");
+        std::fs::write(&same, with_distances(&xml, Some(&edited(0, 0, "10")))).unwrap();
+        let back = TopologyBuilder::from_spec(&format!("xml:{}", same.display()))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(back.distance_source(), DistanceSource::Xml);
+        assert_eq!(back.distance_matrix(), preset.distance_matrix());
+        for (name, (from, to, value), says) in [
+            ("zero", (0, 1, "0"), "distance (0, 1) is 0"),
+            (
+                "below-local",
+                (0, 1, "1"),
+                "distance (0, 1) = 1 is smaller than the local distance 10",
+            ),
+            (
+                "overflow",
+                (0, 1, "4294967296"),
+                "distance (0, 1) = 4294967296 does not fit in 32 bits",
+            ),
+            (
+                "diagonal",
+                (0, 0, "50"),
+                "is smaller than the local distance 50",
+            ),
+        ] {
+            let path = dir.join(format!("{name}.xml"));
+            std::fs::write(&path, with_distances(&xml, Some(&edited(from, to, value)))).unwrap();
+            let err = TopologyBuilder::from_spec(&format!("xml:{}", path.display()))
+                .unwrap()
+                .build()
+                .map(|t| t.distance_matrix().to_vec())
+                .unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(err, AllocError::InvalidTopology { .. }),
+                "{name}: {text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "the distance matrix of the XML file {} is invalid",
+                    path.display()
+                )),
+                "{name}: {text}"
+            );
+            assert!(text.contains(says), "{name}: {text}");
+        }
+        // A matrix over only some of the nodes is not the machine's matrix either.
+        let partial = dir.join("partial.xml");
+        let two = "<distances2 type=\"NUMANode\" nbobjs=\"2\" kind=\"6\" indexing=\"os\">\n    \
+                   <indexes length=\"4\">0 1 </indexes>\n    \
+                   <u64values length=\"12\">10 20 20 10 </u64values>\n  </distances2>";
+        let without = with_distances(&xml, None);
+        let at = without.find("<support ").unwrap();
+        std::fs::write(
+            &partial,
+            format!("{}{two}\n  {}", &without[..at], &without[at..]),
+        )
+        .unwrap();
+        let err = TopologyBuilder::xml_file(&partial)
+            .build()
+            .map(|t| t.distance_matrix().to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("partial.xml is invalid"), "{err}");
+        assert!(err.contains("covers 2 of the 8 nodes"), "{err}");
+        // Only an absent matrix gives the default, and the topology says so.
+        let none = dir.join("none.xml");
+        std::fs::write(&none, with_distances(&xml, None)).unwrap();
+        let t = TopologyBuilder::xml_file(&none).build().unwrap();
+        assert_eq!(t.num_nodes(), n);
+        assert_eq!(t.distance_source(), DistanceSource::Default);
+        assert!(
+            t.distance_source()
+                .to_string()
+                .starts_with("default (none given")
+        );
+        assert_eq!(t.distance_matrix(), default_matrix(n));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
