@@ -162,6 +162,12 @@ impl Header {
         }
     }
 
+    /// The frame this one reports to (null for a scope root or an injected job).
+    #[inline]
+    pub(crate) fn parent(&self) -> *const Header {
+        self.parent
+    }
+
     /// Whether this is a final task or descends from one: its children run inline.
     #[inline]
     pub(crate) fn is_final(&self) -> bool {
@@ -645,12 +651,31 @@ unsafe fn cancel_heap<'scope, F, T, const HANDLE: bool>(
 /// `frame` is a finished `HeapTask<F, T>` whose subtree is done, owned by the caller, and
 /// nobody uses it any more.
 unsafe fn release_heap<F, T>(frame: NonNull<Header>, worker: &WorkerThread, _: bool) {
+    // SAFETY: the caller owns the frame, whose parent is alive until the caller's decrement.
+    unsafe { pass_panic_to_parent(frame) };
     // SAFETY: the subtree is finished and the caller owns the frame.
     unsafe { free_heap::<F, T>(frame, Some(worker)) }
 }
 
+/// Moves the panic of a finished frame's subtree, if any, to its parent (whose waiter resumes
+/// it, unless an earlier panic is there first).
+///
+/// # Safety
+///
+/// The caller owns the finished heap frame `frame`, and its parent is alive.
+unsafe fn pass_panic_to_parent(frame: NonNull<Header>) {
+    // SAFETY: the caller's promise.
+    let header = unsafe { frame.as_ref() };
+    if let Some(payload) = header.panic.take() {
+        // SAFETY: a heap frame has a parent, alive by the caller's promise.
+        unsafe { (*header.parent).panic.store(payload) };
+    }
+}
+
 /// The `release` of a task with a result handle: hands the frame to the handle, or frees it
-/// if the handle let go first.
+/// if the handle let go first. A panic of the task's subtree stays in the frame for the
+/// handle ([`TaskHandle::join`](crate::scope::TaskHandle::join) resumes it; dropping the
+/// handle passes it to the parent), or goes to the parent now if the handle is gone.
 ///
 /// # Safety
 ///
@@ -662,7 +687,12 @@ unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread,
     // The handle's thread is the parent's owner (handles are not `Send`). The parent is alive
     // until this child's decrement, which comes later.
     let parent = head.header.parent;
-    match head.state.finish(same) {
+    let state = head.state.finish(same);
+    if state == DROPPED {
+        // SAFETY: the handle is gone: the frame is ours; the parent is alive (see above).
+        unsafe { pass_panic_to_parent(frame) };
+    }
+    match state {
         // SAFETY: the handle is gone: we are the last user.
         DROPPED if !std::mem::needs_drop::<T>() => unsafe {
             free_heap::<F, T>(frame, Some(worker))
@@ -687,9 +717,9 @@ unsafe fn release_to_handle<F, T>(frame: NonNull<Header>, worker: &WorkerThread,
     }
 }
 
-/// Finishes the frames whose subtrees are complete, climbing the tree: releases `frame`,
-/// passes its panic to the parent, and counts it finished in the parent (which may complete
-/// the parent in turn).
+/// Finishes the frames whose subtrees are complete, climbing the tree: releases `frame` (its
+/// `release` passes its panic to the parent, or keeps it for a result handle), and counts it
+/// finished in the parent (which may complete the parent in turn).
 ///
 /// # Safety
 ///
@@ -706,9 +736,6 @@ pub(crate) unsafe fn finish_frame(mut frame: NonNull<Header>, worker: &WorkerThr
         // SAFETY: the parent is alive until our decrement (we are one of its children).
         let parent = unsafe { &*parent_ptr };
         let owner = parent.children.owner();
-        if let Some(payload) = header.panic.take() {
-            parent.panic.store(payload);
-        }
         let release = header.vtable.release;
         // SAFETY: we own the frame; after this we do not touch it again.
         unsafe { release(frame, worker, owner == me) };

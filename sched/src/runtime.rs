@@ -469,12 +469,9 @@ impl RuntimeBuilder {
                 vicinity: self.vicinity,
             },
         );
-        let tracer = settings.trace_summary.then(|| {
-            Arc::new(Tracer::new(
-                places.iter().map(|p| p.node).collect(),
-                trace,
-            ))
-        });
+        let tracer = settings
+            .trace_summary
+            .then(|| Arc::new(Tracer::new(places.iter().map(|p| p.node).collect(), trace)));
         let registry = Arc::new(Registry {
             scheduler,
             sleep: Sleep::with_policy(num_threads, self.wait_policy),

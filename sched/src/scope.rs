@@ -13,8 +13,11 @@
 //!   completion (nothing is cancelled); the first panic is resumed in the code that waits for
 //!   the task: the parent's next `taskwait`, the end of the enclosing `taskgroup`, or the end
 //!   of the scope (if the parent itself finished meanwhile, the panic climbs to the nearest
-//!   waiter). A panic of the scope body itself takes precedence over its tasks' panics. The
-//!   runtime stays usable afterwards.
+//!   waiter). A panic of the scope body itself takes precedence over its tasks' panics. A
+//!   task with a result handle ([`Scope::spawn_with_result`]) keeps its subtree's panic for
+//!   the handle: [`TaskHandle::join`] resumes it (as `std::thread::ScopedJoinHandle::join`
+//!   returns it), and a handle dropped unjoined passes it on as above. The runtime stays
+//!   usable afterwards.
 //! - **Waiting** never blocks a worker on something only another task could do without
 //!   running that task itself if it can: see the taskwait policy in [`crate::worker`].
 //!
@@ -461,23 +464,13 @@ impl<'scope> Scope<'scope> {
         RA: Send,
         B: FnOnce(&Scope<'scope>) -> RB,
     {
-        // `a`'s own panic stays with its result, for this call to resume: through the parent
-        // frame it could lose to a sibling's earlier panic (the frame keeps the first). Boxed
-        // once more, a thin pointer: the result of a one-word `RA` keeps its size.
-        let a = move |s: &Scope<'scope>| {
-            panic::catch_unwind(AssertUnwindSafe(|| a(s))).map_err(Box::new)
-        };
         // SAFETY: the task is waited for below (`join_inner`) before this function returns or
         // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
-        let frame = unsafe {
-            job::heap_task_unchecked::<_, Result<RA, Box<Payload>>, true>(
-                self.frame,
-                self.worker(),
-                meta,
-                a,
-            )
-        };
-        let handle: TaskHandle<'_, Result<RA, Box<Payload>>> = TaskHandle {
+        let frame =
+            unsafe { job::heap_task_unchecked::<_, RA, true>(self.frame, self.worker(), meta, a) };
+        // `a`'s panic stays in its frame for this call to resume (`join_inner`): through the
+        // parent frame it could lose to a sibling's earlier panic (the frame keeps the first).
+        let handle: TaskHandle<'_, RA> = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
@@ -487,27 +480,15 @@ impl<'scope> Scope<'scope> {
         // Before a panic resumes, the other side's result (or `a`'s panic payload) is dropped
         // with its destructor's panic contained: dropped while unwinding, a panicking
         // destructor would abort, and it must not replace the panic resumed.
-        let rb = match rb {
-            Ok(rb) => rb,
-            Err(payload) => {
+        match (ra, rb) {
+            (Ok(ra), Ok(rb)) => (ra, rb),
+            (ra, Err(payload)) => {
                 drop_contained(ra);
                 panic::resume_unwind(payload)
             }
-        };
-        match ra {
-            Some(Ok(ra)) => (ra, rb),
-            Some(Err(payload)) => {
+            (Err(payload), rb) => {
                 drop_contained(rb);
-                panic::resume_unwind(*payload)
-            }
-            // The body's panics are caught in the task: only a panicking destructor of its
-            // captures could get here, reported through the frame.
-            None => {
-                drop_contained(rb);
-                match self.frame().panic.take() {
-                    Some(payload) => panic::resume_unwind(payload),
-                    None => panic!("numatask: the first task of join() panicked"),
-                }
+                panic::resume_unwind(payload)
             }
         }
     }
@@ -583,20 +564,19 @@ impl<T> TaskHandle<'_, T> {
     ///
     /// # Panics
     ///
-    /// If the task panicked. Its own panic is resumed at the spawning task's next
-    /// `taskwait` (or further up); [`Scope::join`] resumes it directly.
+    /// If the task (or a task it spawned) panicked: its panic is resumed here, and is then
+    /// no longer the scope's to report, as with [`std::thread::ScopedJoinHandle::join`]
+    /// (the panic of a task whose handle is dropped unjoined reaches the spawning task's
+    /// next `taskwait`, its taskgroup's end or the scope end, as a spawned task's does).
     pub fn join(self) -> T {
         match self.join_inner(WorkerThread::current()) {
-            Some(value) => value,
-            None => panic!(
-                "numatask: the task behind this handle panicked \
-                 (its panic resumes at the next taskwait or at the scope end)"
-            ),
+            Ok(value) => value,
+            Err(payload) => panic::resume_unwind(payload),
         }
     }
 
-    /// The result, or `None` if the task panicked. `worker`: the calling thread's worker.
-    fn join_inner(self, worker: Option<&WorkerThread>) -> Option<T> {
+    /// The result, or the panic of the task's subtree. `worker`: the calling thread's worker.
+    fn join_inner(self, worker: Option<&WorkerThread>) -> Result<T, Payload> {
         let head = self.head();
         if head.state.get() != DONE {
             match worker {
@@ -643,6 +623,19 @@ impl<T> TaskHandle<'_, T> {
         }
         // SAFETY: the state is `DONE` and we own the handle.
         let value = unsafe { head.take_result() };
+        // The frame kept the first panic of the task's subtree (its own, a descendant's, or
+        // its cancellation) for this handle (`job::release_to_handle`); it outranks a value.
+        let value = match (head.header.panic.take(), value) {
+            (None, Some(value)) => Ok(value),
+            (Some(payload), value) => {
+                drop_contained(value);
+                Err(payload)
+            }
+            (None, None) => {
+                let payload: Payload = Box::new("numatask: the task behind this handle panicked");
+                Err(payload)
+            }
+        };
         let frame = self.head.cast::<Header>();
         mem::forget(self);
         // SAFETY: the task finished and the handle lets go now.
@@ -654,6 +647,14 @@ impl<T> TaskHandle<'_, T> {
 impl<T> Drop for TaskHandle<'_, T> {
     fn drop(&mut self) {
         if self.head().state.drop_handle() == DONE {
+            // The task finished and kept its panic, if any, for this handle: unjoined, it goes
+            // to the spawning task's frame as a spawned task's panic does. That frame is alive:
+            // the handle borrows its `Scope` and lives on its thread.
+            let header = &self.head().header;
+            if let Some(payload) = header.panic.take() {
+                // SAFETY: a task's frame has a parent, alive as said above.
+                unsafe { (*header.parent()).panic.store(payload) };
+            }
             // SAFETY: the task finished; we are the last user.
             unsafe { job::free_finished(self.head.cast(), WorkerThread::current()) };
         }

@@ -29,12 +29,14 @@ use crate::locality_policy::DealReason;
 pub const TRACE_ENV: &str = "NUMATASK_TRACE";
 
 /// The trace files `NUMATASK_TRACE` gave runtimes of this process so far.
+#[cfg(not(loom))]
 static ENV_TRACE_PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The file a runtime traced by `NUMATASK_TRACE=path` writes: `path` for the first runtime
 /// of the process, then `path` with `.2`, `.3`, ... before its extension (`t.json`,
 /// `t.2.json`), so that a program that starts several runtimes keeps every trace. Paths are
 /// compared as written.
+#[cfg(not(loom))]
 pub(crate) fn claim_env_trace_path(path: &Path) -> PathBuf {
     let mut claimed = ENV_TRACE_PATHS
         .lock()

@@ -4,7 +4,7 @@
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
@@ -176,29 +176,80 @@ fn join_prefers_the_inline_sides_panic_and_waits_for_the_task_side_first() {
 }
 
 #[test]
-fn joining_the_handle_of_a_task_that_panicked_panics_and_the_scope_resumes_its_panic() {
+fn joining_the_handle_of_a_task_that_panicked_resumes_its_panic_which_the_scope_then_does_not() {
     within(60, || {
         let rt = runtime(2);
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            rt.scope(|s| {
-                let h = s.spawn_with_result(|_| -> u32 { panic!("task failed") });
-                // Waits for the task: the handle reports it finished, then `join` panics.
-                let joined = catch_unwind(AssertUnwindSafe(|| h.join()));
-                let err = message(joined.expect_err("the task panicked"));
-                assert!(
-                    err.contains("the task behind this handle panicked"),
-                    "{err}"
-                );
-            })
-        }));
-        // The task's own panic still reaches the scope end.
-        assert_eq!(message(r.expect_err("the scope resumes it")), "task failed");
+        let caught = rt.scope(|s| {
+            let h = s.spawn_with_result(|_| -> u32 { panic!("task failed") });
+            // A taskwait does not report the panic of a task whose handle will.
+            s.taskwait();
+            assert!(h.is_finished());
+            message(catch_unwind(AssertUnwindSafe(|| h.join())).expect_err("the task panicked"))
+        });
+        // Joined, the panic was the caller's to handle: the scope ends normally.
+        assert_eq!(caught, "task failed");
+        // A descendant's panic is the task's subtree's: `join` resumes it, the value dropped.
+        let caught = rt.scope(|s| {
+            let h = s.spawn_with_result(|s| {
+                s.spawn(|_| panic!("grandchild failed"));
+                5u32
+            });
+            message(catch_unwind(AssertUnwindSafe(|| h.join())).expect_err("the subtree panicked"))
+        });
+        assert_eq!(caught, "grandchild failed");
         let done = rt.scope(|s| {
             let h = s.spawn_with_result(|_| 7u32);
             s.taskwait();
             (h.is_finished(), h.join())
         });
         assert_eq!(done, (true, 7));
+    });
+}
+
+#[test]
+fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() {
+    within(60, || {
+        let rt = runtime(2);
+        // Dropped after the task finished (the handle holds the panic then) ...
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let h = s.spawn_with_result(|_| -> u32 { panic!("finished, then dropped") });
+                s.taskwait();
+                drop(h);
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("the scope resumes it")),
+            "finished, then dropped"
+        );
+        // ... and before (the task passes it on itself).
+        let gate = AtomicBool::new(false);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let h = s.spawn_with_result(|_| -> u32 {
+                    while !gate.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                    panic!("dropped, then finished")
+                });
+                drop(h);
+                gate.store(true, Ordering::Release);
+            })
+        }));
+        assert_eq!(
+            message(r.expect_err("the scope resumes it")),
+            "dropped, then finished"
+        );
+        // In a taskgroup, the group's end reports it.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.taskgroup(|g| {
+                    let _h = g.spawn_with_result(|_| -> u32 { panic!("in a group") });
+                });
+                unreachable!("the group's end resumes the panic");
+            })
+        }));
+        assert_eq!(message(r.expect_err("the group resumes it")), "in a group");
     });
 }
 
