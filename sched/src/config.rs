@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
 //! | `OMP_THREAD_LIMIT` | a positive integer | no limit beyond 4096 |
-//! | `OMP_PROC_BIND` | `true`, `close` (the same here), `spread`, `primary` (or its old name `master`), `false`; case-insensitive; of a list, the first (see [`ProcBind`]) | `true` |
+//! | `OMP_PROC_BIND` | `true`, `false`, or `close` (the same as `true` here), `spread`, `primary` (or its old name `master`); case-insensitive; of a comma-separated list of the last three, the first (see [`ProcBind`]) | `true` |
 //! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
@@ -89,7 +89,8 @@ const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a com
 /// would otherwise start that many threads, until the system refuses or aborts.
 pub const MAX_NUM_THREADS: usize = 4096;
 const THREAD_LIMIT_EXPECTED: &str = "a positive integer";
-const PROC_BIND_EXPECTED: &str = "true, close, spread, primary (or master) or false";
+const PROC_BIND_EXPECTED: &str =
+    "true, false, or a comma-separated list of close, spread and primary (or master)";
 const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optional unit B, K, M \
      or G (no unit means K)";
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
@@ -117,14 +118,14 @@ pub enum DisplayEnv {
 }
 
 impl FromStr for DisplayEnv {
-    type Err = ();
+    type Err = SchedError;
 
-    fn from_str(s: &str) -> Result<Self, ()> {
+    fn from_str(s: &str) -> Result<Self, SchedError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "false" => Ok(Self::False),
             "true" => Ok(Self::True),
             "verbose" => Ok(Self::Verbose),
-            _ => Err(()),
+            _ => Err(invalid(DISPLAY_ENV_ENV, s, DISPLAY_ENV_EXPECTED)),
         }
     }
 }
@@ -244,12 +245,7 @@ impl EnvSettings {
                         .map_err(|_| invalid(SCHEDULER_ENV, &v, SCHEDULER_EXPECTED))
                 })
                 .transpose()?,
-            display_env: get(DISPLAY_ENV_ENV)
-                .map(|v| {
-                    v.parse::<DisplayEnv>()
-                        .map_err(|()| invalid(DISPLAY_ENV_ENV, &v, DISPLAY_ENV_EXPECTED))
-                })
-                .transpose()?,
+            display_env: get(DISPLAY_ENV_ENV).map(|v| v.parse()).transpose()?,
             vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
             wait_policy: get(WAIT_POLICY_ENV).map(|v| v.parse()).transpose()?,
             trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
@@ -386,23 +382,38 @@ impl FromStr for ProcBind {
     }
 }
 
-/// Parses an `OMP_PROC_BIND` value (case-insensitive). Of a comma-separated list (one policy
-/// per nesting level in OpenMP), the first item counts: numatask has one level.
+/// Parses an `OMP_PROC_BIND` value (case-insensitive): `true`, `false`, or a comma-separated
+/// list of `close`, `spread` and `primary` (or `master`), one policy per nesting level in
+/// OpenMP, of which the first counts: numatask has one level. As OpenMP says, `true` and
+/// `false` stand alone, and every item of a list must be a policy.
 ///
 /// ```
 /// use numatask_sched::config::{ProcBind, parse_proc_bind};
 /// assert_eq!(parse_proc_bind("Spread,close"), Ok(ProcBind::Spread));
 /// assert_eq!(parse_proc_bind("master"), Ok(ProcBind::Primary));
+/// assert!(parse_proc_bind("spread,bogus").is_err());
+/// assert!(parse_proc_bind("false,spread").is_err());
 /// ```
 pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
-    let first = value.split(',').next().unwrap_or_default();
-    match first.trim().to_ascii_lowercase().as_str() {
-        "true" => Ok(ProcBind::True),
-        "close" => Ok(ProcBind::Close),
-        "spread" => Ok(ProcBind::Spread),
-        "primary" | "master" => Ok(ProcBind::Primary),
-        "false" => Ok(ProcBind::False),
-        _ => Err(invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED)),
+    let err = || invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED);
+    let policy = |item: &str| match item.trim().to_ascii_lowercase().as_str() {
+        "close" => Some(ProcBind::Close),
+        "spread" => Some(ProcBind::Spread),
+        "primary" | "master" => Some(ProcBind::Primary),
+        _ => None,
+    };
+    if !value.contains(',') {
+        return match value.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(ProcBind::True),
+            "false" => Ok(ProcBind::False),
+            _ => policy(value).ok_or_else(err),
+        };
+    }
+    let mut items = value.split(',').map(policy);
+    let first = items.next().flatten().ok_or_else(err)?;
+    match items.all(|p| p.is_some()) {
+        true => Ok(first),
+        false => Err(err()),
     }
 }
 
@@ -796,12 +807,26 @@ mod tests {
         assert_eq!(parse_proc_bind("Primary"), Ok(ProcBind::Primary));
         assert_eq!(parse_proc_bind("master"), Ok(ProcBind::Primary));
         assert_eq!(parse_proc_bind("false"), Ok(ProcBind::False));
-        for bad in ["yes", "1", "cores", ""] {
+        assert_eq!(
+            parse_proc_bind("primary, Spread ,close"),
+            Ok(ProcBind::Primary)
+        );
+        for bad in [
+            "yes",
+            "1",
+            "cores",
+            "",
+            "spread,bogus",
+            "false,spread",
+            "close,true",
+            "close,",
+        ] {
             let err = parse_proc_bind(bad).unwrap_err();
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "OMP_PROC_BIND='{bad}': expected true, close, spread, primary (or master) or false"
+                    "OMP_PROC_BIND='{bad}': expected true, false, or a comma-separated list of \
+                     close, spread and primary (or master)"
                 )
             );
         }
