@@ -1,6 +1,7 @@
 //! numatask: locality-aware tasks and NUMA data distribution.
 //!
-//! The task runtime lives in [`sched`] and its main types are re-exported here:
+//! The task runtime lives in [`sched`], the topology and the NUMA allocator in [`alloc`];
+//! the main types are re-exported here, and [`prelude`] imports what most programs use:
 //!
 //! ```
 //! let rt = numatask::Runtime::builder().num_threads(2).build()?;
@@ -13,13 +14,29 @@
 //! assert_eq!(total, 5050);
 //! # Ok::<(), numatask::SchedError>(())
 //! ```
+//!
+//! # Start here
+//!
+//! | rayon / OpenMP | numatask |
+//! |---|---|
+//! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables |
+//! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime ([`Runtime::global`]) |
+//! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
+//! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |
+//! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
+//! | `par_chunks_mut`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop`] with [`prelude::Grain`] |
+//! | `depend(in: a) depend(inout: b)` | `s.task().reads(a).updates(b).spawn(...)` on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]) |
+//! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |
+//! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
+//! | the locality-aware scheduler | [`SchedulerKind::Locality`], `NUMATASK_SCHEDULER=locality` |
 // `kernels/` (the OpenCL-model executor) is a workspace member not re-exported until it has
 // content.
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
+pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
 pub use numatask_sched::{
     DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
-    TaskHandle, WaitPolicy, join, scope,
+    TaskHandle, WaitPolicy,
 };
 
 /// The names most programs use, in one import: the runtime and its scopes, the allocator's
@@ -44,10 +61,11 @@ pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
     pub use numatask_sched::data::Blocks;
     pub use numatask_sched::depend::{Access, AccessKind};
+    pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
         Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle,
-        WaitPolicy, join, scope,
+        WaitPolicy,
     };
 }
 

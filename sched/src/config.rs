@@ -8,7 +8,7 @@
 //! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
-//! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler steals dealt tasks, or `all` | `all` |
+//! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]); each later runtime of the process writes its own, `t.2.json`, `t.3.json`, ... beside `t.json` | no tracing |
@@ -40,8 +40,8 @@ pub const STACKSIZE_ENV: &str = "OMP_STACKSIZE";
 pub const SCHEDULER_ENV: &str = "NUMATASK_SCHEDULER";
 /// `OMP_DISPLAY_ENV`: print the effective settings when a runtime starts.
 pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
-/// `NUMATASK_VICINITY`: the largest OS distance the locality-aware scheduler steals dealt
-/// tasks across.
+/// `NUMATASK_VICINITY`: the largest OS distance the locality-aware scheduler's workers steal
+/// tasks across (dealt or not).
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 
 /// `OMP_PLACES`: the places workers are bound to.

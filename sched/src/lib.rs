@@ -68,7 +68,7 @@
 //!
 //! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
-//! [`latch`] (completion counters and their memory orderings), [`blocking`] (the latch a thread
+//! [`latch`] (completion counters and their memory orderings), `blocking` (the latch a thread
 //! outside the pool waits on), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles), [`taskloop`] (loops split into tasks).
@@ -115,7 +115,9 @@ pub use error::SchedError;
 #[cfg(not(loom))]
 pub use job::{Task, TaskMeta};
 #[cfg(not(loom))]
-pub use runtime::{Runtime, RuntimeBuilder, Settings, current_worker, join, scope};
+pub use runtime::{
+    Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope,
+};
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, SchedulerKind, WorkerPlace};
 #[cfg(not(loom))]

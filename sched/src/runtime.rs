@@ -1,7 +1,8 @@
 //! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
 //!
 //! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
-//! from the defaults and ignores it. Workers are placed on the `n` places of `OMP_PLACES`
+//! from the defaults and reads no `OMP_*` variable (the topology still comes from
+//! `NUMATASK_TOPOLOGY` unless [`RuntimeBuilder::topology`] gives one). Workers are placed on the `n` places of `OMP_PLACES`
 //! ([`Places`]; by default the cores the process may run on, [`Topology::usable_cores`]: all
 //! of them unless `taskset`, `numactl` or a launcher bound the process to some; cores are
 //! numbered node by node) as `OMP_PROC_BIND` says ([`ProcBind`]): by default worker `i` on the
@@ -143,8 +144,9 @@ impl Default for RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
-    /// The defaults: one worker per core, pinned, 2 MiB stacks, work stealing, silent. The
-    /// environment is not read.
+    /// The defaults: one worker per core, pinned, 2 MiB stacks, work stealing, silent. No
+    /// `OMP_*` variable is read (the topology follows `NUMATASK_TOPOLOGY` unless
+    /// [`topology`](Self::topology) gives one).
     pub fn new() -> Self {
         RuntimeBuilder {
             num_threads: None,
@@ -876,7 +878,9 @@ impl Runtime {
         RuntimeBuilder::from_env()?.build()
     }
 
-    /// A builder with the defaults (the environment is not read).
+    /// A builder with the defaults (no `OMP_*` variable is read; the topology is
+    /// [`Topology::current`]'s, which follows `NUMATASK_TOPOLOGY`, unless
+    /// [`RuntimeBuilder::topology`] gives one).
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder::new()
     }
@@ -1161,6 +1165,20 @@ where
 /// Where the calling thread runs, if it is a worker of some runtime.
 pub fn current_worker() -> Option<WorkerPlace> {
     WorkerThread::current().map(|w| *w.place())
+}
+
+/// The number of workers of the runtime the calling thread works for, or `None` outside
+/// every pool (rayon's `current_num_threads`; [`Runtime::global`]`()?.num_workers()` gives the
+/// process-wide runtime's).
+///
+/// ```
+/// let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+/// assert_eq!(numatask_sched::current_num_workers(), None);
+/// assert_eq!(rt.scope(|_| numatask_sched::current_num_workers()), Some(2));
+/// # Ok::<(), numatask_sched::SchedError>(())
+/// ```
+pub fn current_num_workers() -> Option<usize> {
+    WorkerThread::current().map(|w| w.registry().places.len())
 }
 
 #[cfg(test)]

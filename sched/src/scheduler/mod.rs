@@ -78,7 +78,7 @@ pub struct WorkerCtx<'a> {
 pub struct SchedulerConfig {
     /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
     pub deque_capacity: usize,
-    /// The largest OS distance a worker steals dealt tasks across (`None`: any), for the
+    /// The largest OS distance a worker steals tasks (dealt or not) across (`None`: any), for the
     /// locality-aware policy (`NUMATASK_VICINITY`).
     pub vicinity: Option<u32>,
 }
@@ -127,6 +127,12 @@ impl TaskOrigin {
 }
 
 /// A scheduling policy (see the module docs for when each operation is called).
+///
+/// The two policies of [`SchedulerKind`] implement it; a runtime runs only those (a program
+/// chooses one with [`RuntimeBuilder::scheduler`](crate::RuntimeBuilder::scheduler) or
+/// `NUMATASK_SCHEDULER`, and cannot plug in its own). The trait is public to document the
+/// contract both keep, which is what lets a new policy be added to the crate without changes
+/// elsewhere.
 ///
 /// Contract: every task given to `push` or `inject` is returned exactly once by `pop`,
 /// `steal` or `take_injected` of some worker (or handed back as `Err` by `push`, and then run
