@@ -91,7 +91,12 @@ struct Matrix {
 impl Matrix {
     fn generate(nt: usize, bs: usize, place: Distribution) -> Matrix {
         let n = bs * bs;
-        let mut tiles = NumaVec::zeroed(nt * (nt + 1) / 2 * n, place).expect("tile arena");
+        let mut tiles = NumaVec::zeroed(nt * (nt + 1) / 2 * n, place).unwrap_or_else(|e| {
+            common::fail(
+                "cholesky",
+                format_args!("tile arena of {nt}x{nt} tiles of {bs}x{bs} doubles: {e}"),
+            )
+        });
         for i in 0..nt {
             for j in 0..=i {
                 let t = tile(i, j);
@@ -232,6 +237,23 @@ struct Args {
     schedulers: Vec<SchedulerKind>,
 }
 
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: cholesky [--bench] [OPTIONS]
+  --nt N            tiles per matrix side, 1 to 1000 (default 40; smoke run 8)
+  --bs N            tile side in doubles, 1 to 1000 (default 64; smoke run 8)
+  --threads N,M     worker counts to run, each from 1 to the runtime's limit
+                    (default all cores; smoke run 1,2)
+  --reps N          timed runs per row after a warm-up, 1 to 100 (default 3; smoke run 1)
+  --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
+  --only WORD       only the rows whose name contains WORD (default all)
+  --skip W1,W2      drop the rows whose name contains one of them (default none)
+  --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names
+                    (default ws; smoke run all)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
+
 fn parse_args() -> Result<Args, String> {
     // Under `cargo test --benches` (CI) a quick smoke run checks that every variant computes
     // the serial checksum.
@@ -263,8 +285,7 @@ fn parse_args() -> Result<Args, String> {
             "--only" => args.only = Some(value()?),
             "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            "--bench" => {}
-            other => return Err(format!("unknown argument {other}")),
+            other => common::other_arg("cholesky", other, USAGE),
         }
     }
     if args.threads.is_empty() {
@@ -310,13 +331,7 @@ fn report(name: &str, threads: usize, args: &Args, (d, tasks, checksum): &(Durat
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("cholesky bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = parse_args().unwrap_or_else(|e| common::fail("cholesky", e));
     let place = Distribution::from_env().unwrap_or_else(|e| common::fail("cholesky", e));
     // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
     numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("cholesky", e));
@@ -332,6 +347,7 @@ fn main() {
         report("serial", 1, &args, &serial);
     }
     let expect = &serial.2;
+    let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
         for &kind in &args.schedulers {
             let name = match kind {
@@ -343,7 +359,7 @@ fn main() {
             }
             let rt = common::build(
                 "cholesky",
-                common::runtime_builder("cholesky", threads, kind),
+                common::runtime_builder("cholesky", threads, kind, several_runtimes),
             );
             let r = time_reps(&args, place, |m| rt.scope(|s| cholesky_numatask(s, m)));
             assert_eq!(

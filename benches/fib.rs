@@ -26,6 +26,21 @@ struct Args {
     schedulers: Vec<SchedulerKind>,
 }
 
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: fib [--bench] [OPTIONS]
+  --n N             compute fib(N), one task per call, 0 to 40 (default 27; smoke run 15)
+  --threads N,M     worker counts to run, each from 1 to the runtime's limit
+                    (default all cores; smoke run 1,2)
+  --reps N          timed runs per row after a warm-up, 1 to 1000 (default 5; smoke run 1)
+  --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
+  --only WORD       only the rows whose name contains WORD (default all)
+  --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names
+                    (default ws; smoke run all)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
+
 fn parse_args() -> Result<Args, String> {
     // Under `cargo test --benches` (CI) a quick smoke run checks that every variant still
     // computes fib correctly.
@@ -52,9 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            // cargo bench passes --bench; criterion-style filters are not used here.
-            "--bench" => {}
-            other => return Err(format!("unknown argument {other}")),
+            other => common::other_arg("fib", other, USAGE),
         }
     }
     if args.threads.is_empty() {
@@ -163,17 +176,12 @@ fn report(name: &str, threads: usize, n: u32, d: Duration) {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("fib bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = parse_args().unwrap_or_else(|e| common::fail("fib", e));
     let n = args.n;
     let expect = fib_sequential(n as u64);
     let filter = common::Filter::new(args.only.as_deref(), &[]);
     let wants = |name: &str| filter.wants(name);
+    let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
         for &kind in &args.schedulers {
             let name = match kind {
@@ -183,7 +191,10 @@ fn main() {
             if !wants(&name) {
                 continue;
             }
-            let rt = common::build("fib", common::runtime_builder("fib", threads, kind));
+            let rt = common::build(
+                "fib",
+                common::runtime_builder("fib", threads, kind, several_runtimes),
+            );
             let d = time_reps(
                 args.reps,
                 || rt.scope(|s| fib_numatask(s, n as u64)),

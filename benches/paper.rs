@@ -28,13 +28,13 @@
 //! cargo bench --bench paper -- --size medium --only map,matmul --reps 10 --mode both
 //! ```
 //!
-//! Options: `--size tiny|small|medium|large`, `--reps N` (default 3: at least N timed runs, and at least
-//! `--min-time` seconds of them, default 0.1; at most 30), `--mode measure|model|both`, `--only b1,b2`,
-//! `--threads N`, `--dilation K`, `--model-runs N` (at most N runs, until the two fastest agree
-//! within 5%; the fastest is shown), `--core-gbps X`, `--node-gbps Y`, `--trace-dir DIR`.
-//! Without `--bench` (`cargo test --benches`, CI) it is a smoke run: tiny inputs, one
-//! repetition, both modes.
+//! Options: `--help` lists them (`USAGE` below). `--model-runs N` stops early once the two
+//! fastest runs agree within 5%; the fastest is shown. Without `--bench` (`cargo test
+//! --benches`, CI) it is a smoke run: tiny inputs, one repetition, both modes.
 
+// Only the argument helpers are used: this bench builds its runtimes itself.
+#[allow(dead_code)]
+mod common;
 #[path = "../examples/paper/suite/mod.rs"]
 mod suite;
 
@@ -103,6 +103,27 @@ struct Args {
     model_runs: usize,
     trace_dir: PathBuf,
 }
+
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: paper [--bench] [OPTIONS]
+  --size S          input size: tiny, small, medium or large (default small; smoke run tiny)
+  --reps N          at least N timed rounds, 1 to 30 (default 3; smoke run 1)
+  --min-time SEC    and at least SEC seconds of them, 0 to 3600 (default 0.1; smoke run 0)
+  --mode M          measure, model or both (default measure, model on a synthetic
+                    topology; smoke run both)
+  --only B1,B2      benchmarks: map, reduction, vecmul, matmul, jacobi, sparselu (default all)
+  --threads N       workers per runtime, 1 to 4096 (default one per core)
+  --dilation K      model: tasks stretched to K times their modelled time, 1 to 1e6
+                    (default 32; smoke run 4)
+  --model-runs N    model: at most N runs per configuration, 1 to 100 (default 3; smoke run 1)
+  --core-gbps X     model: bandwidth of one core in GB/s, 0.001 to 1e6 (default 2)
+  --node-gbps Y     model: bandwidth of one node in GB/s, 0.001 to 1e6 (default 12)
+  --trace-dir DIR   model: where the Chrome traces go (default target/paper-traces;
+                    smoke run a temporary directory)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
 
 fn parse_args() -> Result<Args, String> {
     // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
@@ -179,9 +200,7 @@ fn parse_args() -> Result<Args, String> {
             "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,
             "--node-gbps" => args.model.node_gbps = number(value()?, 0.001, 1e6)?,
             "--trace-dir" => args.trace_dir = PathBuf::from(value()?),
-            // cargo bench passes --bench; criterion-style filters are not used here.
-            "--bench" => {}
-            other => return Err(format!("unknown argument '{other}'")),
+            other => common::other_arg("paper", other, USAGE),
         }
     }
     Ok(args)

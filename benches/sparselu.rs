@@ -151,7 +151,12 @@ impl Matrix {
             nb,
             bs,
             stride,
-            arena: NumaVec::zeroed(nb * nb * stride, place).expect("matrix arena"),
+            arena: NumaVec::zeroed(nb * nb * stride, place).unwrap_or_else(|e| {
+                common::fail(
+                    "sparselu",
+                    format_args!("matrix arena of {nb}x{nb} blocks of {bs}x{bs} floats: {e}"),
+                )
+            }),
             slots: vec![None; nb * nb],
             next_free: 0,
         };
@@ -227,7 +232,10 @@ impl CMatrix {
             }
         };
         if p.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            common::fail(
+                "sparselu",
+                format_args!("a block of {} bytes: out of memory", layout.size()),
+            );
         }
         p.cast()
     }
@@ -615,6 +623,24 @@ struct Args {
     schedulers: Vec<SchedulerKind>,
 }
 
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: sparselu [--bench] [OPTIONS]
+  --nb N            blocks per matrix side, 1 to 1000 (default 120; smoke run 12)
+  --bs N            block side in floats, 1 to 1000 (default 25; smoke run 8)
+  --threads N,M     worker counts to run, each from 1 to the runtime's limit
+                    (default all cores; smoke run 1,2)
+  --reps N          timed runs per row after a warm-up, 1 to 100 (default 3; smoke run 1)
+  --rounds N        times the rows take turns, 1 to 100 (default 1)
+  --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
+  --only WORD       only the rows whose name contains WORD (default all)
+  --skip W1,W2      drop the rows whose name contains one of them (default none)
+  --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names
+                    (default ws; smoke run all)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
+
 fn parse_args() -> Result<Args, String> {
     // Under `cargo test --benches` (CI) a quick smoke run checks that every variant computes
     // the serial checksum.
@@ -648,8 +674,7 @@ fn parse_args() -> Result<Args, String> {
             "--only" => args.only = Some(value()?),
             "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            "--bench" => {}
-            other => return Err(format!("unknown argument {other}")),
+            other => common::other_arg("sparselu", other, USAGE),
         }
     }
     if args.threads.is_empty() {
@@ -746,13 +771,7 @@ fn report_overhead(name: &str, threads: usize, args: &Args, t: &Timing) {
 }
 
 fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("sparselu bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = parse_args().unwrap_or_else(|e| common::fail("sparselu", e));
     let place = Distribution::from_env().unwrap_or_else(|e| common::fail("sparselu", e));
     // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
     numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("sparselu", e));
@@ -782,12 +801,9 @@ fn main() {
             .schedulers
             .iter()
             .map(|&kind| {
-                // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...).
-                let mut builder = common::runtime_builder("sparselu", threads, kind);
-                // One trace file per runtime when there are several, not one overwriting another.
-                if several_runtimes && let Some(path) = trace_path() {
-                    builder = builder.trace(trace_path_for(&path, &format!("{kind}-{threads}")));
-                }
+                // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...),
+                // one trace file per runtime when there are several.
+                let builder = common::runtime_builder("sparselu", threads, kind, several_runtimes);
                 let rt = common::build("sparselu", builder);
                 (kind, rt)
             })
@@ -967,24 +983,4 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
             );
         }
     }
-}
-
-/// The trace file `NUMATASK_TRACE` names, if set and not empty.
-pub fn trace_path() -> Option<std::path::PathBuf> {
-    std::env::var_os("NUMATASK_TRACE")
-        .filter(|p| !p.to_string_lossy().trim().is_empty())
-        .map(std::path::PathBuf::from)
-}
-
-/// `path` with `tag` before its extension (`t.json`, `ws-16`: `t-ws-16.json`), for benches that
-/// build several traced runtimes.
-pub fn trace_path_for(path: &std::path::Path, tag: &str) -> std::path::PathBuf {
-    let stem = path
-        .file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-{tag}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{tag}"),
-    };
-    path.with_file_name(name)
 }

@@ -27,6 +27,21 @@ struct Args {
     only: Option<String>,
 }
 
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: taskloop [--bench] [OPTIONS]
+  --n N             loop length in doubles, 1 to 1073741824 (default 4194304; smoke run 16384)
+  --grain G,H       grain sizes (elements per chunk), each 1 to N
+                    (default 256,4096,65536; smoke run 100,4096)
+  --threads N,M     worker counts to run, each from 1 to the runtime's limit
+                    (default all cores; smoke run 1,2)
+  --reps N          timed loops per row after a warm-up, 1 to 1000 (default 9; smoke run 1)
+  --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
+  --only WORD       only the rows whose name contains WORD (default all)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
+
 fn parse_args() -> Result<Args, String> {
     // Under `cargo test --benches` (CI) a quick smoke run checks every row's result.
     let smoke = common::smoke();
@@ -52,8 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
-            "--bench" => {}
-            other => return Err(format!("unknown argument {other}")),
+            other => common::other_arg("taskloop", other, USAGE),
         }
     }
     if args.threads.is_empty() {
@@ -113,13 +127,25 @@ fn report(name: &str, threads: usize, n: usize, grain: usize, d: Duration, sum: 
 fn main() {
     let args = parse_args().unwrap_or_else(|e| common::fail("taskloop", e));
     let n = args.n;
-    let b: Vec<f64> = (0..n).map(|i| (i % 1000) as f64).collect();
-    let mut a = vec![0.0f64; n];
+    // `--n` accepts up to 2^30 doubles (8 GiB a vector): an allocation the machine cannot
+    // give ends the bench with the error, not an abort.
+    let vector = |what: &str| {
+        let mut v: Vec<f64> = Vec::new();
+        v.try_reserve_exact(n).unwrap_or_else(|e| {
+            common::fail("taskloop", format_args!("{what} of {n} doubles: {e}"))
+        });
+        v
+    };
+    let mut b = vector("input b");
+    b.extend((0..n).map(|i| (i % 1000) as f64));
+    let mut a = vector("output a");
+    a.resize(n, 0.0);
     let expect = {
         kernel(&mut a, &b);
         checksum(&a)
     };
     let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let several_runtimes = args.threads.len() > 1;
     let check = |name: &str, a: &[f64]| {
         let sum = checksum(a);
         assert_eq!(sum, expect, "{name}: wrong result");
@@ -134,7 +160,12 @@ fn main() {
         if filter.wants("numatask") {
             let rt = common::build(
                 "taskloop",
-                common::runtime_builder("taskloop", threads, SchedulerKind::WorkStealing),
+                common::runtime_builder(
+                    "taskloop",
+                    threads,
+                    SchedulerKind::WorkStealing,
+                    several_runtimes,
+                ),
             );
             for &grain in &args.grains {
                 let d = time_reps(args.reps, &mut a, |a| {

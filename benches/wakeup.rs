@@ -33,6 +33,18 @@ struct Args {
     only: Option<String>,
 }
 
+/// Every flag [`parse_args`] accepts (keep the two together).
+const USAGE: &str = "\
+usage: wakeup [--bench] [OPTIONS]
+  --threads N,M     worker counts to run, each from 1 to the runtime's limit
+                    (default all cores; smoke run 1,2)
+  --rounds N        timed rounds per case, 1 to 100000 (default 200; smoke run 5)
+  --idle-ms MS      idle time before each round, 0 to 10000 ms (default 5; smoke run 1)
+  --only WORD       only the rows whose name contains WORD: numatask, rayon (default all)
+  --bench           measure (cargo bench passes it); without it, a quick smoke run
+  -h, --help        print this text
+";
+
 fn parse_args() -> Result<Args, String> {
     let smoke = common::smoke();
     let mut args = Args {
@@ -58,12 +70,7 @@ fn parse_args() -> Result<Args, String> {
                     Duration::from_millis(common::in_range("--idle-ms", n, 0, 10_000)? as u64);
             }
             "--only" => args.only = Some(value()?),
-            "--bench" => {}
-            "-h" | "--help" => {
-                println!("wakeup bench: [--threads N,M] [--rounds N] [--idle-ms MS] [--only NAME]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other}")),
+            other => common::other_arg("wakeup", other, USAGE),
         }
     }
     if args.threads.is_empty() {
@@ -117,11 +124,17 @@ fn report(name: &str, case: &str, threads: usize, args: &Args, mut times: Vec<Du
 fn main() {
     let args = parse_args().unwrap_or_else(|e| common::fail("wakeup", e));
     let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let several_runtimes = args.threads.len() > 1;
     for &threads in &args.threads {
         if filter.wants("numatask") {
             let rt = common::build(
                 "wakeup",
-                common::runtime_builder("wakeup", threads, SchedulerKind::WorkStealing),
+                common::runtime_builder(
+                    "wakeup",
+                    threads,
+                    SchedulerKind::WorkStealing,
+                    several_runtimes,
+                ),
             );
             report(
                 "numatask",

@@ -9,6 +9,7 @@
 
 use std::process::ExitCode;
 
+use numatask::alloc::topology::TOPOLOGY_ENV;
 use numatask::alloc::{
     DISTRIBUTION_ENV, Distribution, NodeBytes, Topology, node_bytes, omp_free, omp_malloc,
     omp_malloc_specific, page_size, reset_coarse_counter, resident_nodes,
@@ -39,12 +40,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let global = Distribution::from_env()?;
     show(global)?;
     let is_child = std::env::args().any(|a| a == CHILD_FLAG);
-    if !is_child && std::env::var_os("NUMATASK_TOPOLOGY").is_none() {
+    // An empty or blank NUMATASK_TOPOLOGY counts as unset, as every variable does.
+    let topology_set =
+        std::env::var_os(TOPOLOGY_ENV).is_some_and(|v| !v.to_string_lossy().trim().is_empty());
+    if !is_child && !topology_set {
         // The allocator follows one process-wide topology, so the preset runs in a child process.
         println!();
         let status = std::process::Command::new(std::env::current_exe()?)
             .arg(CHILD_FLAG)
-            .env("NUMATASK_TOPOLOGY", "preset:opteron6172")
+            .env(TOPOLOGY_ENV, "preset:opteron6172")
             .status()?;
         if !status.success() {
             return Err(format!("the preset run failed: {status}").into());

@@ -1,8 +1,10 @@
-//! What the harness-less benches share: argument checks, the runtime from the environment,
-//! the `--only`/`--skip` row filter, and running a C/OpenMP peer.
+//! What the harness-less benches share: argument checks and `--help`, the runtime from the
+//! environment (one trace file per runtime), the `--only`/`--skip` row filter, and running a
+//! C/OpenMP peer.
 
 use std::cell::Cell;
 use std::fmt::Display;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 
@@ -12,6 +14,24 @@ use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 pub fn fail(bench: &str, message: impl Display) -> ! {
     eprintln!("{bench} bench: {message}");
     std::process::exit(2)
+}
+
+/// The arguments every bench's parser ends its `match` with, after its own flags: `--bench`
+/// (which `cargo bench` passes) is accepted, `-h`/`--help` prints `usage` to standard output
+/// and ends the bench with status 0, and anything else ends it with status 2 after the error
+/// and `usage` on standard error.
+pub fn other_arg(bench: &str, arg: &str, usage: &str) {
+    match arg {
+        "--bench" => {}
+        "-h" | "--help" => {
+            print!("{usage}");
+            std::process::exit(0)
+        }
+        other => {
+            eprint!("{bench} bench: unknown argument {other}\n\n{usage}");
+            std::process::exit(2)
+        }
+    }
 }
 
 /// `value` of `flag` if it lies in `lo..=hi`, else an error naming the flag and the range.
@@ -42,12 +62,43 @@ pub fn check_peers(bins: &[String]) -> Result<(), String> {
 }
 
 /// A runtime from the environment's settings (`OMP_PROC_BIND`, `NUMATASK_TRACE`, ...; a bad
-/// value ends the bench with its error) with `threads` workers and scheduler `kind`.
-pub fn runtime_builder(bench: &str, threads: usize, kind: SchedulerKind) -> RuntimeBuilder {
-    RuntimeBuilder::from_env()
+/// value ends the bench with its error) with `threads` workers and scheduler `kind`. When the
+/// bench builds `several` runtimes and `NUMATASK_TRACE` names a trace file, this one writes
+/// its own, tagged `<kind>-<threads>` ([`trace_path_for`]), not one overwriting another.
+pub fn runtime_builder(
+    bench: &str,
+    threads: usize,
+    kind: SchedulerKind,
+    several: bool,
+) -> RuntimeBuilder {
+    let builder = RuntimeBuilder::from_env()
         .unwrap_or_else(|e| fail(bench, e))
         .num_threads(threads)
-        .scheduler(kind)
+        .scheduler(kind);
+    match trace_path() {
+        Some(path) if several => builder.trace(trace_path_for(&path, &format!("{kind}-{threads}"))),
+        _ => builder,
+    }
+}
+
+/// The trace file `NUMATASK_TRACE` names, if set and not blank.
+pub fn trace_path() -> Option<PathBuf> {
+    std::env::var_os("NUMATASK_TRACE")
+        .filter(|p| !p.to_string_lossy().trim().is_empty())
+        .map(PathBuf::from)
+}
+
+/// `path` with `tag` before its extension (`t.json`, `ws-16`: `t-ws-16.json`), for benches that
+/// build several traced runtimes.
+pub fn trace_path_for(path: &Path, tag: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{tag}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{tag}"),
+    };
+    path.with_file_name(name)
 }
 
 /// Starts `builder`'s runtime; an error ends the bench.
