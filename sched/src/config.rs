@@ -382,6 +382,13 @@ impl FromStr for ProcBind {
     }
 }
 
+impl From<bool> for ProcBind {
+    /// `true`: [`ProcBind::True`]; `false`: [`ProcBind::False`] (as `OMP_PROC_BIND` reads).
+    fn from(pin: bool) -> Self {
+        if pin { ProcBind::True } else { ProcBind::False }
+    }
+}
+
 /// Parses an `OMP_PROC_BIND` value (case-insensitive): `true`, `false`, or a comma-separated
 /// list of `close`, `spread` and `primary` (or `master`), one policy per nesting level in
 /// OpenMP, of which the first counts: numatask has one level. As OpenMP says, `true` and

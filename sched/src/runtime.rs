@@ -229,18 +229,26 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Whether each worker pins itself to its core (default true): `true` is
-    /// [`ProcBind::True`], `false` [`ProcBind::False`]; [`bind`](Self::bind) chooses among
-    /// all of OpenMP's policies.
-    pub fn proc_bind(mut self, pin: bool) -> Self {
-        self.proc_bind = if pin { ProcBind::True } else { ProcBind::False };
+    /// How workers are pinned to places (`OMP_PROC_BIND`; default [`ProcBind::True`]): a
+    /// [`ProcBind`], or a `bool` (`true` is [`ProcBind::True`], `false`
+    /// [`ProcBind::False`]).
+    ///
+    /// ```
+    /// use numatask_sched::{ProcBind, Runtime};
+    /// let rt = Runtime::builder().num_threads(2).proc_bind(ProcBind::Spread).build()?;
+    /// assert_eq!(rt.settings().proc_bind, ProcBind::Spread);
+    /// let rt = Runtime::builder().num_threads(2).proc_bind(false).build()?;
+    /// assert!(rt.pinning().iter().all(Option::is_none));
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    pub fn proc_bind(mut self, policy: impl Into<ProcBind>) -> Self {
+        self.proc_bind = policy.into();
         self
     }
 
-    /// How workers are pinned to places (`OMP_PROC_BIND`; default [`ProcBind::True`]).
-    pub fn bind(mut self, policy: ProcBind) -> Self {
-        self.proc_bind = policy;
-        self
+    /// [`proc_bind`](Self::proc_bind) with a [`ProcBind`].
+    pub fn bind(self, policy: ProcBind) -> Self {
+        self.proc_bind(policy)
     }
 
     /// The places workers are bound to (`OMP_PLACES`; default [`Places::Cores`]: one per
@@ -909,8 +917,8 @@ impl Runtime {
     /// outside thread, while the calling worker keeps running tasks of its own pool until the
     /// scope ends (so pools whose scopes nest in each other do not deadlock).
     ///
-    /// A panic of `f` or of a task that no `taskwait` resumed is resumed here, after all
-    /// tasks finished.
+    /// A panic of `f` or of a task that no `taskwait` (or [`TaskHandle::join`](crate::TaskHandle::join)) resumed is
+    /// resumed here, after all tasks finished.
     ///
     /// A body that uses `?` returns a `Result` whose error type nothing else names: name it,
     /// as in `Ok::<(), MyError>(())`, or the compiler asks for it. (rustc once spent minutes
@@ -945,8 +953,18 @@ impl Runtime {
     /// Where each worker runs: its core and NUMA node (for a place of several cores, the
     /// first of them, and the node holding most of the place). The `OMP_PLACES` places
     /// themselves are [`place_list`](Self::place_list).
-    pub fn places(&self) -> &[WorkerPlace] {
+    pub fn workers(&self) -> &[WorkerPlace] {
         &self.registry.places
+    }
+
+    /// The old name of [`workers`](Self::workers), which read as if it gave the `OMP_PLACES`
+    /// places ([`place_list`](Self::place_list)).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `workers`; the places are `place_list`"
+    )]
+    pub fn places(&self) -> &[WorkerPlace] {
+        self.workers()
     }
 
     /// The places workers are bound to (`OMP_PLACES` resolved against the topology and the
@@ -1060,7 +1078,7 @@ impl Runtime {
             &format_args!("{} {:?}", topo.distance_source(), topo.distance_matrix()),
         );
         if s.display_env == DisplayEnv::Verbose {
-            for (place, pinning) in self.places().iter().zip(&self.pinning) {
+            for (place, pinning) in self.workers().iter().zip(&self.pinning) {
                 let pinned = match pinning {
                     None => "not pinned".to_owned(),
                     Some(Ok(Pinning::Exact { .. } | Pinning::Place { .. })) => "pinned".to_owned(),
@@ -1093,7 +1111,7 @@ impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
             .field("settings", self.settings())
-            .field("places", &self.places())
+            .field("workers", &self.workers())
             .finish()
     }
 }

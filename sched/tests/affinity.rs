@@ -84,9 +84,9 @@ fn child(cpu: usize) {
         // By default one worker per bound core: here one.
         assert_eq!(rt.num_workers(), threads.unwrap_or(1));
         assert!(
-            rt.places().iter().all(|p| p.core == core),
+            rt.workers().iter().all(|p| p.core == core),
             "{:?}",
-            rt.places()
+            rt.workers()
         );
         assert!(
             rt.pinning().iter().all(|p| matches!(p, Some(Ok(_)))),

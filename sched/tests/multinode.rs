@@ -76,7 +76,7 @@ fn run_map(
         .num_threads(topo.num_cores())
         .build()
         .expect("runtime starts");
-    for (place, pinning) in rt.places().iter().zip(rt.pinning()) {
+    for (place, pinning) in rt.workers().iter().zip(rt.pinning()) {
         assert!(
             matches!(pinning, Some(Ok(Pinning::Exact { .. }))),
             "worker {} not pinned to its core: {pinning:?}",
@@ -281,7 +281,7 @@ fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
         .map(|p| p.iter().copied().collect())
         .collect();
     assert_eq!(places, (0..n).map(node_cpus).collect::<Vec<_>>());
-    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    let nodes: Vec<usize> = rt.workers().iter().map(|p| p.node).collect();
     assert_eq!(nodes, (0..2 * n).map(|w| w / 2).collect::<Vec<_>>());
     for (worker, cpus) in worker_affinities(&rt).into_iter().enumerate() {
         assert_eq!(
@@ -301,7 +301,7 @@ fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
         ]))
         .build()
         .expect("runtime starts");
-    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    let nodes: Vec<usize> = rt.workers().iter().map(|p| p.node).collect();
     assert_eq!(nodes, [n - 1, 0]);
     let affinities = worker_affinities(&rt);
     assert_eq!(affinities[0], Some(BTreeSet::from([first_cpu(n - 1)])));

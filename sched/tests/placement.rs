@@ -17,7 +17,7 @@ fn workers_fill_one_node_before_the_next() {
         .num_threads(14)
         .build()
         .expect("runtime starts");
-    for (i, place) in rt.places().iter().enumerate() {
+    for (i, place) in rt.workers().iter().enumerate() {
         assert_eq!(place.index, i);
         assert_eq!(place.core, i, "worker i runs on core i");
         assert_eq!(place.node, i / 6, "6 cores per node, numbered node by node");
@@ -35,7 +35,7 @@ fn workers_fill_one_node_before_the_next() {
     for (worker, node) in seen {
         assert_eq!(
             node,
-            rt.places()[worker].node,
+            rt.workers()[worker].node,
             "a task knows its worker's node"
         );
     }
@@ -45,13 +45,13 @@ fn workers_fill_one_node_before_the_next() {
 fn spread_puts_fewer_workers_than_cores_on_every_node() {
     let rt = Runtime::builder()
         .topology(opteron())
-        .bind(ProcBind::Spread)
+        .proc_bind(ProcBind::Spread)
         .num_threads(8)
         .build()
         .expect("runtime starts");
-    let cores: Vec<usize> = rt.places().iter().map(|p| p.core).collect();
+    let cores: Vec<usize> = rt.workers().iter().map(|p| p.core).collect();
     assert_eq!(cores, [0, 6, 12, 18, 24, 30, 36, 42], "one worker per node");
-    let nodes: Vec<usize> = rt.places().iter().map(|p| p.node).collect();
+    let nodes: Vec<usize> = rt.workers().iter().map(|p| p.node).collect();
     assert_eq!(nodes, [0, 1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(rt.settings().proc_bind, ProcBind::Spread);
     // The model's cores 0, 6, 12, ... go onto distinct real cores while there are enough
@@ -87,11 +87,11 @@ fn primary_puts_every_worker_on_the_core_of_the_starting_thread() {
         t.pin_current_thread(last).expect("pins");
         let rt = Runtime::builder()
             .topology(t)
-            .bind(ProcBind::Primary)
+            .proc_bind(ProcBind::Primary)
             .num_threads(3)
             .build()
             .expect("runtime starts");
-        rt.places().to_vec()
+        rt.workers().to_vec()
     })
     .join()
     .expect("the starting thread");
@@ -115,7 +115,7 @@ fn default_is_one_worker_per_core_and_more_workers_share_cores_in_runs() {
         .expect("runtime starts");
     // As OpenMP says for more threads than places: runs of consecutive workers on each
     // core (here 2 on cores 0 and 24, 1 on each other), the order kept.
-    let cores: Vec<usize> = rt.places().iter().map(|p| p.core).collect();
+    let cores: Vec<usize> = rt.workers().iter().map(|p| p.core).collect();
     assert_eq!(&cores[..3], [0, 0, 1]);
     assert_eq!(cores[49], 47);
     assert!(
@@ -123,7 +123,7 @@ fn default_is_one_worker_per_core_and_more_workers_share_cores_in_runs() {
         "{cores:?}"
     );
     assert_eq!(cores.iter().filter(|&&c| c == 24).count(), 2);
-    assert_eq!(rt.places()[49].node, 7);
+    assert_eq!(rt.workers()[49].node, 7);
 }
 
 #[test]

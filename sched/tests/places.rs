@@ -33,7 +33,7 @@ fn runtime(places: Places, threads: Option<usize>) -> Result<Runtime, SchedError
 }
 
 fn nodes(rt: &Runtime) -> Vec<usize> {
-    rt.places().iter().map(|p| p.node).collect()
+    rt.workers().iter().map(|p| p.node).collect()
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn threads_are_one_place_per_hardware_thread_and_one_worker_each() {
     assert_eq!(rt.num_workers(), 8, "one worker per hardware thread");
     assert_eq!(rt.worker_places(), [0, 1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(nodes(&rt), [0, 0, 0, 0, 1, 1, 1, 1]);
-    let cores: Vec<usize> = rt.places().iter().map(|p| p.core).collect();
+    let cores: Vec<usize> = rt.workers().iter().map(|p| p.core).collect();
     assert_eq!(cores, [0, 0, 1, 1, 2, 2, 3, 3], "two threads per core");
     assert!(
         rt.display_env()
@@ -83,7 +83,7 @@ fn numa_domains_put_runs_of_workers_on_each_node() {
     let rt = Runtime::builder()
         .topology(smt())
         .proc_bind(false)
-        .bind(ProcBind::Spread)
+        .proc_bind(ProcBind::Spread)
         .places(Places::NumaDomains)
         .num_threads(2)
         .build()
@@ -112,7 +112,7 @@ fn sockets_and_last_level_caches_group_the_cores_that_share_them() {
     // Runs of 12 workers per package; a package's workers count as on its first node (a
     // tie of 6 cores on each of its two).
     assert_eq!(rt.worker_places()[12..24], [1; 12]);
-    assert_eq!(rt.places()[12].node, 2);
+    assert_eq!(rt.workers()[12].node, 2);
     // An L3 per die: the same places as the nodes.
     let rt = build(Places::LlCachesN(3));
     assert_eq!(rt.place_list().len(), 3);
