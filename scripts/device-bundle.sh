@@ -2,7 +2,10 @@
 # Builds everything the many-core measurements need into device-bundle/ (ignored by git), to be
 # carried to a machine without Rust: the release bench binaries (fib, sparselu, cholesky and any
 # other harness-less bench), the C/OpenMP peers built with gcc (libgomp) and clang (LLVM
-# libomp), and clang's libomp.so.5, which such machines often lack. There:
+# libomp), clang's libomp.so.5, which such machines often lack, and scripts/device-run.sh as
+# run.sh, the measurements behind BENCHMARKS.md's summary. There:
+#   device-bundle/run.sh peers      (or overhead, loops; see scripts/device-run.sh)
+# or one bench by hand:
 #   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
 #       --omp ./fib_gomp --omp ./fib_libomp
 set -euo pipefail
@@ -41,4 +44,5 @@ for name in sparselu cholesky; do
 done
 cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
     cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
+cp scripts/device-run.sh "$out/run.sh"
 ls -la "$out"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The many-core measurements behind BENCHMARKS.md's summary, run on a machine without Rust from
+# the bundle scripts/device-bundle.sh builds (which copies this file there as run.sh):
+#   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky: numatask against libgomp and libomp
+#   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
+#   device-bundle/run.sh loops      # taskloop against rayon and the C peers; wake-up latency against rayon
+# Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+export LD_LIBRARY_PATH=$PWD/lib
+T=${THREADS:-$(nproc)}
+part=${1:-peers}
+section() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+section "machine"
+lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|NUMA node\(s\)|L3 cache)' || true
+case $part in
+peers)
+    section "fib 30, ns per task"
+    ./fib --bench --n 30 --threads "1,2,4,8,16,$T" --reps 3 --omp ./fib_gomp --omp ./fib_libomp
+    section "SparseLU fine (NB=120, BS=25), $T threads"
+    ./sparselu --bench --nb 120 --bs 25 --threads "$T" --reps 5 --rounds 3 --skip empty,serial,raw \
+        --omp ./sparselu_gomp --omp ./sparselu_libomp
+    section "SparseLU fine, one thread"
+    ./sparselu --bench --nb 120 --bs 25 --threads 1 --reps 3 --skip empty,raw
+    section "SparseLU coarse (NB=50, BS=100), $T threads"
+    ./sparselu --bench --nb 50 --bs 100 --threads "$T" --reps 3 --rounds 4 --skip empty,serial,raw \
+        --omp ./sparselu_gomp --omp ./sparselu_libomp
+    section "Cholesky, $T threads"
+    ./cholesky --bench --threads "$T" --reps 5 --omp ./cholesky_gomp --omp ./cholesky_libomp
+    ;;
+overhead)
+    section "fib 30 under both schedulers"
+    ./fib --bench --n 30 --threads "1,$T" --reps 5 --scheduler ws,locality,ws,locality --only numatask
+    section "the paper's benchmarks, locality-aware over work stealing, $T workers"
+    ./paper --bench --size medium --reps 9 --mode measure --threads "$T"
+    ;;
+loops)
+    section "taskloop, 2^18 iterations"
+    ./taskloop --bench --n 262144 --grain 1024,16384 --threads "1,$T" --reps 31 \
+        --omp ./taskloop_gomp --omp ./taskloop_libomp
+    section "wake-up after 5 ms idle, from outside the pool"
+    ./wakeup --bench --threads "$T" --rounds 200 --idle-ms 5
+    ;;
+*)
+    echo "usage: run.sh peers|overhead|loops" >&2
+    exit 2
+    ;;
+esac
