@@ -10,6 +10,7 @@
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
+//! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 1000000: the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]); each later runtime of the process writes its own, `t.2.json`, `t.3.json`, ... beside `t.json` | no tracing |
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
@@ -50,15 +51,23 @@ pub const PLACES_ENV: &str = "OMP_PLACES";
 /// `OMP_WAIT_POLICY`: whether idle workers keep their cores or sleep.
 pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 
+/// `OMP_MAX_TASK_PRIORITY`: the largest task priority honoured (0: priorities ignored).
+pub const MAX_TASK_PRIORITY_ENV: &str = "OMP_MAX_TASK_PRIORITY";
+
+/// The largest `OMP_MAX_TASK_PRIORITY` accepted.
+pub const MAX_MAX_TASK_PRIORITY: u32 = 1_000_000;
+const MAX_TASK_PRIORITY_EXPECTED: &str = "a non-negative integer of at most 1000000";
+
 /// `OMP_THREAD_LIMIT`: the most workers a runtime starts, whatever `OMP_NUM_THREADS` or the
 /// builder asks for.
 pub const THREAD_LIMIT_ENV: &str = "OMP_THREAD_LIMIT";
 
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 10] = [
+pub const ENV_VARS: [&str; 11] = [
     NUM_THREADS_ENV,
     THREAD_LIMIT_ENV,
+    MAX_TASK_PRIORITY_ENV,
     PROC_BIND_ENV,
     PLACES_ENV,
     STACKSIZE_ENV,
@@ -162,6 +171,8 @@ pub struct EnvSettings {
     pub num_threads: Option<usize>,
     /// `OMP_THREAD_LIMIT`.
     pub thread_limit: Option<usize>,
+    /// `OMP_MAX_TASK_PRIORITY`.
+    pub max_task_priority: Option<u32>,
     /// `OMP_PROC_BIND`.
     pub proc_bind: Option<ProcBind>,
     /// `OMP_PLACES`.
@@ -232,6 +243,9 @@ impl EnvSettings {
             thread_limit: get(THREAD_LIMIT_ENV)
                 .map(|v| parse_thread_limit(&v))
                 .transpose()?,
+            max_task_priority: get(MAX_TASK_PRIORITY_ENV)
+                .map(|v| parse_max_task_priority(&v))
+                .transpose()?,
             proc_bind: get(PROC_BIND_ENV)
                 .map(|v| parse_proc_bind(&v))
                 .transpose()?,
@@ -295,6 +309,26 @@ pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
     match value.trim().parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(invalid(THREAD_LIMIT_ENV, value, THREAD_LIMIT_EXPECTED)),
+    }
+}
+
+/// Parses an `OMP_MAX_TASK_PRIORITY` value: a non-negative integer of at most
+/// [`MAX_MAX_TASK_PRIORITY`].
+///
+/// ```
+/// use numatask_sched::config::parse_max_task_priority;
+/// assert_eq!(parse_max_task_priority(" 3 "), Ok(3));
+/// assert_eq!(parse_max_task_priority("0"), Ok(0));
+/// assert!(parse_max_task_priority("-1").is_err());
+/// ```
+pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
+    match value.trim().parse::<u32>() {
+        Ok(n) if n <= MAX_MAX_TASK_PRIORITY => Ok(n),
+        _ => Err(invalid(
+            MAX_TASK_PRIORITY_ENV,
+            value,
+            MAX_TASK_PRIORITY_EXPECTED,
+        )),
     }
 }
 

@@ -355,6 +355,8 @@ pub struct TaskBuilder<'s, 'scope, A> {
     /// Bit `i`: declaration `i` is marked intensive.
     intensive: u8,
     label: Option<&'static str>,
+    /// OpenMP's `priority` clause ([`TaskBuilder::priority`]).
+    priority: u32,
     /// A region was bound to another task's children ([`SchedError::ForeignRegion`], reported
     /// by `spawn`; a flag rather than the error, so that the builder moved by every call stays
     /// small).
@@ -376,6 +378,7 @@ impl<'scope> Scope<'scope> {
             views: (),
             intensive: 0,
             label: None,
+            priority: 0,
             foreign: false,
         }
     }
@@ -429,7 +432,7 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) + 'scope,
     {
         let f = AssertSend(f);
-        self.spawn_dependent(deps, None, move |s| f.into_inner()(s));
+        self.spawn_dependent(deps, None, 0, move |s| f.into_inner()(s));
     }
 
     /// [`spawn_depend`](Self::spawn_depend) with a name for the task in traces (see
@@ -444,7 +447,7 @@ impl<'scope> Scope<'scope> {
     {
         let f = AssertSend(f);
         let label = self.is_tracing().then_some(label);
-        self.spawn_dependent(deps, label, move |s| f.into_inner()(s));
+        self.spawn_dependent(deps, label, 0, move |s| f.into_inner()(s));
     }
 }
 
@@ -560,6 +563,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             views,
             intensive,
             label,
+            priority,
             mut foreign,
         } = self;
         for binding in bindings {
@@ -578,6 +582,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             views: views.append(view),
             intensive,
             label,
+            priority,
             foreign,
         }
     }
@@ -592,6 +597,15 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         if let Some(last) = A::LEN.checked_sub(1) {
             self.intensive |= 1 << last;
         }
+        self
+    }
+
+    /// Gives the task a priority (OpenMP's `priority(p)` clause): once its dependences are
+    /// met, it starts ahead of ready tasks of lower priority (see
+    /// [`Scope::spawn_with_priority`], which says how far, and why the runtime ignores it
+    /// unless `OMP_MAX_TASK_PRIORITY` is above 0).
+    pub fn priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -632,14 +646,15 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         self.views.describe(accesses, 0, self.intensive);
         check_conflicts(accesses)?;
         let views = self.views;
-        self.scope.spawn_dependent(accesses, self.label, move |s| {
-            // SAFETY: the runtime starts this body only after every earlier sibling that
-            // conflicts with these accesses finished, and starts no conflicting sibling before
-            // it returns (module docs); the accesses of this task do not conflict among
-            // themselves (checked above); the data lives for `'scope`.
-            let data = unsafe { views.views() };
-            f(s, data)
-        });
+        self.scope
+            .spawn_dependent(accesses, self.label, self.priority, move |s| {
+                // SAFETY: the runtime starts this body only after every earlier sibling that
+                // conflicts with these accesses finished, and starts no conflicting sibling before
+                // it returns (module docs); the accesses of this task do not conflict among
+                // themselves (checked above); the data lives for `'scope`.
+                let data = unsafe { views.views() };
+                f(s, data)
+            });
         Ok(())
     }
 }

@@ -71,6 +71,9 @@ pub struct TaskMeta {
     pub footprint: Box<[Access]>,
     /// A name for the task in traces (`"task"` when `None`).
     pub label: Option<&'static str>,
+    /// The task's priority (OpenMP's `priority` clause; 0, the default, is the lowest): honoured
+    /// up to the runtime's `OMP_MAX_TASK_PRIORITY`, ignored when that is 0.
+    pub priority: u32,
 }
 
 /// The operations every frame kind provides.
@@ -334,6 +337,11 @@ impl Task {
             Some(handle) => handle.accesses(),
             None => self.header().meta.as_deref().map_or(&[], |m| &m.footprint),
         }
+    }
+
+    /// The task's priority, as spawned ([`TaskMeta::priority`]; 0 for most tasks).
+    pub fn priority(&self) -> u32 {
+        self.header().meta.as_deref().map_or(0, |m| m.priority)
     }
 
     /// The task's name in traces: its [`TaskMeta::label`], or `"task"`.

@@ -26,10 +26,10 @@ use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, CoreGroup, Topology};
 
 use crate::config::{
-    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE, MIN_STACK_SIZE,
-    MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV, PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV,
-    STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy, format_size,
-    write_place_list,
+    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE,
+    MAX_TASK_PRIORITY_ENV, MIN_STACK_SIZE, MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV,
+    PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV,
+    WAIT_POLICY_ENV, WaitPolicy, format_size, write_place_list,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -52,6 +52,9 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 pub struct Settings {
     /// Number of workers.
     pub num_threads: usize,
+    /// The largest task priority honoured (`OMP_MAX_TASK_PRIORITY`,
+    /// [`RuntimeBuilder::max_task_priority`]; 0, the default: priorities are ignored).
+    pub max_task_priority: u32,
     /// The most workers the runtime could start (`OMP_THREAD_LIMIT`,
     /// [`RuntimeBuilder::thread_limit`]; `None`: no limit but
     /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
@@ -95,6 +98,9 @@ pub(crate) struct Registry {
     pub(crate) tracer: Option<Arc<Tracer>>,
     /// Tasks set aside by waiting workers short of stack (see [`crate::worker`]).
     pub(crate) set_aside: SetAside,
+    /// The tasks with a priority, when the runtime honours priorities
+    /// (`OMP_MAX_TASK_PRIORITY` > 0; see [`crate::worker`]).
+    pub(crate) prioritized: Option<crate::worker::Prioritized>,
     /// For each worker, how many of its waits are short of stack (nested waits: those below
     /// the first are short too): such a worker takes no task set aside but its own
     /// descendants (see [`crate::worker`]).
@@ -120,6 +126,7 @@ pub(crate) struct Registry {
 pub struct RuntimeBuilder {
     num_threads: Option<usize>,
     thread_limit: Option<usize>,
+    max_task_priority: u32,
     proc_bind: ProcBind,
     places: Places,
     /// Whether `places` came from `OMP_PLACES` (for the errors naming it).
@@ -151,6 +158,7 @@ impl RuntimeBuilder {
         RuntimeBuilder {
             num_threads: None,
             thread_limit: None,
+            max_task_priority: 0,
             proc_bind: ProcBind::True,
             places: Places::Cores,
             places_from_env: false,
@@ -181,6 +189,9 @@ impl RuntimeBuilder {
         }
         if let Some(n) = env.thread_limit {
             self.thread_limit = Some(n);
+        }
+        if let Some(p) = env.max_task_priority {
+            self.max_task_priority = p;
         }
         if let Some(b) = env.proc_bind {
             self.proc_bind = b;
@@ -226,6 +237,14 @@ impl RuntimeBuilder {
     /// zero is an error at [`build`](Self::build).
     pub fn thread_limit(mut self, n: usize) -> Self {
         self.thread_limit = Some(n);
+        self
+    }
+
+    /// The largest task priority honoured (`OMP_MAX_TASK_PRIORITY`; default 0: priorities
+    /// are ignored, as in OpenMP). A task spawned with a larger priority counts as having
+    /// this one. At most [`MAX_MAX_TASK_PRIORITY`](crate::config::MAX_MAX_TASK_PRIORITY).
+    pub fn max_task_priority(mut self, max: u32) -> Self {
+        self.max_task_priority = max;
         self
     }
 
@@ -366,6 +385,13 @@ impl RuntimeBuilder {
                 expected: "from 1 to 4096 workers",
             });
         }
+        if self.max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
+            return Err(SchedError::InvalidSetting {
+                setting: "max_task_priority",
+                value: self.max_task_priority.to_string(),
+                expected: "at most 1000000",
+            });
+        }
         if self.thread_limit == Some(0) {
             return Err(SchedError::InvalidSetting {
                 setting: "thread_limit",
@@ -460,6 +486,7 @@ impl RuntimeBuilder {
         let settings = Settings {
             num_threads,
             thread_limit: self.thread_limit,
+            max_task_priority: self.max_task_priority,
             proc_bind: self.proc_bind,
             places: self.places.clone(),
             stack_size: self.stack_size,
@@ -492,6 +519,7 @@ impl RuntimeBuilder {
             settings,
             tracer,
             set_aside: SetAside::default(),
+            prioritized: (self.max_task_priority > 0).then(crate::worker::Prioritized::new),
             short_waits: (0..num_threads)
                 .map(|_| std::sync::atomic::AtomicUsize::new(0))
                 .collect(),
@@ -1027,6 +1055,7 @@ impl Runtime {
         let _ = write_place_list(&mut places, &self.registry.place_list);
         line(PLACES_ENV, &places);
         line(STACKSIZE_ENV, &format_size(s.stack_size));
+        line(MAX_TASK_PRIORITY_ENV, &s.max_task_priority);
         line(WAIT_POLICY_ENV, &s.wait_policy);
         line(DISPLAY_ENV_ENV, &s.display_env);
         line(SCHEDULER_ENV, &s.scheduler);

@@ -116,6 +116,55 @@ impl<'scope> Scope<'scope> {
         ));
     }
 
+    /// Spawns a task running `f` with a priority (OpenMP's `priority(p)` clause): among the
+    /// tasks ready to run, workers start those of higher priority first (equal priorities in
+    /// the order they became ready), ahead of tasks without one, from a pool-wide list that
+    /// every worker looks at before its own queues (and before dealing by locality: a
+    /// priority outranks where the task's data lives). Priorities above the runtime's
+    /// `OMP_MAX_TASK_PRIORITY` count as it; with that at 0, the default, priorities are
+    /// ignored (a priority-0 task is an ordinary one) and cost nothing. For tasks long enough
+    /// that the order they start in matters: the list is locked.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// let rt = numatask_sched::Runtime::builder().num_threads(1).max_task_priority(5).build()?;
+    /// let order = Mutex::new(Vec::new());
+    /// rt.scope(|s| {
+    ///     for p in [1, 5, 0, 3] {
+    ///         let order = &order;
+    ///         s.spawn_with_priority(p, move |_| order.lock().unwrap().push(p));
+    ///     }
+    /// });
+    /// // One worker, which ran the scope body first: then the highest priority first.
+    /// assert_eq!(*order.lock().unwrap(), [5, 3, 1, 0]);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    #[inline]
+    pub fn spawn_with_priority<F>(&self, priority: u32, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let priority = self.honoured_priority(priority);
+        let meta = (priority > 0).then(|| {
+            Box::new(TaskMeta {
+                priority,
+                ..TaskMeta::default()
+            })
+        });
+        self.spawn_frame(job::heap_task::<F, (), false>(
+            self.frame,
+            self.worker(),
+            meta,
+            f,
+        ));
+    }
+
+    /// `priority` capped at the runtime's `OMP_MAX_TASK_PRIORITY` (0 when that is 0).
+    #[inline]
+    pub(crate) fn honoured_priority(&self, priority: u32) -> u32 {
+        priority.min(self.worker().registry().settings.max_task_priority)
+    }
+
     /// Spawns a task running `f` and returns a handle to its result. The result is available
     /// (without waiting) after a `taskwait` of this task, or through
     /// [`TaskHandle::join`], which waits for this task only.
@@ -253,6 +302,7 @@ impl<'scope> Scope<'scope> {
         let meta = Box::new(TaskMeta {
             footprint: footprint.into(),
             label: Some(label),
+            priority: 0,
         });
         self.spawn_frame(job::heap_task::<F, (), false>(
             self.frame,
@@ -299,14 +349,21 @@ impl<'scope> Scope<'scope> {
     /// Spawns `f` as a child that runs once the earlier children it conflicts with on
     /// `accesses` finished (the safe and raw dependent spawns end here).
     #[inline]
-    pub(crate) fn spawn_dependent<F>(&self, accesses: &[Access], label: Option<&'static str>, f: F)
-    where
+    pub(crate) fn spawn_dependent<F>(
+        &self,
+        accesses: &[Access],
+        label: Option<&'static str>,
+        priority: u32,
+        f: F,
+    ) where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let meta = label.map(|label| {
+        let priority = self.honoured_priority(priority);
+        let meta = (label.is_some() || priority > 0).then(|| {
             Box::new(TaskMeta {
                 footprint: Box::new([]),
-                label: Some(label),
+                label,
+                priority,
             })
         });
         let frame = job::heap_task::<F, (), false>(self.frame, self.worker(), meta, f);

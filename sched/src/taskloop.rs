@@ -208,6 +208,7 @@ fn footprint_of<T>(s: &Scope<'_>, part: &[T]) -> Option<Box<TaskMeta>> {
         Box::new(TaskMeta {
             footprint: Box::new([Access::of_slice(part, AccessKind::InOut)]),
             label: Some("taskloop"),
+            priority: 0,
         })
     })
 }

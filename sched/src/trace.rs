@@ -84,6 +84,12 @@ pub enum QueueChoice {
     /// Queued from outside the pool (a scope body), or handed on by a waiting worker short of
     /// stack.
     Injected,
+    /// The pool's list of tasks with a priority (`OMP_MAX_TASK_PRIORITY` > 0), which every
+    /// worker looks at first.
+    Priority {
+        /// The priority it ran with.
+        priority: u32,
+    },
 }
 
 impl fmt::Display for QueueChoice {
@@ -94,6 +100,7 @@ impl fmt::Display for QueueChoice {
             QueueChoice::Node { node, reason } => write!(f, "node {node} ({reason:?})"),
             QueueChoice::Inline => f.write_str("inline"),
             QueueChoice::Injected => f.write_str("injected"),
+            QueueChoice::Priority { priority } => write!(f, "priority {priority}"),
         }
     }
 }

@@ -18,6 +18,13 @@
 //!    within reach of their node is short of stack;
 //! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
+//! Before all of these, while the runtime honours task priorities (`OMP_MAX_TASK_PRIORITY`
+//! above 0), every worker, idle or waiting, takes from the pool's list of tasks with a
+//! priority (`Prioritized`: highest first, equal ones oldest first), where spawns and
+//! completions put every task whose priority is above 0; a waiting worker short of stack (see
+//! below) takes from it only descendants of what it waits for, and sleeping waiters are all
+//! woken for a task put there when no idle worker is.
+//!
 //! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
 //! cannot look at a task before taking it, so a waiting worker that may run only descendants
 //! must put back what it took; measured on 32 cores, that put-back traffic made fib 30x slower
@@ -186,6 +193,80 @@ impl SetAside {
     }
 }
 
+/// Tasks spawned with a priority (OpenMP's `priority` clause) while the runtime honours
+/// priorities (`OMP_MAX_TASK_PRIORITY` > 0): one pool-wide list, highest priority first and,
+/// among equals, oldest first, which every worker looks at before its own queues (module
+/// docs). A locked map: priorities are for tasks long enough that the order they start in
+/// matters, not for the finest grain.
+pub(crate) struct Prioritized {
+    /// Keyed by (priority, highest first; the order of arrival).
+    tasks: Mutex<std::collections::BTreeMap<(std::cmp::Reverse<u32>, u64), Task>>,
+    /// The next order of arrival.
+    arrivals: std::sync::atomic::AtomicU64,
+    /// `tasks.len()`, read without the lock.
+    len: AtomicUsize,
+}
+
+impl Prioritized {
+    pub(crate) fn new() -> Self {
+        Prioritized {
+            tasks: Mutex::new(std::collections::BTreeMap::new()),
+            arrivals: std::sync::atomic::AtomicU64::new(0),
+            len: AtomicUsize::new(0),
+        }
+    }
+
+    /// Adds `task` with `priority` and wakes a worker to take it: one that is idle, else every
+    /// sleeper, as a waiter short of stack (which sleeps without answering ordinary wake-ups)
+    /// may be waiting for this very task.
+    fn put(&self, task: Task, priority: u32, sleep: &crate::sleep::Sleep) {
+        let arrival = self.arrivals.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            tasks.insert((std::cmp::Reverse(priority), arrival), task);
+            self.len.store(tasks.len(), Ordering::SeqCst);
+        }
+        if !sleep.new_work_among(0..usize::MAX) {
+            sleep.wake_all();
+        }
+    }
+
+    /// Whether the list may hold a task.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len.load(Ordering::SeqCst) == 0
+    }
+
+    /// Takes the first task, in priority order, that `wanted` accepts.
+    fn take(&self, wanted: impl Fn(&Task) -> bool) -> Option<Task> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = *tasks.iter().find(|(_, t)| wanted(t))?.0;
+        let task = tasks.remove(&key);
+        self.len.store(tasks.len(), Ordering::SeqCst);
+        task
+    }
+
+    /// Whether the list holds a task `wanted` accepts.
+    fn has(&self, wanted: impl Fn(&Task) -> bool) -> bool {
+        !self.is_empty()
+            && self
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .any(wanted)
+    }
+}
+
+/// The priority `task` runs with: its own, at most `max` (`OMP_MAX_TASK_PRIORITY`).
+#[inline]
+fn task_priority(task: &Task, max: u32) -> u32 {
+    task.priority().min(max)
+}
+
 /// A waiting worker steals only while more than `1 / STACK_RESERVE_DIVISOR` of its stack is
 /// free (module docs).
 pub(crate) const STACK_RESERVE_DIVISOR: usize = 4;
@@ -239,9 +320,32 @@ impl WorkerThread {
     /// Makes a spawned task available, or runs it at once if the scheduler has no room.
     #[inline]
     pub(crate) fn push(&self, task: Task) {
+        let Err(task) = self.push_prioritized(task) else {
+            return;
+        };
         if let Err(task) = self.queues.push(&self.ctx(), task) {
             self.run_inline(task);
         }
+    }
+
+    /// Puts a task with a priority in the pool's priority list, when the runtime honours
+    /// priorities; hands any other task back.
+    #[inline]
+    fn push_prioritized(&self, task: Task) -> Result<(), Task> {
+        match &self.registry.prioritized {
+            Some(list) if task.priority() > 0 => {
+                let priority = task_priority(&task, self.registry.settings.max_task_priority);
+                list.put(task, priority, &self.registry.sleep);
+                Ok(())
+            }
+            _ => Err(task),
+        }
+    }
+
+    /// The priority list, when the runtime honours priorities.
+    #[inline]
+    fn prioritized(&self) -> Option<&Prioritized> {
+        self.registry.prioritized.as_ref()
     }
 
     /// Runs a spawned task at once, on this thread, instead of queueing it (an undeferred
@@ -255,6 +359,9 @@ impl WorkerThread {
     /// goes to the overflow list (module docs), never inline.
     #[inline]
     pub(crate) fn push_released(&self, task: Task) {
+        let Err(task) = self.push_prioritized(task) else {
+            return;
+        };
         if let Err(task) = self.queues.push(&self.ctx(), task) {
             self.overflow.borrow_mut().push_back(task);
             self.has_overflow.set(true);
@@ -341,6 +448,12 @@ impl WorkerThread {
     #[inline(never)]
     fn run_traced(&self, tracer: &Tracer, task: Task, found: Option<Found>) {
         let mut origin = match found {
+            Some(Found::Priority) => TaskOrigin {
+                queue: QueueChoice::Priority {
+                    priority: task_priority(&task, self.registry.settings.max_task_priority),
+                },
+                stolen_from: None,
+            },
             Some(found) => self.queues.origin(&self.ctx(), found),
             None => TaskOrigin::INLINE,
         };
@@ -408,7 +521,11 @@ impl WorkerThread {
         let mut idle = IdleState::new();
         let ctx = self.ctx();
         loop {
-            let found = match self.pop_own(&ctx) {
+            let prioritized = self
+                .prioritized()
+                .and_then(|list| list.take(|_| true))
+                .map(|task| (task, Found::Priority));
+            let found = match prioritized.or_else(|| self.pop_own(&ctx)) {
                 Some(own) => Some(own),
                 None => match self.queues.steal(&ctx) {
                     Some(task) => Some((task, Found::Steal)),
@@ -428,7 +545,9 @@ impl WorkerThread {
                 return;
             }
             sleep.no_work_found(&mut idle, self.index(), || {
-                self.queues.has_work(&ctx) || self.has_set_aside(&ctx)
+                self.queues.has_work(&ctx)
+                    || self.has_set_aside(&ctx)
+                    || self.prioritized().is_some_and(|list| !list.is_empty())
             });
         }
     }
@@ -479,6 +598,15 @@ impl WorkerThread {
             if done() {
                 sleep.end_search(&mut idle);
                 return true;
+            }
+            // A task with a priority first; short of stack, only a descendant of `frame`.
+            if let Some(task) = self
+                .prioritized()
+                .and_then(|list| list.take(|t| roomy || t.is_descendant_of(frame)))
+            {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Priority));
+                continue;
             }
             if let Some((task, found)) = self.pop_own(&ctx) {
                 if roomy || task.is_descendant_of(frame) {
@@ -543,6 +671,9 @@ impl WorkerThread {
                     || (injected_when_short && self.queues.has_injected(&ctx))
                     || (!roomy && self.queues.has_own_work(&ctx))
                     || set_aside.has(may_take)
+                    || self
+                        .prioritized()
+                        .is_some_and(|list| list.has(|t| roomy || t.is_descendant_of(frame)))
             };
             if roomy || injected_when_short {
                 sleep.no_work_found(&mut idle, self.index(), has_work);

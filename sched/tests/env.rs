@@ -25,6 +25,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     set("OMP_DATA_DISTRIBUTION", " Coarse ");
     set("OMP_WAIT_POLICY", "Passive");
     set("OMP_PLACES", "Threads");
+    set("OMP_MAX_TASK_PRIORITY", "4");
     let rt = Runtime::new().expect("a valid environment");
     let s = rt.settings();
     assert_eq!(s.num_threads, 3);
@@ -53,12 +54,14 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         "  OMP_PLACES = '{",
         "  OMP_DATA_DISTRIBUTION = 'coarse'",
         "  OMP_WAIT_POLICY = 'PASSIVE'",
+        "  OMP_MAX_TASK_PRIORITY = '4'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     }
     drop(rt);
     unset("OMP_WAIT_POLICY");
     unset("OMP_PLACES");
+    unset("OMP_MAX_TASK_PRIORITY");
 
     // A trace file the variable names that cannot be created: the error names the variable.
     let bad = std::env::temp_dir()
@@ -115,6 +118,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     for (var, value) in [
         ("OMP_NUM_THREADS", "0"),
         ("OMP_THREAD_LIMIT", "-1"),
+        ("OMP_MAX_TASK_PRIORITY", "high"),
         ("OMP_PROC_BIND", "scatter"),
         ("OMP_STACKSIZE", "12Q"),
         ("NUMATASK_SCHEDULER", "fifo"),

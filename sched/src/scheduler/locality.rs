@@ -694,6 +694,8 @@ impl Scheduler for Locality {
         match (found, local.taken.get()) {
             (Found::Injected, _) => TaskOrigin::INJECTED,
             (Found::Overflow, _) => TaskOrigin::OWN_DEQUE,
+            // Traced by the worker itself; never asked of the policy.
+            (Found::Priority, _) => TaskOrigin::INJECTED,
             (_, Taken::OwnDeque) => TaskOrigin::OWN_DEQUE,
             (_, Taken::Deque(worker)) => TaskOrigin {
                 queue: QueueChoice::OwnDeque,

@@ -95,6 +95,8 @@ pub enum Found {
     /// The worker's overflow list: a task its own completion released while the scheduler had
     /// no room (see `crate::worker`).
     Overflow,
+    /// The pool's list of tasks with a priority (see `crate::worker`), which no policy sees.
+    Priority,
 }
 
 /// Where a task was queued and where the worker running it took it from (for tracing).

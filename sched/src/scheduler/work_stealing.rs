@@ -173,6 +173,8 @@ impl Scheduler for WorkStealing {
                 stolen_from: self.worker_nodes.get(local.next_victim.get()).copied(),
             },
             Found::Injected => TaskOrigin::INJECTED,
+            // Traced by the worker itself; never asked of the policy.
+            Found::Priority => TaskOrigin::INJECTED,
         }
     }
 }
