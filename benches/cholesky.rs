@@ -186,15 +186,22 @@ fn cholesky_serial(m: &mut Matrix) -> u64 {
     })
 }
 
-/// Cholesky with the safe API: the body of the OpenMP `single`.
-fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix) -> u64 {
+/// The priorities of `--priority` (as the C peer's `PRIO 1`): the panel's factorization
+/// first, then its solves, then the diagonal updates, then the rest.
+const PRIORITIES: [u32; 4] = [3, 2, 1, 0];
+
+/// Cholesky with the safe API: the body of the OpenMP `single`. `prio`: give the tasks the
+/// [`PRIORITIES`] (else priority 0).
+fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, prio: bool) -> u64 {
     let bs = m.bs;
+    let [p_potrf, p_trsm, p_syrk, p_gemm] = PRIORITIES.map(|p| if prio { p } else { 0 });
     let tiles = Blocks::new(&mut m.tiles, bs * bs).expect("tiles");
     let tasks = for_each_task(m.nt, |op| {
         let spawned = match op {
             Op::Potrf(d) => s
                 .task()
                 .updates(&tiles[d])
+                .priority(p_potrf)
                 .label("potrf")
                 .spawn(move |_, (d,)| kernels::potrf(d, bs)),
             Op::Trsm(l, b) => s
@@ -202,6 +209,7 @@ fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix) -> u64 {
                 .reads(&tiles[l])
                 .updates(&tiles[b])
                 .intensive()
+                .priority(p_trsm)
                 .label("trsm")
                 .spawn(move |_, (l, b)| kernels::trsm(l, b, bs)),
             Op::Syrk(a, c) => s
@@ -209,6 +217,7 @@ fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix) -> u64 {
                 .reads(&tiles[a])
                 .updates(&tiles[c])
                 .intensive()
+                .priority(p_syrk)
                 .label("syrk")
                 .spawn(move |_, (a, c)| kernels::syrk(a, c, bs)),
             Op::Gemm(a, b, c) => s
@@ -217,6 +226,7 @@ fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix) -> u64 {
                 .reads(&tiles[b])
                 .updates(&tiles[c])
                 .intensive()
+                .priority(p_gemm)
                 .label("gemm")
                 .spawn(move |_, (a, b, c)| kernels::gemm(a, b, c, bs)),
         };
@@ -235,6 +245,7 @@ struct Args {
     only: Option<String>,
     skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
+    priority: bool,
 }
 
 /// Every flag [`parse_args`] accepts (keep the two together).
@@ -250,6 +261,9 @@ usage: cholesky [--bench] [OPTIONS]
   --skip W1,W2      drop the rows whose name contains one of them (default none)
   --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names
                     (default ws; smoke run all)
+  --priority        give the tasks priorities (potrf 3, trsm 2, syrk 1, gemm 0) on every
+                    side, and set OMP_MAX_TASK_PRIORITY=3 unless it is set (default off;
+                    smoke run on)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
 ";
@@ -271,6 +285,7 @@ fn parse_args() -> Result<Args, String> {
         } else {
             vec![SchedulerKind::WorkStealing]
         },
+        priority: smoke,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -285,6 +300,7 @@ fn parse_args() -> Result<Args, String> {
             "--only" => args.only = Some(value()?),
             "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
+            "--priority" => args.priority = true,
             other => common::other_arg("cholesky", other, USAGE),
         }
     }
@@ -332,6 +348,10 @@ fn report(name: &str, threads: usize, args: &Args, (d, tasks, checksum): &(Durat
 
 fn main() {
     let args = parse_args().unwrap_or_else(|e| common::fail("cholesky", e));
+    if args.priority && std::env::var_os("OMP_MAX_TASK_PRIORITY").is_none() {
+        // SAFETY: no other thread runs yet (no runtime is built before this).
+        unsafe { std::env::set_var("OMP_MAX_TASK_PRIORITY", "3") };
+    }
     let place = Distribution::from_env().unwrap_or_else(|e| common::fail("cholesky", e));
     // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
     numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("cholesky", e));
@@ -361,7 +381,9 @@ fn main() {
                 "cholesky",
                 common::runtime_builder("cholesky", threads, kind, several_runtimes),
             );
-            let r = time_reps(&args, place, |m| rt.scope(|s| cholesky_numatask(s, m)));
+            let r = time_reps(&args, place, |m| {
+                rt.scope(|s| cholesky_numatask(s, m, args.priority))
+            });
             assert_eq!(
                 &r.2, expect,
                 "{name} with {threads} threads: checksum differs from the serial run"
@@ -369,7 +391,8 @@ fn main() {
             report(&name, threads, &args, &r);
         }
         for bin in &args.omp {
-            let peer_args = [args.nt, args.bs, args.reps].map(|v| v.to_string());
+            let peer_args =
+                [args.nt, args.bs, args.reps, usize::from(args.priority)].map(|v| v.to_string());
             common::run_omp_peer(bin, &peer_args, threads, Some(expect));
             filter.ran_peer();
         }

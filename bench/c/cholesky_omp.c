@@ -2,7 +2,9 @@
  * peer of numatask's benches/cholesky.rs. Built with gcc -fopenmp (libgomp) and clang -fopenmp
  * (LLVM libomp) by scripts/bench-cholesky.sh.
  *
- * usage: cholesky_omp NT BS [REPS]
+ * usage: cholesky_omp NT BS [REPS [PRIO]]
+ * PRIO 1: the tasks get priority clauses (potrf 3, trsm 2, syrk 1, gemm 0), which the runtime
+ * honours up to OMP_MAX_TASK_PRIORITY (ignored when that is unset, as OpenMP says).
  * prints: cholesky_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C */
 #include <omp.h>
 #include <stdio.h>
@@ -23,6 +25,9 @@ static double **genmat(int nt, int bs) {
     return m;
 }
 
+/* The priority multiplier: 1 with PRIO 1, else 0 (every task priority 0). */
+static int prio;
+
 static long cholesky(double **m, int nt, int bs) {
     long tasks = 0;
     const size_t n = (size_t)bs * bs;
@@ -31,18 +36,18 @@ static long cholesky(double **m, int nt, int bs) {
     {
         for (int k = 0; k < nt; k++) {
             double *d = TILE(m, k, k);
-#pragma omp task firstprivate(d) depend(inout: d[0:n])
+#pragma omp task firstprivate(d) depend(inout: d[0:n]) priority(3 * prio)
             cholesky_potrf(d, bs);
             tasks++;
             for (int i = k + 1; i < nt; i++) {
                 double *b = TILE(m, i, k);
-#pragma omp task firstprivate(d, b) depend(in: d[0:n]) depend(inout: b[0:n])
+#pragma omp task firstprivate(d, b) depend(in: d[0:n]) depend(inout: b[0:n]) priority(2 * prio)
                 cholesky_trsm(d, b, bs);
                 tasks++;
             }
             for (int i = k + 1; i < nt; i++) {
                 double *a = TILE(m, i, k), *c = TILE(m, i, i);
-#pragma omp task firstprivate(a, c) depend(in: a[0:n]) depend(inout: c[0:n])
+#pragma omp task firstprivate(a, c) depend(in: a[0:n]) depend(inout: c[0:n]) priority(prio)
                 cholesky_syrk(a, c, bs);
                 tasks++;
                 for (int j = k + 1; j < i; j++) {
@@ -71,9 +76,10 @@ static double checksum(double **m, int nt, int bs) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: %s NT BS [REPS]\n", argv[0]); return 2; }
+    if (argc < 3) { fprintf(stderr, "usage: %s NT BS [REPS [PRIO]]\n", argv[0]); return 2; }
     int nt = atoi(argv[1]), bs = atoi(argv[2]), reps = argc > 3 ? atoi(argv[3]) : 3;
-    if (nt < 1 || nt > 1000 || bs < 1 || bs > 1000 || reps < 1 || reps > 100) {
+    prio = argc > 4 ? atoi(argv[4]) : 0;
+    if (nt < 1 || nt > 1000 || bs < 1 || bs > 1000 || reps < 1 || reps > 100 || prio < 0 || prio > 1) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
