@@ -23,6 +23,7 @@
 //! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime ([`Runtime::global`]) |
 //! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
 //! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |
+//! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], `s.task()...priority(p)`; [`RuntimeBuilder::max_task_priority`] |
 //! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
 //! | `par_chunks_mut`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop`] with [`prelude::Grain`] |
 //! | `depend(in: a) depend(inout: b)` | `s.task().reads(a).updates(b).spawn(...)` on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]) |
