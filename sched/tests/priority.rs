@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::{fib_seq, within};
 use numatask_sched::data::Blocks;
 use numatask_sched::trace::QueueChoice;
-use numatask_sched::{Runtime, RuntimeBuilder, SchedError, Scope};
+use numatask_sched::{Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope};
 
 fn builder(workers: usize, max_priority: u32) -> RuntimeBuilder {
     Runtime::builder()
@@ -19,16 +19,28 @@ fn builder(workers: usize, max_priority: u32) -> RuntimeBuilder {
 
 /// The order in which one worker runs tasks spawned with `priorities` by the scope body (the
 /// body runs on that worker, so nothing starts before it waits at its end).
+/// The same under both scheduling policies (a priority outranks where a task would be
+/// dealt), or the test fails.
 fn run_order(max_priority: u32, priorities: &[u32]) -> Vec<usize> {
-    let rt = builder(1, max_priority).build().expect("runtime starts");
-    let order = Mutex::new(Vec::new());
-    rt.scope(|s| {
-        for (i, &p) in priorities.iter().enumerate() {
-            let order = &order;
-            s.spawn_with_priority(p, move |_| order.lock().unwrap().push(i));
-        }
-    });
-    order.into_inner().unwrap()
+    let orders: Vec<Vec<usize>> = SchedulerKind::ALL
+        .iter()
+        .map(|&kind| {
+            let rt = builder(1, max_priority)
+                .scheduler(kind)
+                .build()
+                .expect("runtime starts");
+            let order = Mutex::new(Vec::new());
+            rt.scope(|s| {
+                for (i, &p) in priorities.iter().enumerate() {
+                    let order = &order;
+                    s.spawn_with_priority(p, move |_| order.lock().unwrap().push(i));
+                }
+            });
+            order.into_inner().unwrap()
+        })
+        .collect();
+    assert!(orders.windows(2).all(|w| w[0] == w[1]), "{orders:?}");
+    orders.into_iter().next().expect("two policies")
 }
 
 #[test]
