@@ -234,6 +234,26 @@ mod tests {
     }
 
     #[test]
+    fn a_footprint_vector_shorter_than_the_node_count_counts_the_missing_nodes_as_empty() {
+        // 4 MiB on node 0 and nothing recorded for the other seven: uneven (the standard
+        // deviation over all eight nodes is not 0), so dealt to node 0 by least cost.
+        let (_, m) = paper();
+        assert_eq!(
+            m.deal(&NodeBytes::from_bytes(vec![4 << 20]), 3, None),
+            Deal {
+                node: 0,
+                reason: DealReason::LeastCost
+            }
+        );
+        // Eight equal entries are even.
+        assert_eq!(
+            m.deal(&NodeBytes::from_bytes(vec![4 << 20; 8]), 3, None)
+                .reason,
+            DealReason::EvenFootprint
+        );
+    }
+
+    #[test]
     fn evenly_spread_footprint_stays_on_the_current_node() {
         let (_, m) = paper();
         let d = NodeBytes::from_bytes(vec![1 << 20; 8]);

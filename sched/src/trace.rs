@@ -505,6 +505,27 @@ mod tests {
     }
 
     #[test]
+    fn summary_counts_a_task_run_away_from_its_bytes_as_remote() {
+        // Run on node 0, nine tenths of its bytes on node 1: local and remote are measured
+        // against the node that ran it, not the node holding most of its bytes.
+        let t = Tracer::new(vec![0, 1], None);
+        t.record(record(0, 0, Some(vec![10, 90]), None));
+        let s = t.summary();
+        assert_eq!(
+            s.per_node[0],
+            NodeSummary {
+                tasks: 1,
+                local_tasks: 0,
+                remote_tasks: 1,
+                local_bytes: 10,
+                remote_bytes: 90
+            }
+        );
+        assert_eq!(s.per_node[1], NodeSummary::default());
+        assert_eq!(s.local_fraction(), Some(0.1));
+    }
+
+    #[test]
     fn chrome_json_has_thread_names_and_one_slice_per_task_named_by_remote_fraction() {
         let t = Tracer::new(vec![0, 1], None);
         t.record(record(0, 0, Some(vec![100, 0]), None));

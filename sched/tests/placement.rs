@@ -70,6 +70,18 @@ fn spread_puts_fewer_workers_than_cores_on_every_node() {
         .len();
     let distinct: std::collections::BTreeSet<usize> = real.iter().copied().collect();
     assert_eq!(distinct.len(), machine.min(8), "{real:?}");
+    // Five workers over 48 cores: worker i on core i * 48 / 5 (OpenMP's spread), not on
+    // i * (48 / 5).
+    let rt = Runtime::builder()
+        .topology(opteron())
+        .proc_bind(ProcBind::Spread)
+        .num_threads(5)
+        .build()
+        .expect("runtime starts");
+    let cores: Vec<usize> = rt.workers().iter().map(|p| p.core).collect();
+    assert_eq!(cores, [0, 9, 19, 28, 38]);
+    let nodes: Vec<usize> = rt.workers().iter().map(|p| p.node).collect();
+    assert_eq!(nodes, [0, 1, 3, 4, 6]);
 }
 
 #[test]
