@@ -600,8 +600,8 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         self
     }
 
-    /// Gives the task a priority (OpenMP's `priority(p)` clause): once its dependences are
-    /// met, it starts ahead of ready tasks of lower priority (see
+    /// Gives the task a priority (OpenMP's `priority(p)` clause, a hint): once its dependences
+    /// are met, workers take it ahead of ready tasks of lower priority (see
     /// [`Scope::spawn_with_priority`], which says how far, and why the runtime ignores it
     /// unless `OMP_MAX_TASK_PRIORITY` is above 0).
     pub fn priority(mut self, priority: u32) -> Self {

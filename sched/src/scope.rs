@@ -116,11 +116,13 @@ impl<'scope> Scope<'scope> {
         ));
     }
 
-    /// Spawns a task running `f` with a priority (OpenMP's `priority(p)` clause): among the
-    /// tasks ready to run, workers start those of higher priority first (equal priorities in
-    /// the order they became ready), ahead of tasks without one, from a pool-wide list that
-    /// every worker looks at before its own queues (and before dealing by locality: a
-    /// priority outranks where the task's data lives). Priorities above the runtime's
+    /// Spawns a task running `f` with a priority (OpenMP's `priority(p)` clause, a hint as
+    /// there): among the tasks ready to run, workers take those of higher priority first
+    /// (equal priorities in the order they became ready), ahead of tasks without one, from a
+    /// pool-wide list that an idle worker looks at before its own queues, and a waiting one
+    /// first for what it waits for, else where it would steal (a priority outranks where the
+    /// task's data lives: such tasks are not dealt by locality). With several workers a task
+    /// of lower priority may still start first elsewhere. Priorities above the runtime's
     /// `OMP_MAX_TASK_PRIORITY` count as it; with that at 0, the default, priorities are
     /// ignored (a priority-0 task is an ordinary one) and cost nothing. For tasks long enough
     /// that the order they start in matters: the list is locked.
@@ -382,7 +384,9 @@ impl<'scope> Scope<'scope> {
     /// Waits until every child this task spawned so far (and their descendants) finished,
     /// running them, or stealing their descendants, meanwhile: inside taskgroups, the children
     /// spawned in each enclosing group and before the outermost one too. Resumes the first
-    /// panic of those children, if any (a task's own panic before the cancellation it caused).
+    /// panic of those children, if any (a task's own panic before the cancellation it caused),
+    /// except the panics of children whose [`TaskHandle`] is still alive: those wait for
+    /// [`TaskHandle::join`], or for the handle's drop.
     pub fn taskwait(&self) {
         for level in self.levels() {
             level.wait_children();
@@ -578,7 +582,10 @@ impl fmt::Debug for Scope<'_> {
 /// The result of a task spawned with [`Scope::spawn_with_result`].
 ///
 /// The value can be taken with [`join`](Self::join): immediately after a `taskwait` of the
-/// spawning task, otherwise after waiting for this task. Dropping the handle drops the value.
+/// spawning task, otherwise after waiting for this task. Dropping the handle drops the value,
+/// and passes a panic of the task on to the spawning task's next `taskwait` or scope end; a
+/// handle given to `mem::forget` keeps it (and leaks the task's frame), so that nothing
+/// reports it.
 /// The handle stays with the task that spawned it: it is neither `Send` nor `Sync`, and it
 /// borrows the `&Scope` it was spawned from, so it cannot be put where another task could
 /// take it (a `thread_local!` needs `'static`), out of the scope, or out of a taskgroup's

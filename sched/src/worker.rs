@@ -18,12 +18,13 @@
 //!    within reach of their node is short of stack;
 //! 3. with nothing to run it backs off and then sleeps; the last child of `F` wakes it.
 //!
-//! Before all of these, while the runtime honours task priorities (`OMP_MAX_TASK_PRIORITY`
-//! above 0), every worker, idle or waiting, takes from the pool's list of tasks with a
-//! priority (`Prioritized`: highest first, equal ones oldest first), where spawns and
-//! completions put every task whose priority is above 0; a waiting worker short of stack (see
-//! below) takes from it only descendants of what it waits for, and sleeping waiters are all
-//! woken for a task put there when no idle worker is.
+//! While the runtime honours task priorities (`OMP_MAX_TASK_PRIORITY` above 0), spawns and
+//! completions put every task whose priority is above 0 in the pool's list of tasks with a
+//! priority (`Prioritized`: highest first, equal ones oldest first). An idle worker takes from
+//! it before anything else; a waiting worker takes from it first the descendants of `F`, and
+//! other tasks only where it would steal (before stealing, with stack to spare), so that
+//! unrelated tasks do not pile up on its stack at every wait. Sleeping waiters are all woken
+//! for a task put there when no idle worker is.
 //!
 //! Why not OpenMP's tied-task rule (run only descendants of `F`)? A lock-free Chase-Lev deque
 //! cannot look at a task before taking it, so a waiting worker that may run only descendants
@@ -599,10 +600,12 @@ impl WorkerThread {
                 sleep.end_search(&mut idle);
                 return true;
             }
-            // A task with a priority first; short of stack, only a descendant of `frame`.
+            // A task with a priority that descends from `frame` first (what it waits for);
+            // other tasks with a priority only where it would steal, below: taken before its
+            // own deque, unrelated tasks would pile up on its stack at every wait.
             if let Some(task) = self
                 .prioritized()
-                .and_then(|list| list.take(|t| roomy || t.is_descendant_of(frame)))
+                .and_then(|list| list.take(|t| t.is_descendant_of(frame)))
             {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Priority));
@@ -640,6 +643,11 @@ impl WorkerThread {
             if !roomy && let Some(task) = set_aside.take(may_take) {
                 sleep.work_found(&mut idle);
                 self.run_task(task, Some(Found::Injected));
+                continue;
+            }
+            if roomy && let Some(task) = self.prioritized().and_then(|list| list.take(|_| true)) {
+                sleep.work_found(&mut idle);
+                self.run_task(task, Some(Found::Priority));
                 continue;
             }
             if roomy && let Some(task) = self.queues.steal(&ctx) {

@@ -63,19 +63,22 @@ fn priorities_are_ignored_when_the_maximum_is_zero_and_capped_at_it_otherwise() 
 }
 
 #[test]
-fn released_dependent_tasks_with_a_priority_start_before_their_ordinary_sibling() {
+fn released_dependent_tasks_run_in_priority_order_on_the_worker_that_released_them() {
     within(60, || {
-        // Two workers (with one, a task ready when spawned runs at once, undeferred): the
-        // writer waits until every reader is registered behind it, so that its completion
-        // releases all three together.
+        // Two workers (with one, a task ready when spawned runs at once, undeferred). The
+        // scope body keeps one of them until the last reader ran, so the other alone takes
+        // the writer (from the body's deque), releases the three readers together when it
+        // completes (it waits until they are registered), and runs them: those with a
+        // priority from the pool's list, highest first, then the ordinary one from its deque.
         let rt = builder(2, 4).build().expect("runtime starts");
         for _ in 0..20 {
             let mut data = vec![0u64; 64];
             let order = Mutex::new(Vec::new());
             let registered = AtomicBool::new(false);
+            let all_ran = AtomicBool::new(false);
             rt.scope(|s| {
                 let blocks = Blocks::new(&mut data, 64)?;
-                let (order, registered) = (&order, &registered);
+                let (order, registered, all_ran) = (&order, &registered, &all_ran);
                 s.task().updates(&blocks[0]).spawn(move |_, (b,)| {
                     while !registered.load(Ordering::Acquire) {
                         std::hint::spin_loop();
@@ -86,19 +89,26 @@ fn released_dependent_tasks_with_a_priority_start_before_their_ordinary_sibling(
                     s.task()
                         .reads(&blocks[0])
                         .priority(p)
-                        .spawn(move |_, (b,)| {
+                        .spawn(move |s, (b,)| {
                             assert_eq!(b[0], 1);
-                            order.lock().unwrap().push(name);
+                            let mut order = order.lock().unwrap();
+                            order.push((name, s.worker_index()));
+                            if order.len() == 3 {
+                                all_ran.store(true, Ordering::Release);
+                            }
                         })?;
                 }
                 registered.store(true, Ordering::Release);
+                while !all_ran.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
                 Ok::<(), SchedError>(())
             })
             .expect("distinct regions");
             let order = order.into_inner().unwrap();
-            // The two with a priority start first (each worker takes one of them if both
-            // look at once); the ordinary one last.
-            assert_eq!(order[2], "low", "{order:?}");
+            let names: Vec<&str> = order.iter().map(|&(name, _)| name).collect();
+            assert_eq!(names, ["high", "mid", "low"], "{order:?}");
+            assert!(order.iter().all(|&(_, w)| w == order[0].1), "{order:?}");
         }
     });
 }
