@@ -565,12 +565,40 @@ impl WorkerThread {
         done: impl Fn() -> bool,
         before_block: impl FnMut() -> bool,
     ) -> bool {
+        self.wait_until_after(frame, None, done, before_block)
+    }
+
+    /// [`wait_until`](Self::wait_until) with a task this worker just popped from its own
+    /// queues, which the wait deals with first as it would have itself.
+    #[must_use]
+    pub(crate) fn wait_until_after(
+        &self,
+        frame: &Header,
+        popped: Option<(Task, Found)>,
+        done: impl Fn() -> bool,
+        before_block: impl FnMut() -> bool,
+    ) -> bool {
         // The callers return, or resume a task's panic, only once `done()`: if this loop
         // unwound, they would go on while tasks still use their frames and stack.
         let guard = AbortOnUnwind;
-        let done = self.wait_loop(frame, done, before_block, false);
+        let done = self.wait_loop(frame, popped, done, before_block, false);
         mem::forget(guard);
         done
+    }
+
+    /// The fast path of a join: pops this worker's next own task and, when it is the task of
+    /// `frame` (which nobody stole: the common case), runs it here without entering the
+    /// waiting loop, and returns `Ok`. Otherwise it returns what it popped, for
+    /// [`wait_until_after`](Self::wait_until_after).
+    #[inline]
+    pub(crate) fn run_if_next(&self, frame: &Header) -> Result<(), Option<(Task, Found)>> {
+        match self.pop_own(&self.ctx()) {
+            Some((task, found)) if ptr::eq(task.header_ptr(), frame) => {
+                self.run_task(task, Some(found));
+                Ok(())
+            }
+            other => Err(other),
+        }
     }
 
     /// [`wait_until`](Self::wait_until) for a scope this worker injected into another pool:
@@ -578,13 +606,14 @@ impl WorkerThread {
     /// waits for may be waiting for one of them (pools whose scopes nest in each other).
     pub(crate) fn wait_until_injected_scope(&self, frame: &Header, done: impl Fn() -> bool) {
         let guard = AbortOnUnwind;
-        let _ = self.wait_loop(frame, done, || true, true);
+        let _ = self.wait_loop(frame, None, done, || true, true);
         mem::forget(guard);
     }
 
     fn wait_loop(
         &self,
         frame: &Header,
+        popped: Option<(Task, Found)>,
         done: impl Fn() -> bool,
         mut before_block: impl FnMut() -> bool,
         injected_when_short: bool,
@@ -595,6 +624,19 @@ impl WorkerThread {
         // The stack in use does not change while this frame waits.
         let roomy = self.stack_has_room();
         let _short = (!roomy).then(|| ShortWait::enter(self));
+        // A task of its own: run if it may run here, else set aside (module docs).
+        let run_own = |task: Task, found: Found, idle: &mut IdleState| {
+            if roomy || task.is_descendant_of(frame) {
+                sleep.work_found(idle);
+                self.run_task(task, Some(found));
+            } else if let Some((task, found)) = self.set_aside_until_descendant(task, frame) {
+                sleep.work_found(idle);
+                self.run_task(task, Some(found));
+            }
+        };
+        if let Some((task, found)) = popped {
+            run_own(task, found, &mut idle);
+        }
         loop {
             if done() {
                 sleep.end_search(&mut idle);
@@ -612,13 +654,7 @@ impl WorkerThread {
                 continue;
             }
             if let Some((task, found)) = self.pop_own(&ctx) {
-                if roomy || task.is_descendant_of(frame) {
-                    sleep.work_found(&mut idle);
-                    self.run_task(task, Some(found));
-                } else if let Some((task, found)) = self.set_aside_until_descendant(task, frame) {
-                    sleep.work_found(&mut idle);
-                    self.run_task(task, Some(found));
-                }
+                run_own(task, found, &mut idle);
                 continue;
             }
             if !before_block() {
