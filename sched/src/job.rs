@@ -377,6 +377,12 @@ impl Task {
         self.0.as_ptr()
     }
 
+    /// The frame this task reports to.
+    #[inline]
+    pub(crate) fn parent_ptr(&self) -> *const Header {
+        self.header().parent
+    }
+
     /// Runs the task on `worker`.
     #[inline]
     pub(crate) fn execute(self, worker: &WorkerThread) {

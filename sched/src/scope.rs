@@ -430,8 +430,14 @@ impl<'scope> Scope<'scope> {
         if children.all_done() {
             return;
         }
+        // The children still next on this worker's own deque, run without the waiting loop.
+        let popped = self.worker().run_children(frame, || children.all_done());
+        if popped.is_none() && children.all_done() {
+            return;
+        }
         let done = self.worker().wait_until(
             frame,
+            popped,
             || children.all_done(),
             || {
                 children.transfer();
@@ -654,7 +660,7 @@ impl<T> TaskHandle<'_, T> {
                     };
                     let mut announced = false;
                     let waited = (popped.is_none() && head.state.get() == DONE)
-                        || worker.wait_until_after(
+                        || worker.wait_until(
                             &head.header,
                             popped,
                             || head.state.get() == DONE,

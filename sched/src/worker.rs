@@ -429,6 +429,33 @@ impl WorkerThread {
         }
     }
 
+    /// The fast path of a taskwait: runs the tasks next on this worker's own queues while they
+    /// are children of `frame`, until `done()`, without entering the waiting loop. Returns what
+    /// else it popped, for [`wait_until`](Self::wait_until).
+    #[inline]
+    pub(crate) fn run_children(
+        &self,
+        frame: &Header,
+        done: impl Fn() -> bool,
+    ) -> Option<(Task, Found)> {
+        if self.prioritized().is_some() {
+            // The waiting loop looks at the priority list first.
+            return None;
+        }
+        let ctx = self.ctx();
+        loop {
+            match self.pop_own(&ctx) {
+                Some((task, found)) if ptr::eq(task.parent_ptr(), frame) => {
+                    self.run_task(task, Some(found));
+                    if done() {
+                        return None;
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Whether the task of `frame` is running on this worker's stack, under the caller: it
     /// cannot finish before the caller returns, so waiting for it would never end.
     pub(crate) fn is_running_under_caller(&self, frame: &Header) -> bool {
@@ -553,25 +580,18 @@ impl WorkerThread {
         }
     }
 
-    /// Runs tasks (see the module docs) until `done()`, and returns true. `before_block` is
+    /// Runs tasks (see the module docs) until `done()`, and returns true; `popped`, a task
+    /// this worker just popped from its own queues (a fast path's: [`run_if_next`],
+    /// [`run_children`]), first, as the wait would have dealt with it. `before_block` is
     /// called each time the worker's own deque is empty, before it looks beyond, and so
     /// before it may sleep: it must arrange for whoever makes `done()` true to wake this
     /// worker. When it returns false the wait ends at once, `done()` or not, and this
     /// returns false (a caller that finds it cannot wait: see `TaskHandle::join_inner`).
+    ///
+    /// [`run_if_next`]: Self::run_if_next
+    /// [`run_children`]: Self::run_children
     #[must_use]
     pub(crate) fn wait_until(
-        &self,
-        frame: &Header,
-        done: impl Fn() -> bool,
-        before_block: impl FnMut() -> bool,
-    ) -> bool {
-        self.wait_until_after(frame, None, done, before_block)
-    }
-
-    /// [`wait_until`](Self::wait_until) with a task this worker just popped from its own
-    /// queues, which the wait deals with first as it would have itself.
-    #[must_use]
-    pub(crate) fn wait_until_after(
         &self,
         frame: &Header,
         popped: Option<(Task, Found)>,
@@ -589,9 +609,13 @@ impl WorkerThread {
     /// The fast path of a join: pops this worker's next own task and, when it is the task of
     /// `frame` (which nobody stole: the common case), runs it here without entering the
     /// waiting loop, and returns `Ok`. Otherwise it returns what it popped, for
-    /// [`wait_until_after`](Self::wait_until_after).
+    /// [`wait_until`](Self::wait_until).
     #[inline]
     pub(crate) fn run_if_next(&self, frame: &Header) -> Result<(), Option<(Task, Found)>> {
+        if self.prioritized().is_some() {
+            // The waiting loop looks at the priority list first.
+            return Err(None);
+        }
         match self.pop_own(&self.ctx()) {
             Some((task, found)) if ptr::eq(task.header_ptr(), frame) => {
                 self.run_task(task, Some(found));

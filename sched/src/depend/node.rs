@@ -321,7 +321,7 @@ pub(crate) struct Registration<'a, T> {
 pub(crate) enum Registered<T> {
     Ready(Ready<T>),
     Deferred,
-    /// With what the cancelled task's completion released (see [`Submitted::Cancelled`]).
+    /// With what the cancelled task's completion released (see [`Submitted::Cancelled`](super::Submitted::Cancelled)).
     Cancelled(T, Vec<Released<T>>),
 }
 
