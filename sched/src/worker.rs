@@ -443,17 +443,21 @@ impl WorkerThread {
             return None;
         }
         let ctx = self.ctx();
-        loop {
+        // As in `wait_until`: the caller goes on only once the children ran.
+        let guard = AbortOnUnwind;
+        let popped = loop {
             match self.pop_own(&ctx) {
                 Some((task, found)) if ptr::eq(task.parent_ptr(), frame) => {
                     self.run_task(task, Some(found));
                     if done() {
-                        return None;
+                        break None;
                     }
                 }
-                other => return other,
+                other => break other,
             }
-        }
+        };
+        mem::forget(guard);
+        popped
     }
 
     /// Whether the task of `frame` is running on this worker's stack, under the caller: it
@@ -618,7 +622,10 @@ impl WorkerThread {
         }
         match self.pop_own(&self.ctx()) {
             Some((task, found)) if ptr::eq(task.header_ptr(), frame) => {
+                // As in `wait_until`: the caller goes on only once the task ran.
+                let guard = AbortOnUnwind;
                 self.run_task(task, Some(found));
+                mem::forget(guard);
                 Ok(())
             }
             other => Err(other),
