@@ -620,16 +620,18 @@ impl WorkerThread {
             // The waiting loop looks at the priority list first.
             return Err(None);
         }
-        match self.pop_own(&self.ctx()) {
+        // As in `wait_until`: the caller goes on only once what it popped ran or was handed
+        // back.
+        let guard = AbortOnUnwind;
+        let ran = match self.pop_own(&self.ctx()) {
             Some((task, found)) if ptr::eq(task.header_ptr(), frame) => {
-                // As in `wait_until`: the caller goes on only once the task ran.
-                let guard = AbortOnUnwind;
                 self.run_task(task, Some(found));
-                mem::forget(guard);
                 Ok(())
             }
             other => Err(other),
-        }
+        };
+        mem::forget(guard);
+        ran
     }
 
     /// [`wait_until`](Self::wait_until) for a scope this worker injected into another pool:
