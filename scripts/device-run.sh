@@ -27,6 +27,9 @@ peers)
         --omp ./sparselu_gomp --omp ./sparselu_libomp
     section "Cholesky, $T threads"
     ./cholesky --bench --threads "$T" --reps 5 --omp ./cholesky_gomp --omp ./cholesky_libomp
+    section "Cholesky with task priorities on every side, $T threads"
+    ./cholesky --bench --threads "$T" --reps 5 --skip serial --priority \
+        --omp ./cholesky_gomp --omp ./cholesky_libomp
     ;;
 overhead)
     section "fib 30 under both schedulers"
