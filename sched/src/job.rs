@@ -165,12 +165,6 @@ impl Header {
         }
     }
 
-    /// The frame this one reports to (null for a scope root or an injected job).
-    #[inline]
-    pub(crate) fn parent(&self) -> *const Header {
-        self.parent
-    }
-
     /// Whether this is a final task or descends from one: its children run inline.
     #[inline]
     pub(crate) fn is_final(&self) -> bool {
@@ -677,7 +671,7 @@ unsafe fn release_heap<F, T>(frame: NonNull<Header>, worker: &WorkerThread, _: b
 /// # Safety
 ///
 /// The caller owns the finished heap frame `frame`, and its parent is alive.
-unsafe fn pass_panic_to_parent(frame: NonNull<Header>) {
+pub(crate) unsafe fn pass_panic_to_parent(frame: NonNull<Header>) {
     // SAFETY: the caller's promise.
     let header = unsafe { frame.as_ref() };
     if let Some(payload) = header.panic.take() {

@@ -727,13 +727,10 @@ impl<T> Drop for TaskHandle<'_, T> {
     fn drop(&mut self) {
         if self.head().state.drop_handle() == DONE {
             // The task finished and kept its panic, if any, for this handle: unjoined, it goes
-            // to the spawning task's frame as a spawned task's panic does. That frame is alive:
-            // the handle borrows its `Scope` and lives on its thread.
-            let header = &self.head().header;
-            if let Some(payload) = header.panic.take() {
-                // SAFETY: a task's frame has a parent, alive as said above.
-                unsafe { (*header.parent()).panic.store(payload) };
-            }
+            // to the spawning task's frame as a spawned task's panic does.
+            // SAFETY: the task finished and this handle is its frame's last user; the parent
+            // is alive: the handle borrows its `Scope` and lives on its thread.
+            unsafe { job::pass_panic_to_parent(self.head.cast()) };
             // SAFETY: the task finished; we are the last user.
             unsafe { job::free_finished(self.head.cast(), WorkerThread::current()) };
         }

@@ -194,37 +194,38 @@ impl SetAside {
     }
 }
 
+/// The tasks of [`Prioritized`], by (priority, highest first; order of arrival).
+type PriorityMap = std::collections::BTreeMap<(std::cmp::Reverse<u32>, u64), Task>;
+
 /// Tasks spawned with a priority (OpenMP's `priority` clause) while the runtime honours
 /// priorities (`OMP_MAX_TASK_PRIORITY` > 0): one pool-wide list, highest priority first and,
-/// among equals, oldest first, which every worker looks at before its own queues (module
-/// docs). A locked map: priorities are for tasks long enough that the order they start in
+/// among equals, oldest first, which idle workers look at before their own queues (waiting
+/// ones: module docs). A locked map: priorities are for tasks long enough that the order they start in
 /// matters, not for the finest grain.
 pub(crate) struct Prioritized {
-    /// Keyed by (priority, highest first; the order of arrival).
-    tasks: Mutex<std::collections::BTreeMap<(std::cmp::Reverse<u32>, u64), Task>>,
-    /// The next order of arrival.
-    arrivals: std::sync::atomic::AtomicU64,
-    /// `tasks.len()`, read without the lock.
+    /// Keyed by (priority, highest first; the order of arrival), with the arrivals so far.
+    tasks: Mutex<(PriorityMap, u64)>,
+    /// The map's length, read without the lock.
     len: AtomicUsize,
 }
 
 impl Prioritized {
     pub(crate) fn new() -> Self {
         Prioritized {
-            tasks: Mutex::new(std::collections::BTreeMap::new()),
-            arrivals: std::sync::atomic::AtomicU64::new(0),
+            tasks: Mutex::new((std::collections::BTreeMap::new(), 0)),
             len: AtomicUsize::new(0),
         }
     }
 
-    /// Adds `task` with `priority` and wakes a worker to take it: one that is idle, else every
-    /// sleeper, as a waiter short of stack (which sleeps without answering ordinary wake-ups)
-    /// may be waiting for this very task.
-    fn put(&self, task: Task, priority: u32, sleep: &crate::sleep::Sleep) {
-        let arrival = self.arrivals.fetch_add(1, Ordering::Relaxed);
+    /// Adds `task` (with its priority, capped when it was spawned) and wakes a worker to take
+    /// it: one that is idle, else every sleeper, as a waiter short of stack (which sleeps
+    /// without answering ordinary wake-ups) may be waiting for this very task.
+    fn put(&self, task: Task, sleep: &crate::sleep::Sleep) {
         {
-            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
-            tasks.insert((std::cmp::Reverse(priority), arrival), task);
+            let mut guard = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            let (tasks, arrivals) = &mut *guard;
+            tasks.insert((std::cmp::Reverse(task.priority()), *arrivals), task);
+            *arrivals += 1;
             self.len.store(tasks.len(), Ordering::SeqCst);
         }
         if !sleep.new_work_among(0..usize::MAX) {
@@ -243,7 +244,8 @@ impl Prioritized {
         if self.is_empty() {
             return None;
         }
-        let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+        let tasks = &mut guard.0;
         let key = *tasks.iter().find(|(_, t)| wanted(t))?.0;
         let task = tasks.remove(&key);
         self.len.store(tasks.len(), Ordering::SeqCst);
@@ -257,15 +259,10 @@ impl Prioritized {
                 .tasks
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .0
                 .values()
                 .any(wanted)
     }
-}
-
-/// The priority `task` runs with: its own, at most `max` (`OMP_MAX_TASK_PRIORITY`).
-#[inline]
-fn task_priority(task: &Task, max: u32) -> u32 {
-    task.priority().min(max)
 }
 
 /// A waiting worker steals only while more than `1 / STACK_RESERVE_DIVISOR` of its stack is
@@ -335,8 +332,7 @@ impl WorkerThread {
     fn push_prioritized(&self, task: Task) -> Result<(), Task> {
         match &self.registry.prioritized {
             Some(list) if task.priority() > 0 => {
-                let priority = task_priority(&task, self.registry.settings.max_task_priority);
-                list.put(task, priority, &self.registry.sleep);
+                list.put(task, &self.registry.sleep);
                 Ok(())
             }
             _ => Err(task),
@@ -482,7 +478,7 @@ impl WorkerThread {
         let mut origin = match found {
             Some(Found::Priority) => TaskOrigin {
                 queue: QueueChoice::Priority {
-                    priority: task_priority(&task, self.registry.settings.max_task_priority),
+                    priority: task.priority(),
                 },
                 stolen_from: None,
             },

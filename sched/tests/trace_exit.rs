@@ -11,31 +11,39 @@ fn temp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("numatask-{name}-{}.json", std::process::id()))
 }
 
+/// `n` empty tasks in a scope of `s`.
+fn spawn_empty(s: &numatask_sched::Scope<'_>, n: usize) {
+    for _ in 0..n {
+        s.spawn(|_| std::hint::black_box(()));
+    }
+}
+
+/// Runs this binary's `test` alone in a child process with `CHILD=role`, traced to `trace`
+/// by `NUMATASK_TRACE`, on 2 unpinned workers; returns the child's output.
+fn run_child(test: &str, role: &str, trace: &std::path::Path) -> std::process::Output {
+    Command::new(std::env::current_exe().expect("this test binary"))
+        .args([test, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, role)
+        .env("NUMATASK_TRACE", trace)
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_PROC_BIND", "false")
+        .output()
+        .expect("the child runs")
+}
+
 #[test]
 fn the_global_runtime_writes_its_trace_at_exit() {
     if std::env::var_os(CHILD).is_some_and(|v| v == "global") {
         // The child: tasks on the process-wide runtime, then a normal exit.
-        numatask_sched::scope(|s| {
-            for _ in 0..5 {
-                s.spawn(|_| std::hint::black_box(()));
-            }
-        })
-        .expect("the global runtime starts");
+        numatask_sched::scope(|s| spawn_empty(s, 5)).expect("the global runtime starts");
         return;
     }
     let path = temp("global-trace");
-    let out = Command::new(std::env::current_exe().expect("this test binary"))
-        .args([
-            "the_global_runtime_writes_its_trace_at_exit",
-            "--exact",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "global")
-        .env("NUMATASK_TRACE", &path)
-        .env("OMP_NUM_THREADS", "2")
-        .env("OMP_PROC_BIND", "false")
-        .output()
-        .expect("the child runs");
+    let out = run_child(
+        "the_global_runtime_writes_its_trace_at_exit",
+        "global",
+        &path,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {stderr}");
     let json = std::fs::read_to_string(&path).expect("the trace file");
@@ -85,11 +93,7 @@ fn a_runtime_kept_in_a_static_writes_its_trace_at_exit() {
                 .build()
                 .expect("runtime starts")
         });
-        rt.scope(|s| {
-            for _ in 0..3 {
-                s.spawn(|_| std::hint::black_box(()));
-            }
-        });
+        rt.scope(|s| spawn_empty(s, 3));
         return;
     }
     let path = temp("static-trace");
@@ -117,35 +121,18 @@ fn every_runtime_the_variable_traces_keeps_its_own_file() {
         // The child: a runtime from the environment with 3 tasks, dropped; then 5 tasks on
         // the process-wide runtime, written at exit.
         let rt = numatask_sched::Runtime::new().expect("runtime starts");
-        rt.scope(|s| {
-            for _ in 0..3 {
-                s.spawn(|_| std::hint::black_box(()));
-            }
-        });
+        rt.scope(|s| spawn_empty(s, 3));
         drop(rt);
-        numatask_sched::scope(|s| {
-            for _ in 0..5 {
-                s.spawn(|_| std::hint::black_box(()));
-            }
-        })
-        .expect("the global runtime starts");
+        numatask_sched::scope(|s| spawn_empty(s, 5)).expect("the global runtime starts");
         return;
     }
     let first = temp("several-traces");
     let second = first.with_extension("2.json");
-    let out = Command::new(std::env::current_exe().expect("this test binary"))
-        .args([
-            "every_runtime_the_variable_traces_keeps_its_own_file",
-            "--exact",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(CHILD, "several")
-        .env("NUMATASK_TRACE", &first)
-        .env("OMP_NUM_THREADS", "2")
-        .env("OMP_PROC_BIND", "false")
-        .output()
-        .expect("the child runs");
+    let out = run_child(
+        "every_runtime_the_variable_traces_keeps_its_own_file",
+        "several",
+        &first,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {stderr}");
     for (path, events) in [(&first, 4), (&second, 6)] {
