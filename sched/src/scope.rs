@@ -430,14 +430,8 @@ impl<'scope> Scope<'scope> {
         if children.all_done() {
             return;
         }
-        // The children still next on this worker's own deque, run without the waiting loop.
-        let popped = self.worker().run_children(frame, || children.all_done());
-        if popped.is_none() && children.all_done() {
-            return;
-        }
         let done = self.worker().wait_until(
             frame,
-            popped,
             || children.all_done(),
             || {
                 children.transfer();
@@ -651,40 +645,31 @@ impl<T> TaskHandle<'_, T> {
         if head.state.get() != DONE {
             match worker {
                 Some(worker) => {
-                    // The task still on top of this worker's deque (nobody stole it): run it
-                    // here, without the waiting loop; done unless it left children running.
-                    // Anything else it popped goes to the waiting loop, which runs it first.
-                    let popped = match worker.run_if_next(&head.header) {
-                        Ok(()) => None,
-                        Err(popped) => popped,
-                    };
                     let mut announced = false;
-                    let waited = (popped.is_none() && head.state.get() == DONE)
-                        || worker.wait_until(
-                            &head.header,
-                            popped,
-                            || head.state.get() == DONE,
-                            // Each time the worker's own deque is empty and the task not done.
-                            || {
-                                if !announced {
-                                    // The handle borrows the spawning task's `&Scope`, so only
-                                    // that task (or code it calls inline) gets here: the task
-                                    // waited for descends from the caller and cannot be buried
-                                    // under it on this worker's stack. Kept as a check, were that
-                                    // argument to break (a panic below is better than a hang);
-                                    // made here rather than before the wait, as it walks every
-                                    // task running on this worker, and a join whose task is
-                                    // still on top of the deque (the common case) runs it above
-                                    // and never gets here.
-                                    if worker.is_running_under_caller(&head.header) {
-                                        return false;
-                                    }
-                                    announced = true;
-                                    head.state.announce_join();
+                    let waited = worker.wait_until(
+                        &head.header,
+                        || head.state.get() == DONE,
+                        // Each time the worker's own deque is empty and the task not done.
+                        || {
+                            if !announced {
+                                // The handle borrows the spawning task's `&Scope`, so only
+                                // that task (or code it calls inline) gets here: the task
+                                // waited for descends from the caller and cannot be buried
+                                // under it on this worker's stack. Kept as a check, were that
+                                // argument to break (a panic below is better than a hang);
+                                // made here rather than before the wait, as it walks every
+                                // task running on this worker, and a join whose task is
+                                // still on top of the deque (the common case) runs it in
+                                // `wait_until`'s fast path and never gets here.
+                                if worker.is_running_under_caller(&head.header) {
+                                    return false;
                                 }
-                                true
-                            },
-                        );
+                                announced = true;
+                                head.state.announce_join();
+                            }
+                            true
+                        },
+                    );
                     assert!(
                         waited,
                         "numatask: TaskHandle::join of a task that is running on this worker \

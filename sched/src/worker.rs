@@ -425,37 +425,6 @@ impl WorkerThread {
         }
     }
 
-    /// The fast path of a taskwait: runs the tasks next on this worker's own queues while they
-    /// are children of `frame`, until `done()`, without entering the waiting loop. Returns what
-    /// else it popped, for [`wait_until`](Self::wait_until).
-    #[inline]
-    pub(crate) fn run_children(
-        &self,
-        frame: &Header,
-        done: impl Fn() -> bool,
-    ) -> Option<(Task, Found)> {
-        if self.prioritized().is_some() {
-            // The waiting loop looks at the priority list first.
-            return None;
-        }
-        let ctx = self.ctx();
-        // As in `wait_until`: the caller goes on only once the children ran.
-        let guard = AbortOnUnwind;
-        let popped = loop {
-            match self.pop_own(&ctx) {
-                Some((task, found)) if ptr::eq(task.parent_ptr(), frame) => {
-                    self.run_task(task, Some(found));
-                    if done() {
-                        break None;
-                    }
-                }
-                other => break other,
-            }
-        };
-        mem::forget(guard);
-        popped
-    }
-
     /// Whether the task of `frame` is running on this worker's stack, under the caller: it
     /// cannot finish before the caller returns, so waiting for it would never end.
     pub(crate) fn is_running_under_caller(&self, frame: &Header) -> bool {
@@ -580,54 +549,59 @@ impl WorkerThread {
         }
     }
 
-    /// Runs tasks (see the module docs) until `done()`, and returns true; `popped`, a task
-    /// this worker just popped from its own queues (a fast path's: [`run_if_next`],
-    /// [`run_children`]), first, as the wait would have dealt with it. `before_block` is
+    /// Runs tasks (see the module docs) until `done()`, and returns true. `before_block` is
     /// called each time the worker's own deque is empty, before it looks beyond, and so
     /// before it may sleep: it must arrange for whoever makes `done()` true to wake this
     /// worker. When it returns false the wait ends at once, `done()` or not, and this
     /// returns false (a caller that finds it cannot wait: see `TaskHandle::join_inner`).
     ///
-    /// [`run_if_next`]: Self::run_if_next
-    /// [`run_children`]: Self::run_children
+    /// Fast path first: while the next task of its own queues is `frame`'s own (a joined task
+    /// nobody stole) or a child of `frame` (a taskwait's), it runs it without setting up the
+    /// waiting loop; anything else it pops goes to the loop, which deals with it first. The
+    /// callers test `done()` just before (were it true, the fast path would only run sooner
+    /// what the wait would not have had to).
     #[must_use]
+    #[inline]
     pub(crate) fn wait_until(
         &self,
         frame: &Header,
-        popped: Option<(Task, Found)>,
         done: impl Fn() -> bool,
         before_block: impl FnMut() -> bool,
     ) -> bool {
-        // The callers return, or resume a task's panic, only once `done()`: if this loop
-        // unwound, they would go on while tasks still use their frames and stack.
+        // The callers return, or resume a task's panic, only once `done()`: if this unwound,
+        // they would go on while tasks still use their frames and stack.
         let guard = AbortOnUnwind;
-        let done = self.wait_loop(frame, popped, done, before_block, false);
+        let popped = self.run_next_of(frame, &done);
+        let done = (popped.is_none() && done())
+            || self.wait_loop(frame, popped, done, before_block, false);
         mem::forget(guard);
         done
     }
 
-    /// The fast path of a join: pops this worker's next own task and, when it is the task of
-    /// `frame` (which nobody stole: the common case), runs it here without entering the
-    /// waiting loop, and returns `Ok`. Otherwise it returns what it popped, for
-    /// [`wait_until`](Self::wait_until).
+    /// The fast path of [`wait_until`](Self::wait_until): runs the tasks next on this worker's
+    /// own queues while each is the task of `frame` or a child of it, until `done()`; returns
+    /// what else it popped. Not while the runtime honours priorities: the waiting loop looks
+    /// at the priority list first.
     #[inline]
-    pub(crate) fn run_if_next(&self, frame: &Header) -> Result<(), Option<(Task, Found)>> {
+    fn run_next_of(&self, frame: &Header, done: impl Fn() -> bool) -> Option<(Task, Found)> {
+        // (The callers have just seen `done()` false.)
         if self.prioritized().is_some() {
-            // The waiting loop looks at the priority list first.
-            return Err(None);
+            return None;
         }
-        // As in `wait_until`: the caller goes on only once what it popped ran or was handed
-        // back.
-        let guard = AbortOnUnwind;
-        let ran = match self.pop_own(&self.ctx()) {
-            Some((task, found)) if ptr::eq(task.header_ptr(), frame) => {
-                self.run_task(task, Some(found));
-                Ok(())
+        let ctx = self.ctx();
+        loop {
+            match self.pop_own(&ctx) {
+                Some((task, found))
+                    if ptr::eq(task.header_ptr(), frame) || ptr::eq(task.parent_ptr(), frame) =>
+                {
+                    self.run_task(task, Some(found));
+                    if done() {
+                        return None;
+                    }
+                }
+                other => return other,
             }
-            other => Err(other),
-        };
-        mem::forget(guard);
-        ran
+        }
     }
 
     /// [`wait_until`](Self::wait_until) for a scope this worker injected into another pool:
