@@ -12,9 +12,12 @@
 //!   normalized to work stealing with fine distribution. The six configurations of a benchmark
 //!   take turns, one run each per round, so that load from other processes on a shared machine
 //!   hits them alike. A second table gives the locality-aware scheduler's time over work
-//!   stealing's with the same distribution, paired by round (the median of the rounds' ratios,
-//!   and their geometric mean over the distributions): the scheduler's overhead, with the
-//!   machine's drift between rounds cancelled.
+//!   stealing's with the same distribution, paired by round: the two run back to back on the
+//!   same data, each first in every other round, and the table shows the geometric mean of the
+//!   medians of the two orders (a position effect of up to 10% cancels) with the quartiles of
+//!   the rounds' ratios, and the geometric mean over the distributions: the scheduler's
+//!   overhead, with the machine's drift between rounds cancelled. `--control` runs work
+//!   stealing in both places, an A/A test of the same shape that shows the measurement's noise.
 //! - **model** (default on a synthetic topology such as `NUMATASK_TOPOLOGY=preset:opteron6172`):
 //!   `--model-runs` (default 3) traced, time-dilated runs per configuration, evaluated by the NUMA cost MODEL of
 //!   `examples/paper/suite/cost_model.rs` (distance-weighted footprint bytes, compute time
@@ -102,6 +105,7 @@ struct Args {
     model: ModelParams,
     model_runs: usize,
     trace_dir: PathBuf,
+    control: bool,
 }
 
 /// Every flag [`parse_args`] accepts (keep the two together).
@@ -114,6 +118,8 @@ usage: paper [--bench] [OPTIONS]
                     topology; smoke run both)
   --only B1,B2      benchmarks: map, reduction, vecmul, matmul, jacobi, sparselu (default all)
   --threads N       workers per runtime, 1 to 4096 (default one per core)
+  --control         measure: work stealing in the locality-aware scheduler's place too, an
+                    A/A test whose overhead table shows the measurement's own noise
   --dilation K      model: tasks stretched to K times their modelled time, 1 to 1e6
                     (default 32; smoke run 4)
   --model-runs N    model: at most N runs per configuration, 1 to 100 (default 3; smoke run 1)
@@ -154,6 +160,7 @@ fn parse_args() -> Result<Args, String> {
         } else {
             PathBuf::from("target/paper-traces")
         },
+        control: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -200,6 +207,7 @@ fn parse_args() -> Result<Args, String> {
             "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,
             "--node-gbps" => args.model.node_gbps = number(value()?, 0.001, 1e6)?,
             "--trace-dir" => args.trace_dir = PathBuf::from(value()?),
+            "--control" => args.control = true,
             other => common::other_arg("paper", other, USAGE),
         }
     }
@@ -280,32 +288,77 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
     let mut rows = Vec::new();
     let mut paired = Vec::new();
     for &benchmark in &args.only {
-        // Every configuration in its own runtime, all alive at once so that they can take turns.
-        let mut runs = Vec::new();
-        for config in Config::all() {
-            let rt = runtime(args, config, None)?;
-            let instance = benchmark.prepare(args.size, config.distribution)?;
-            if runs.is_empty() {
+        // One data instance per distribution, shared by the two schedulers, so that a pair
+        // differs in the scheduler alone (not in where its allocations fell); every
+        // configuration in its own runtime, all alive at once so that they can take turns.
+        let mut instances = Vec::new();
+        for distribution in Distribution::ALL {
+            let instance = benchmark.prepare(args.size, distribution)?;
+            if instances.is_empty() {
                 println!("{}", instance.describe());
             }
-            runs.push((config, rt, instance, Vec::new()));
+            instances.push(instance);
+        }
+        let mut runs = Vec::new();
+        for (i, distribution) in Distribution::ALL.into_iter().enumerate() {
+            for scheduler in SchedulerKind::ALL {
+                let config = Config {
+                    scheduler,
+                    distribution,
+                };
+                // The A/A control runs work stealing in both places of the pair.
+                let scheduler = if args.control {
+                    SchedulerKind::WorkStealing
+                } else {
+                    scheduler
+                };
+                runs.push(Run {
+                    config,
+                    rt: runtime(
+                        args,
+                        Config {
+                            scheduler,
+                            distribution,
+                        },
+                        None,
+                    )?,
+                    instance: i,
+                    times: Vec::new(),
+                    checksum: String::new(),
+                });
+            }
         }
         let mut round = 0;
         loop {
-            for (config, rt, instance, times) in &mut runs {
+            // The two schedulers of a distribution run back to back, in turn first: work
+            // stealing in even rounds, locality in odd ones (see `paired_ratios`).
+            let order: Vec<usize> = (0..runs.len())
+                .map(|k| if round % 2 == 0 { k } else { k ^ 1 })
+                .collect();
+            for k in order {
+                let run = &mut runs[k];
+                let instance = &mut instances[run.instance];
                 instance.init();
                 let start = Instant::now();
                 instance
-                    .compute(rt, None)
-                    .map_err(|e| format!("{benchmark} {}: {e}", config.name()))?;
-                // Round 0 is the warm-up.
-                if round > 0 {
-                    times.push(start.elapsed());
+                    .compute(&run.rt, None)
+                    .map_err(|e| format!("{benchmark} {}: {e}", run.config.name()))?;
+                let elapsed = start.elapsed();
+                if round == 0 {
+                    // The warm-up round, untimed, verifies every configuration's result.
+                    run.checksum = instance.verify().map_err(|e| {
+                        format!(
+                            "{benchmark} {}: result differs from the sequential computation: {e}",
+                            run.config.name()
+                        )
+                    })?;
+                } else {
+                    run.times.push(elapsed);
                 }
             }
             let least = runs
                 .iter()
-                .map(|(.., times)| times.iter().sum::<Duration>())
+                .map(|run| run.times.iter().sum::<Duration>())
                 .min()
                 .unwrap_or_default();
             if round >= args.reps && (least >= args.min_time || round >= MAX_ROUNDS) {
@@ -315,25 +368,22 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
         }
         paired.push((benchmark, paired_ratios(&runs)));
         let mut times = Vec::new();
-        for (config, _, instance, reps) in &runs {
-            let checksum = instance.verify().map_err(|e| {
-                format!(
-                    "{benchmark} {}: result differs from the sequential computation: {e}",
-                    config.name()
-                )
-            })?;
+        for config in Config::all() {
+            let Some(run) = runs.iter().find(|run| run.config == config) else {
+                continue;
+            };
             let median = Timings {
-                reps: reps.clone(),
-                checksum,
+                reps: run.times.clone(),
+                checksum: run.checksum.clone(),
             };
             println!(
                 "  {:<18} {:>10.3} ms  ({} runs, verified: {})",
                 config.name(),
                 1e3 * median.median().as_secs_f64(),
-                reps.len(),
+                run.times.len(),
                 median.checksum
             );
-            times.push((*config, median.median().as_secs_f64()));
+            times.push((config, median.median().as_secs_f64()));
         }
         rows.push((benchmark, times));
     }
@@ -352,45 +402,100 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
             Comparison::of_times(topology),
         )
     );
+    if args.control {
+        print!(
+            "\nCONTROL (--control): work stealing ran in the locality-aware scheduler's place \
+             too, so every ratio below is the measurement's own noise\n"
+        );
+    }
     print!("\n{}", paired_table(&paired));
     Ok(())
 }
 
-/// For each distribution, the median over rounds of `t(locality+d) / t(ws+d)`, both runs of
-/// one round (a few runs apart), so that the machine's drift from round to round cancels.
-fn paired_ratios<R, I>(runs: &[(Config, R, I, Vec<Duration>)]) -> Vec<(Distribution, f64)> {
+/// One configuration of a benchmark in [`run_measured`]: its runtime, the index of its data
+/// instance (one per distribution) and its timed runs, one per round.
+struct Run {
+    config: Config,
+    rt: Runtime,
+    instance: usize,
+    times: Vec<Duration>,
+    checksum: String,
+}
+
+/// The ratios `t(locality+d) / t(ws+d)` of one distribution, one per round (both runs of a
+/// round back to back, on the same data), summarized.
+#[derive(Clone, Copy, Debug)]
+struct PairedRatio {
+    distribution: Distribution,
+    /// The geometric mean of the medians with either scheduler first.
+    ratio: f64,
+    /// The first and third quartiles: how far the ratio moves from round to round, the
+    /// resolution of the median.
+    quartiles: (f64, f64),
+}
+
+/// For each distribution, the ratio `t(locality+d) / t(ws+d)` of each round, both runs back to
+/// back, so that the machine's drift from round to round cancels; summarized by the geometric
+/// mean of two medians, over the rounds in which work stealing ran first and over those in
+/// which locality did, so that an advantage of either position (measured: up to 8% on the
+/// 2-core VM, with the same scheduler in both places) cancels too.
+fn paired_ratios(runs: &[Run]) -> Vec<PairedRatio> {
     let times = |scheduler, distribution| {
         runs.iter()
-            .find(|(c, ..)| {
-                *c == Config {
-                    scheduler,
-                    distribution,
-                }
+            .find(|run| {
+                run.config
+                    == Config {
+                        scheduler,
+                        distribution,
+                    }
             })
-            .map(|(.., t)| t.as_slice())
+            .map(|run| run.times.as_slice())
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
     };
     Distribution::ALL
         .into_iter()
         .filter_map(|d| {
             let ws = times(SchedulerKind::WorkStealing, d)?;
             let locality = times(SchedulerKind::Locality, d)?;
-            let mut ratios: Vec<f64> = ws
+            let ratios: Vec<f64> = ws
                 .iter()
                 .zip(locality)
                 .map(|(w, l)| l.as_secs_f64() / w.as_secs_f64())
                 .collect();
-            ratios.sort_by(f64::total_cmp);
-            let median = *ratios.get(ratios.len() / 2)?;
-            Some((d, median))
+            // `ratios[r]` is round r + 1 (round 0 is the warm-up): locality ran first when r
+            // is even.
+            let (locality_first, ws_first): (Vec<(usize, f64)>, _) = ratios
+                .iter()
+                .copied()
+                .enumerate()
+                .partition(|(r, _)| r % 2 == 0);
+            let of = |v: Vec<(usize, f64)>| median(v.into_iter().map(|(_, x)| x).collect());
+            let centre = match (of(ws_first), of(locality_first)) {
+                (Some(a), Some(b)) => (a * b).sqrt(),
+                (a, b) => a.or(b)?,
+            };
+            let mut sorted = ratios;
+            sorted.sort_by(f64::total_cmp);
+            let at = |q: usize| sorted.get((sorted.len() - 1) * q / 4).copied();
+            Some(PairedRatio {
+                distribution: d,
+                ratio: centre,
+                quartiles: (at(1)?, at(3)?),
+            })
         })
         .collect()
 }
 
 /// The scheduler's overhead table: [`paired_ratios`] per benchmark and their geometric mean.
-fn paired_table(rows: &[(Benchmark, Vec<(Distribution, f64)>)]) -> String {
+fn paired_table(rows: &[(Benchmark, Vec<PairedRatio>)]) -> String {
     let mut out = String::from(
-        "Locality-aware over work stealing, paired by round: median over rounds of \
-         t(locality+d) / t(ws+d) measured in the same round\n| benchmark |",
+        "Locality-aware over work stealing, paired by round: t(locality+d) / t(ws+d), the two \
+         back to back on the same data, each first in every other round; the geometric mean of \
+         the two orders' medians (first and third quartiles of all rounds' ratios in \
+         brackets)\n| benchmark |",
     );
     for d in Distribution::ALL {
         let _ = write!(out, " {d} |");
@@ -400,10 +505,16 @@ fn paired_table(rows: &[(Benchmark, Vec<(Distribution, f64)>)]) -> String {
     out.push('\n');
     for (benchmark, ratios) in rows {
         let _ = write!(out, "| {benchmark} |");
-        for (_, r) in ratios {
-            let _ = write!(out, " {r:.3} |");
+        for d in Distribution::ALL {
+            match ratios.iter().find(|r| r.distribution == d) {
+                Some(r) => {
+                    let (q1, q3) = r.quartiles;
+                    let _ = write!(out, " {:.3} [{q1:.3}, {q3:.3}] |", r.ratio);
+                }
+                None => out.push_str(" - |"),
+            }
         }
-        let logs: f64 = ratios.iter().map(|(_, r)| r.ln()).sum();
+        let logs: f64 = ratios.iter().map(|r| r.ratio.ln()).sum();
         let mean = (logs / ratios.len().max(1) as f64).exp();
         let _ = writeln!(out, " {mean:.3} |");
     }
