@@ -439,12 +439,19 @@ impl RuntimeBuilder {
         }
         // The trace file is created now, so that a path that cannot be written is an error
         // here rather than a lost trace when the runtime ends.
-        if let Some(path) = &trace {
-            std::fs::File::create(path).map_err(|e| SchedError::TraceFile {
+        if let Some(path) = &trace
+            && let Err(e) = std::fs::File::create(path)
+        {
+            // The name goes back: a later runtime that can write it is not numbered as if
+            // this one had traced.
+            if self.trace_from_env {
+                crate::trace::release_env_trace_path(path);
+            }
+            return Err(SchedError::TraceFile {
                 from_env: self.trace_from_env,
                 path: path.display().to_string(),
                 reason: e.to_string(),
-            })?;
+            });
         }
         // `primary`: the place holding the processor the starting thread runs on (on a
         // synthetic topology, or when that is in no place, one holding its core).

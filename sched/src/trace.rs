@@ -60,6 +60,16 @@ pub(crate) fn claim_env_trace_path(path: &Path) -> PathBuf {
     free
 }
 
+/// Gives back a path [`claim_env_trace_path`] returned, for a runtime that did not start
+/// (its trace file could not be created): the next runtime may use it.
+#[cfg(not(loom))]
+pub(crate) fn release_env_trace_path(path: &Path) {
+    let mut claimed = ENV_TRACE_PATHS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    claimed.retain(|p| p != path);
+}
+
 /// Where a task was queued when it was created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueChoice {

@@ -154,3 +154,36 @@ fn every_runtime_the_variable_traces_keeps_its_own_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
+    if std::env::var_os(CHILD).is_some_and(|v| v == "retry") {
+        let trace = std::path::PathBuf::from(std::env::var_os("NUMATASK_TRACE").expect("set"));
+        let dir = trace.parent().expect("a directory");
+        // The child: the directory is missing, so the first runtime fails; once it exists,
+        // the next runtime is the first to trace and writes the name given.
+        let err = numatask_sched::Runtime::new().expect_err("the directory is missing");
+        assert!(err.to_string().contains(&trace.display().to_string()), "{err}");
+        std::fs::create_dir_all(dir).expect("the directory");
+        let rt = numatask_sched::Runtime::new().expect("runtime starts");
+        rt.scope(|s| spawn_empty(s, 2));
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("numatask-trace-dir-{}", std::process::id()));
+    let trace = dir.join("t.json");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run_child(
+        "a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next",
+        "retry",
+        &trace,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let json = std::fs::read_to_string(&trace);
+    let numbered = dir.join("t.2.json").exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "child failed: {stderr}");
+    assert!(!numbered, "the second runtime was numbered as if the first had traced");
+    assert!(!stderr.contains("earlier runtime"), "{stderr}");
+    // Two tasks and the scope body.
+    assert_eq!(json.expect("the trace").matches("\"ph\":\"X\"").count(), 3);
+}
