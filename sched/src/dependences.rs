@@ -88,7 +88,9 @@ fn fresh_id() -> u64 {
 
 /// Submits the child `task` (already counted in its parent frame) with `accesses` to
 /// `tracker`, on `worker`, the worker running the parent's body. With `included` (a child of
-/// a final task), a ready task runs at once, undeferred.
+/// a final task), a ready task runs at once, undeferred; so does it on a runtime of one
+/// worker, where nobody else could take it, unless the runtime honours task priorities
+/// (then it waits in line, so that a later task of higher priority can go first).
 #[inline]
 pub(crate) fn submit(
     tracker: &DepTracker<Task>,
@@ -97,8 +99,11 @@ pub(crate) fn submit(
     worker: &WorkerThread,
     included: bool,
 ) {
+    let registry = worker.registry();
     match tracker.submit(accesses, task) {
-        Submitted::Ready(ready) if included || worker.registry().places.len() == 1 => {
+        Submitted::Ready(ready)
+            if included || (registry.places.len() == 1 && registry.prioritized.is_none()) =>
+        {
             worker.run_undeferred(ready_task(ready));
         }
         Submitted::Ready(ready) => worker.push(ready_task(ready)),

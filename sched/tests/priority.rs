@@ -63,9 +63,51 @@ fn priorities_are_ignored_when_the_maximum_is_zero_and_capped_at_it_otherwise() 
 }
 
 #[test]
+fn ready_dependent_tasks_wait_for_their_priority_on_one_worker() {
+    within(60, || {
+        // One worker, four independent dependent tasks, ready when spawned: on a runtime that
+        // honours priorities they wait in line like `spawn_with_priority`'s tasks (rather
+        // than running at once, as a ready task does on one worker otherwise) and run
+        // highest first; without priorities, each runs as it is spawned.
+        for (max, expected) in [(10, [1, 3, 2, 0]), (0, [0, 1, 2, 3])] {
+            for kind in SchedulerKind::ALL {
+                let rt = builder(1, max)
+                    .scheduler(kind)
+                    .build()
+                    .expect("runtime starts");
+                let mut data = vec![0u64; 4];
+                let order = Mutex::new(Vec::new());
+                rt.scope(|s| {
+                    let blocks = Blocks::new(&mut data, 1)?;
+                    for (i, p) in [1, 9, 3, 7].into_iter().enumerate() {
+                        let order = &order;
+                        s.task()
+                            .updates(&blocks[i])
+                            .priority(p)
+                            .spawn(move |_, (b,)| {
+                                b[0] = 1;
+                                order.lock().unwrap().push(i);
+                            })?;
+                    }
+                    Ok::<(), SchedError>(())
+                })
+                .expect("distinct regions");
+                assert_eq!(data, [1; 4]);
+                assert_eq!(
+                    order.into_inner().unwrap(),
+                    expected,
+                    "{kind}, maximum {max}"
+                );
+            }
+        }
+    });
+}
+
+#[test]
 fn released_dependent_tasks_run_in_priority_order_on_the_worker_that_released_them() {
     within(60, || {
-        // Two workers (with one, a task ready when spawned runs at once, undeferred). The
+        // Two workers (with one and no priorities honoured, a task ready when spawned runs at
+        // once, undeferred). The
         // scope body keeps one of them until the last reader ran, so the other alone takes
         // the writer (from the body's deque), releases the three readers together when it
         // completes (it waits until they are registered), and runs them: those with a

@@ -163,7 +163,10 @@ fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
         // The child: the directory is missing, so the first runtime fails; once it exists,
         // the next runtime is the first to trace and writes the name given.
         let err = numatask_sched::Runtime::new().expect_err("the directory is missing");
-        assert!(err.to_string().contains(&trace.display().to_string()), "{err}");
+        assert!(
+            err.to_string().contains(&trace.display().to_string()),
+            "{err}"
+        );
         std::fs::create_dir_all(dir).expect("the directory");
         let rt = numatask_sched::Runtime::new().expect("runtime starts");
         rt.scope(|s| spawn_empty(s, 2));
@@ -182,7 +185,10 @@ fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
     let numbered = dir.join("t.2.json").exists();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "child failed: {stderr}");
-    assert!(!numbered, "the second runtime was numbered as if the first had traced");
+    assert!(
+        !numbered,
+        "the second runtime was numbered as if the first had traced"
+    );
     assert!(!stderr.contains("earlier runtime"), "{stderr}");
     // Two tasks and the scope body.
     assert_eq!(json.expect("the trace").matches("\"ph\":\"X\"").count(), 3);
