@@ -44,16 +44,20 @@ pub enum SchedError {
     /// `&mut` (see [`crate::data`]): one task cannot hold a mutable reference to bytes it also
     /// reads or writes through another.
     #[error(
-        "accesses {first} ({first_kind:?}) and {second} ({second_kind:?}) of one task overlap: \
-         a task may read overlapping regions, but a region it writes must not overlap its other \
-         accesses (declare the union once, as updates)"
+        "regions {first} and {second} of one task overlap, declared as {} and {}: a task may \
+         read overlapping regions, but a region it writes must not overlap its other regions \
+         (declare the union once, with updates); regions count from 0 in declaration order, \
+         each region of an _each list by itself",
+        .first_kind.describe(),
+        .second_kind.describe()
     )]
     ConflictingAccesses {
-        /// Position of the first access in declaration order.
+        /// Position of the first region among the task's regions in declaration order (each
+        /// region of an `_each` declaration counts by itself).
         first: usize,
         /// Its kind.
         first_kind: AccessKind,
-        /// Position of the second access.
+        /// Position of the second region, counted as `first`.
         second: usize,
         /// Its kind.
         second_kind: AccessKind,

@@ -602,6 +602,15 @@ fn a_task_cannot_write_bytes_it_also_declares_otherwise() {
                     second_kind: AccessKind::Out,
                 })
             );
+            // The message names the declarations as the task wrote them.
+            let message = r.unwrap_err().to_string();
+            assert!(
+                message.starts_with(
+                    "regions 0 and 1 of one task overlap, declared as reads (depend(in)) and \
+                     writes (depend(out))"
+                ),
+                "{message}"
+            );
             let r = s
                 .task()
                 .updates(&blocks[1])

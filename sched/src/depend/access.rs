@@ -60,6 +60,18 @@ impl AccessKind {
         }
     }
 
+    /// How a [`TaskBuilder`](crate::data::TaskBuilder) declares the kind, with OpenMP's
+    /// name: `reads (depend(in))`, `updates (depend(inout))`, ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            AccessKind::In => "reads (depend(in))",
+            AccessKind::Out => "writes (depend(out))",
+            AccessKind::InOut => "updates (depend(inout))",
+            AccessKind::MutexInOutSet => "mutex_updates (depend(mutexinoutset))",
+            AccessKind::InOutSet => "concurrent_updates (depend(inoutset))",
+        }
+    }
+
     fn index(self) -> usize {
         match self {
             AccessKind::In => 0,
