@@ -284,6 +284,67 @@ impl<T> Drop for NumaVec<T> {
     }
 }
 
+impl<'a, T> IntoIterator for &'a NumaVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a mut NumaVec<T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl<T> AsRef<[T]> for NumaVec<T> {
+    fn as_ref(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T> AsMut<[T]> for NumaVec<T> {
+    fn as_mut(&mut self) -> &mut [T] {
+        self
+    }
+}
+
+/// Element by element, as slices compare: where the elements live does not matter.
+impl<T: PartialEq<U>, U> PartialEq<NumaVec<U>> for NumaVec<T> {
+    fn eq(&self, other: &NumaVec<U>) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl<T: Eq> Eq for NumaVec<T> {}
+
+impl<T: PartialEq<U>, U> PartialEq<[U]> for NumaVec<T> {
+    fn eq(&self, other: &[U]) -> bool {
+        self[..] == *other
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<&[U]> for NumaVec<T> {
+    fn eq(&self, other: &&[U]) -> bool {
+        self[..] == **other
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<Vec<U>> for NumaVec<T> {
+    fn eq(&self, other: &Vec<U>) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl<T: PartialEq<U>, U, const N: usize> PartialEq<[U; N]> for NumaVec<T> {
+    fn eq(&self, other: &[U; N]) -> bool {
+        self[..] == other[..]
+    }
+}
+
 impl<T: fmt::Debug> fmt::Debug for NumaVec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -320,6 +381,25 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("aligned to 65536 bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_numa_vec_iterates_and_compares_like_a_vec() {
+        let mut v = NumaVec::from_iter_in(1..5u32, Distribution::Fine).unwrap();
+        for x in &mut v {
+            *x *= 10;
+        }
+        let seen: Vec<u32> = (&v).into_iter().copied().collect();
+        assert_eq!(seen, [10, 20, 30, 40]);
+        assert_eq!(v, vec![10, 20, 30, 40]);
+        assert_eq!(v, [10, 20, 30, 40]);
+        assert_eq!(v, &[10u32, 20, 30, 40][..]);
+        assert_ne!(v, [10, 20, 30, 41]);
+        assert_ne!(v, vec![10, 20, 30]);
+        // Placement does not enter the comparison.
+        let w = NumaVec::from_iter_in([10u32, 20, 30, 40], Distribution::Coarse).unwrap();
+        assert_eq!(v, w);
+        assert_eq!(v.as_ref().iter().sum::<u32>(), 100);
     }
 
     #[test]
