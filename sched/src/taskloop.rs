@@ -1,5 +1,5 @@
-//! Loops split into tasks: OpenMP's `taskloop`, over index ranges ([`Scope::taskloop`]) and
-//! over mutable slices ([`Scope::taskloop_mut`]).
+//! Loops split into tasks: OpenMP's `taskloop`, over index ranges ([`Scope::taskloop`]), with
+//! a reduction ([`Scope::taskloop_reduce`]), and over mutable slices ([`Scope::taskloop_mut`]).
 //!
 //! The iterations are cut into chunks (see [`Grain`]); the body runs once per chunk. The
 //! chunks are spread by recursive halving with [`Scope::join`]: one half becomes a task that
@@ -15,7 +15,7 @@
 //! spread: the idle worker that takes a part splits it again. (rayon's parallel iterators
 //! split the same way.)
 //!
-//! Both calls run the loop in a taskgroup (OpenMP's implicit one): they return once every
+//! Every form runs the loop in a taskgroup (OpenMP's implicit one): they return once every
 //! chunk, and every task the chunks spawned, at any depth, has finished, and a panic in a
 //! chunk or in one of those tasks is resumed there, after every other chunk ran (one panic:
 //! when several chunks panic, the others' payloads are dropped).
@@ -143,6 +143,63 @@ impl<'scope> Scope<'scope> {
             let part = Part::whole(g, chunking);
             split_range(g, range.start, chunking, part, &body);
         });
+    }
+
+    /// Runs `body` over `range` cut into chunks, as [`taskloop`](Self::taskloop), and
+    /// combines the chunks' results with `reduce` (OpenMP's `taskloop reduction`, rayon's
+    /// `map(...).reduce(identity, op)`): each chunk's result joins those of the chunks before
+    /// it as `reduce(earlier, later)`, starting from `identity()`, so an associative `reduce`
+    /// gives what a sequential loop would. How the results group depends on how the loop
+    /// split, which varies from run to run: with a merely approximately associative `reduce`
+    /// (floating-point addition) the last bits may vary, as with OpenMP's reductions. An
+    /// empty `range` gives `identity()`.
+    ///
+    /// ```
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let v: Vec<f64> = (0..10_000).map(|i| i as f64).collect();
+    /// let (sum, max) = rt.scope(|s| {
+    ///     let sum = s.taskloop_reduce(0..v.len(), Grain::Auto, || 0.0, |_, r| v[r].iter().sum(), |a, b| a + b);
+    ///     let max = s.taskloop_reduce(0..v.len(), Grain::Size(1000), || f64::MIN, |_, r| {
+    ///         v[r].iter().copied().fold(f64::MIN, f64::max)
+    ///     }, f64::max);
+    ///     (sum, max)
+    /// });
+    /// assert_eq!((sum, max), (49_995_000.0, 9_999.0));
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk (or of `reduce`,
+    /// or of a task a chunk spawned), once every chunk has run.
+    pub fn taskloop_reduce<R, I, F, C>(
+        &self,
+        range: Range<usize>,
+        grain: Grain,
+        identity: I,
+        body: F,
+        reduce: C,
+    ) -> R
+    where
+        R: Send,
+        I: Fn() -> R + Sync,
+        F: Fn(&Scope<'scope>, Range<usize>) -> R + Sync,
+        C: Fn(R, R) -> R + Sync,
+    {
+        let Some(chunking) = Chunking::of(range.len(), grain, self) else {
+            return identity();
+        };
+        let reduction = Reduction {
+            identity,
+            body,
+            reduce,
+        };
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            reduce_range(g, range.start, chunking, part, &reduction)
+        })
     }
 
     /// Runs `body` over `data` cut into chunks (OpenMP's `taskloop` over an array, rayon's
@@ -318,6 +375,53 @@ where
         Err(part) => each_chunk(part.chunks, |c| {
             body(s, start + chunking.bound(c)..start + chunking.bound(c + 1));
         }),
+    }
+}
+
+/// The three closures of [`Scope::taskloop_reduce`].
+struct Reduction<I, F, C> {
+    identity: I,
+    body: F,
+    reduce: C,
+}
+
+/// Runs `part` of a reduction over the range starting at `start`: split in two halves, the
+/// first a task, their results reduced in order; or its chunks in place, folded from the
+/// identity. Every chunk runs even after a panic of another (as [`each_chunk`]).
+fn reduce_range<'scope, R, I, F, C>(
+    s: &Scope<'scope>,
+    start: usize,
+    chunking: Chunking,
+    part: Part,
+    reduction: &Reduction<I, F, C>,
+) -> R
+where
+    R: Send,
+    I: Fn() -> R + Sync,
+    F: Fn(&Scope<'scope>, Range<usize>) -> R + Sync,
+    C: Fn(R, R) -> R + Sync,
+{
+    match part.halves(s) {
+        Ok((first, second)) => {
+            let (a, b) = s.join(
+                |s| reduce_range(s, start, chunking, first, reduction),
+                |s| reduce_range(s, start, chunking, second, reduction),
+            );
+            (reduction.reduce)(a, b)
+        }
+        Err(part) => {
+            let mut acc = Some((reduction.identity)());
+            each_chunk(part.chunks, |c| {
+                let range = start + chunking.bound(c)..start + chunking.bound(c + 1);
+                let result = (reduction.body)(s, range);
+                // Taken out while `reduce` runs: a panic there leaves `None`, and the
+                // chunks after it still run (their results are dropped with the panic).
+                if let Some(earlier) = acc.take() {
+                    acc = Some((reduction.reduce)(earlier, result));
+                }
+            });
+            acc.expect("each_chunk resumes the panic that left no accumulator")
+        }
     }
 }
 

@@ -1,5 +1,6 @@
-//! `Scope::taskloop` and `Scope::taskloop_mut`: every iteration exactly once, chunks as the
-//! grain says, in parallel, waited for with their descendants, panics resumed at the loop.
+//! `Scope::taskloop`, `taskloop_reduce` and `taskloop_mut`: every iteration exactly once,
+//! chunks as the grain says, in parallel, waited for with their descendants, results reduced
+//! in order, panics resumed at the loop.
 
 mod common;
 
@@ -270,5 +271,75 @@ fn loops_nest_inside_a_loops_chunks() {
                 assert_eq!(cell, (r * 100 + c) as u32);
             }
         }
+    });
+}
+
+#[test]
+fn a_reduction_combines_every_chunk_once_in_iteration_order() {
+    within(120, || {
+        for workers in 1..=4 {
+            let rt = runtime(workers);
+            for len in [0usize, 1, 2, 5, 64, 999] {
+                for grain in GRAINS {
+                    let start = 17;
+                    // Concatenation is associative but not commutative: the result lists the
+                    // chunks in iteration order only if every `reduce` keeps earlier first.
+                    let chunks: Vec<std::ops::Range<usize>> = rt.scope(|s| {
+                        s.taskloop_reduce(
+                            start..start + len,
+                            grain,
+                            Vec::new,
+                            |_, chunk| vec![chunk],
+                            |mut a, b| {
+                                a.extend(b);
+                                a
+                            },
+                        )
+                    });
+                    let what = format!("{len} iterations, {grain:?}, {workers} workers");
+                    let covered: Vec<usize> = chunks.iter().cloned().flatten().collect();
+                    assert_eq!(covered, (start..start + len).collect::<Vec<_>>(), "{what}");
+                    assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_panicking_reduction_chunk_resumes_at_the_loop_after_the_others_ran() {
+    within(60, || {
+        let rt = runtime(2);
+        let ran = AtomicUsize::new(0);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                s.taskloop_reduce(
+                    0..64,
+                    Grain::Size(1),
+                    || 0u64,
+                    |_, chunk| {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                        if chunk.start == 40 {
+                            panic!("chunk 40 fails");
+                        }
+                        chunk.start as u64
+                    },
+                    |a, b| a + b,
+                )
+            })
+        }));
+        let payload = caught.expect_err("the panic reaches the loop's caller");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"chunk 40 fails"));
+        assert_eq!(ran.load(Ordering::SeqCst), 64, "every other chunk ran");
+        let sum = rt.scope(|s| {
+            s.taskloop_reduce(
+                1..101,
+                Grain::Auto,
+                || 0u64,
+                |_, c| c.map(|i| i as u64).sum(),
+                |a, b| a + b,
+            )
+        });
+        assert_eq!(sum, 5050, "the runtime is usable after the panic");
     });
 }
