@@ -13,6 +13,8 @@
 //!   queue. With a single worker a ready task runs at once instead, undeferred (as LLVM's
 //!   libomp does with one thread): nothing could run it sooner, and the program then runs in
 //!   its own order, with its data warm in the cache, instead of piling up parked tasks.
+//!   (Not on a runtime that honours task priorities: there a ready task waits in line, so
+//!   that a later one of higher priority can go first.)
 //! - **Completion.** Right after the body of a dependent task returns (or panics), the worker
 //!   that ran it completes its handle; every successor that this releases is pushed by that
 //!   worker, with its handle stored in its frame first (`Task::attach_depend`). Nothing on
