@@ -526,7 +526,8 @@ impl<'scope> Scope<'scope> {
         B: FnOnce(&Scope<'scope>) -> RB,
     {
         // SAFETY: the task is waited for below (`join_inner`) before this function returns or
-        // unwinds: `b`'s panic is caught first, and the wait itself does not unwind.
+        // unwinds: `b`'s panic is caught first, and the wait itself does not unwind (its one
+        // panic, a check that cannot fail for a task made here, aborts instead: see below).
         let frame =
             unsafe { job::heap_task_unchecked::<_, RA, true>(self.frame, self.worker(), meta, a) };
         // `a`'s panic stays in its frame for this call to resume (`join_inner`): through the
@@ -537,7 +538,12 @@ impl<'scope> Scope<'scope> {
         };
         self.spawn_frame(frame);
         let rb = panic::catch_unwind(AssertUnwindSafe(|| b(self)));
+        // `a` may borrow this call's stack: were the wait to unwind (its check that the task
+        // is not buried under the caller, true of a task made here), the frame would go while
+        // `a` still ran. The process aborts instead.
+        let guard = crate::worker::AbortOnUnwind;
         let ra = handle.join_inner(Some(self.worker()));
+        std::mem::forget(guard);
         // Before a panic resumes, the other side's result (or `a`'s panic payload) is dropped
         // with its destructor's panic contained: dropped while unwinding, a panicking
         // destructor would abort, and it must not replace the panic resumed.

@@ -826,7 +826,7 @@ impl Drop for ShortWait<'_> {
 /// left unfinished into callers that would then free frames and stacks that tasks still use.
 /// Forgotten on normal exit (`mem::forget`), so it never aborts a thread that was already
 /// unwinding for another reason when it entered.
-struct AbortOnUnwind;
+pub(crate) struct AbortOnUnwind;
 
 impl Drop for AbortOnUnwind {
     fn drop(&mut self) {
