@@ -3,7 +3,8 @@
 //! sequential loop, and the same loop as `#pragma omp taskloop grainsize(G)` under libgomp and
 //! LLVM libomp (`bench/c/taskloop_omp.c`, built by `scripts/bench-taskloop.sh`). Small grains
 //! measure the cost per chunk; large ones the memory bandwidth. Prints the median time of a
-//! loop and the nanoseconds per chunk.
+//! loop and the nanoseconds per chunk. With `--reduce`, the loop sums `2 b[i] + 1` instead:
+//! `taskloop_reduce`, rayon's `par_chunks(..).map(..).sum()`, and `taskloop reduction(+: s)`.
 //!
 //! ```text
 //! scripts/bench-taskloop.sh                  # builds the C peers, then runs this
@@ -25,6 +26,7 @@ struct Args {
     reps: usize,
     omp: Vec<String>,
     only: Option<String>,
+    reduce: bool,
 }
 
 /// Every flag [`parse_args`] accepts (keep the two together).
@@ -38,6 +40,7 @@ usage: taskloop [--bench] [OPTIONS]
   --reps N          timed loops per row after a warm-up, 1 to 1000 (default 9; smoke run 1)
   --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
   --only WORD       only the rows whose name contains WORD (default all)
+  --reduce          sum 2 b[i] + 1 (a reduction) instead of writing it to a[i]
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
 ";
@@ -56,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 9 },
         omp: Vec::new(),
         only: None,
+        reduce: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -67,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
+            "--reduce" => args.reduce = true,
             other => common::other_arg("taskloop", other, USAGE),
         }
     }
@@ -145,6 +150,11 @@ fn main() {
         checksum(&a)
     };
     let filter = common::Filter::new(args.only.as_deref(), &[]);
+    if args.reduce {
+        reductions(&args, &b, &filter);
+        filter.finish("taskloop");
+        return;
+    }
     let several_runtimes = args.threads.len() > 1;
     let check = |name: &str, a: &[f64]| {
         let sum = checksum(a);
@@ -204,5 +214,104 @@ fn main() {
             filter.ran_peer();
         }
     }
+    // The smoke run (CI) checks the reduction's rows too.
+    if common::smoke() {
+        reductions(&args, &b, &filter);
+    }
     filter.finish("taskloop");
+}
+
+/// The reduction's body over a chunk of `b`.
+#[inline]
+fn partial_sum(b: &[f64]) -> f64 {
+    b.iter().map(|y| 2.0 * y + 1.0).sum()
+}
+
+/// The median of `reps` timed reductions after a warm-up, and the result of the last (the
+/// elements are whole numbers, so every grouping of the sum gives it exactly).
+fn time_sums(reps: usize, mut f: impl FnMut() -> f64) -> (Duration, f64) {
+    let mut result = f();
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            result = std::hint::black_box(f());
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    (times[times.len() / 2], result)
+}
+
+/// `--reduce`: the sum of `2 b[i] + 1`, sequential, with numatask's `taskloop_reduce`, rayon
+/// and the C peers, each row's result checked against the sequential one.
+fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
+    let n = b.len();
+    let expect = partial_sum(b);
+    let check = |name: &str, sum: f64| {
+        assert_eq!(sum, expect, "{name}: wrong sum");
+        sum as u64
+    };
+    let several_runtimes = args.threads.len() > 1;
+    for &threads in &args.threads {
+        if filter.wants("sequential") && threads == args.threads[0] {
+            let (d, sum) = time_sums(args.reps, || partial_sum(b));
+            report("sequential-sum", threads, n, n, d, check("sequential", sum));
+        }
+        if filter.wants("numatask") {
+            let rt = common::build(
+                "taskloop",
+                common::runtime_builder(
+                    "taskloop",
+                    threads,
+                    SchedulerKind::WorkStealing,
+                    several_runtimes,
+                ),
+            );
+            for &grain in &args.grains {
+                let (d, sum) = time_sums(args.reps, || {
+                    rt.scope(|s| {
+                        s.taskloop_reduce(
+                            0..n,
+                            Grain::Size(grain),
+                            || 0.0,
+                            |_, r| partial_sum(&b[r]),
+                            |x, y| x + y,
+                        )
+                    })
+                });
+                report(
+                    "numatask-reduce",
+                    threads,
+                    n,
+                    grain,
+                    d,
+                    check("numatask", sum),
+                );
+            }
+        }
+        if filter.wants("rayon") {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("rayon pool");
+            for &grain in &args.grains {
+                let (d, sum) = time_sums(args.reps, || {
+                    pool.install(|| b.par_chunks(grain).map(partial_sum).sum::<f64>())
+                });
+                report("rayon-sum", threads, n, grain, d, check("rayon", sum));
+            }
+        }
+        for bin in &args.omp {
+            for &grain in &args.grains {
+                let peer_args = [
+                    n.to_string(),
+                    grain.to_string(),
+                    args.reps.to_string(),
+                    "reduce".to_string(),
+                ];
+                common::run_omp_peer(bin, &peer_args, threads, Some(&(expect as u64).to_string()));
+            }
+            filter.ran_peer();
+        }
+    }
 }

@@ -3,7 +3,7 @@
 # the bundle scripts/device-bundle.sh builds (which copies this file there as run.sh):
 #   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky: numatask against libgomp and libomp
 #   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
-#   device-bundle/run.sh loops      # taskloop against rayon and the C peers; wake-up latency against rayon
+#   device-bundle/run.sh loops      # taskloop and its reduction against rayon and the C peers; wake-up latency against rayon
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -42,6 +42,9 @@ overhead)
 loops)
     section "taskloop, 2^18 iterations"
     ./taskloop --bench --n 262144 --grain 1024,16384 --threads "1,$T" --reps 31 \
+        --omp ./taskloop_gomp --omp ./taskloop_libomp
+    section "taskloop reduction (sum), 2^18 iterations"
+    ./taskloop --bench --reduce --n 262144 --grain 1024,16384 --threads "1,$T" --reps 31 \
         --omp ./taskloop_gomp --omp ./taskloop_libomp
     section "wake-up after 5 ms idle, from outside the pool"
     ./wakeup --bench --threads "$T" --rounds 200 --idle-ms 5
