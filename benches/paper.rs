@@ -453,7 +453,7 @@ fn paired_ratios(runs: &[Run]) -> Vec<PairedRatio> {
     };
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
+        quantile(&v, 0.5)
     };
     Distribution::ALL
         .into_iter()
@@ -479,14 +479,23 @@ fn paired_ratios(runs: &[Run]) -> Vec<PairedRatio> {
             };
             let mut sorted = ratios;
             sorted.sort_by(f64::total_cmp);
-            let at = |q: usize| sorted.get((sorted.len() - 1) * q / 4).copied();
             Some(PairedRatio {
                 distribution: d,
                 ratio: centre,
-                quartiles: (at(1)?, at(3)?),
+                quartiles: (quantile(&sorted, 0.25)?, quantile(&sorted, 0.75)?),
             })
         })
         .collect()
+}
+
+/// The `q` quantile of `sorted` (ascending), interpolated between its two nearest elements
+/// (so the median of an even count is the mean of the middle two); `None` when empty.
+fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let at = q * last as f64;
+    let (below, above) = (at.floor() as usize, at.ceil() as usize);
+    let w = at - below as f64;
+    Some(sorted[below] * (1.0 - w) + sorted[above] * w)
 }
 
 /// The scheduler's overhead table: [`paired_ratios`] per benchmark and their geometric mean.
