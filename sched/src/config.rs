@@ -10,7 +10,7 @@
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
-//! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 1000000: the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
+//! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 2147483647 (a C `int`): the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]); each later runtime of the process writes its own, `t.2.json`, `t.3.json`, ... beside `t.json` | no tracing |
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
@@ -54,9 +54,10 @@ pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 /// `OMP_MAX_TASK_PRIORITY`: the largest task priority honoured (0: priorities ignored).
 pub const MAX_TASK_PRIORITY_ENV: &str = "OMP_MAX_TASK_PRIORITY";
 
-/// The largest `OMP_MAX_TASK_PRIORITY` accepted.
-pub const MAX_MAX_TASK_PRIORITY: u32 = 1_000_000;
-const MAX_TASK_PRIORITY_EXPECTED: &str = "a non-negative integer of at most 1000000";
+/// The largest `OMP_MAX_TASK_PRIORITY` accepted: the largest C `int`, as OpenMP's
+/// `omp_get_max_task_priority` returns one.
+pub const MAX_MAX_TASK_PRIORITY: u32 = i32::MAX as u32;
+const MAX_TASK_PRIORITY_EXPECTED: &str = "a non-negative integer of at most 2147483647";
 
 /// `OMP_THREAD_LIMIT`: the most workers a runtime starts, whatever `OMP_NUM_THREADS` or the
 /// builder asks for.
@@ -320,6 +321,10 @@ pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
 /// assert_eq!(parse_max_task_priority(" 3 "), Ok(3));
 /// assert_eq!(parse_max_task_priority("0"), Ok(0));
 /// assert!(parse_max_task_priority("-1").is_err());
+/// // Up to the largest C int, as OpenMP's `omp_get_max_task_priority` returns one.
+/// assert_eq!(parse_max_task_priority("2147483647"), Ok(2_147_483_647));
+/// let err = parse_max_task_priority("2147483648").unwrap_err().to_string();
+/// assert!(err.starts_with("OMP_MAX_TASK_PRIORITY='2147483648'"), "{err}");
 /// ```
 pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
     match value.trim().parse::<u32>() {

@@ -392,7 +392,7 @@ impl RuntimeBuilder {
             return Err(SchedError::InvalidSetting {
                 setting: "max_task_priority",
                 value: self.max_task_priority.to_string(),
-                expected: "at most 1000000",
+                expected: "at most 2147483647 (a C int)",
             });
         }
         if self.thread_limit == Some(0) {

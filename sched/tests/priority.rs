@@ -237,7 +237,11 @@ fn the_maximum_comes_from_the_builder_and_is_bounded() {
     let rt = builder(1, 7).build().expect("runtime starts");
     assert_eq!(rt.settings().max_task_priority, 7);
     assert!(rt.display_env().contains("  OMP_MAX_TASK_PRIORITY = '7'"));
-    match builder(1, 1_000_001).build() {
+    // The largest C int is the largest maximum, as OpenMP's `omp_get_max_task_priority`
+    // returns an int.
+    let top = builder(1, i32::MAX as u32).build().expect("runtime starts");
+    assert_eq!(top.settings().max_task_priority, i32::MAX as u32);
+    match builder(1, i32::MAX as u32 + 1).build() {
         Err(SchedError::InvalidSetting { setting, .. }) => assert_eq!(setting, "max_task_priority"),
         other => panic!("expected InvalidSetting, got {other:?}"),
     }
