@@ -178,9 +178,9 @@ impl RuntimeBuilder {
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`,
     /// `OMP_MAX_TASK_PRIORITY`, `OMP_PROC_BIND`, `OMP_PLACES`, `OMP_STACKSIZE`,
     /// `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`, `OMP_DISPLAY_ENV`,
-    /// `NUMATASK_TRACE`; `NUMATASK_TOPOLOGY` is read by [`build`](Self::build) for any builder
-    /// not given a [`topology`](Self::topology)). An invalid value of any of them, or of the allocator's
-    /// `OMP_DATA_DISTRIBUTION`, is an error naming the variable.
+    /// `NUMATASK_TRACE`; `NUMATASK_TOPOLOGY` is read by [`build`](Self::build) for any
+    /// builder not given a [`topology`](Self::topology)). An invalid value of any of them, or
+    /// of the allocator's `OMP_DATA_DISTRIBUTION`, is an error naming the variable.
     pub fn from_env() -> Result<Self, SchedError> {
         Ok(Self::new().env(&EnvSettings::from_env()?))
     }

@@ -160,10 +160,20 @@ impl<'scope> Scope<'scope> {
     ///
     /// let v: Vec<f64> = (0..10_000).map(|i| i as f64).collect();
     /// let (sum, max) = rt.scope(|s| {
-    ///     let sum = s.taskloop_reduce(0..v.len(), Grain::Auto, || 0.0, |_, r| v[r].iter().sum(), |a, b| a + b);
-    ///     let max = s.taskloop_reduce(0..v.len(), Grain::Size(1000), || f64::MIN, |_, r| {
-    ///         v[r].iter().copied().fold(f64::MIN, f64::max)
-    ///     }, f64::max);
+    ///     let sum = s.taskloop_reduce(
+    ///         0..v.len(),
+    ///         Grain::Auto,
+    ///         || 0.0,
+    ///         |_, chunk| v[chunk].iter().sum(),
+    ///         |a, b| a + b,
+    ///     );
+    ///     let max = s.taskloop_reduce(
+    ///         0..v.len(),
+    ///         Grain::Size(1000),
+    ///         || f64::MIN,
+    ///         |_, chunk| v[chunk].iter().copied().fold(f64::MIN, f64::max),
+    ///         f64::max,
+    ///     );
     ///     (sum, max)
     /// });
     /// assert_eq!((sum, max), (49_995_000.0, 9_999.0));
