@@ -40,7 +40,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::depend::{Access, AccessKind};
 use crate::job::TaskMeta;
 use crate::scope::Scope;
-use crate::unwind::{Payload, drop_payload};
+use crate::unwind::{Payload, drop_contained, drop_payload};
 
 /// How a taskloop cuts its iterations into chunks, each run by one call of the body: the
 /// `grainsize` and `num_tasks` clauses of OpenMP's `taskloop`. Chunks never hold zero
@@ -151,8 +151,9 @@ impl<'scope> Scope<'scope> {
     /// it as `reduce(earlier, later)`, starting from `identity()`, so an associative `reduce`
     /// gives what a sequential loop would. How the results group depends on how the loop
     /// split, which varies from run to run: with a merely approximately associative `reduce`
-    /// (floating-point addition) the last bits may vary, as with OpenMP's reductions. An
-    /// empty `range` gives `identity()`.
+    /// (floating-point addition) the last bits may vary, as with OpenMP's reductions.
+    /// `identity` is called once for each part of the loop that runs its chunks in place (at
+    /// least once; an empty `range` gives `identity()`).
     ///
     /// ```
     /// use numatask_sched::taskloop::Grain;
@@ -183,7 +184,8 @@ impl<'scope> Scope<'scope> {
     /// # Panics
     ///
     /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk (or of `reduce`,
-    /// or of a task a chunk spawned), once every chunk has run.
+    /// or of a task a chunk spawned), once every chunk has run. A panic of `identity` is
+    /// resumed the same way, but the chunks of the part that called it do not run.
     pub fn taskloop_reduce<R, I, F, C>(
         &self,
         range: Range<usize>,
@@ -397,7 +399,8 @@ struct Reduction<I, F, C> {
 
 /// Runs `part` of a reduction over the range starting at `start`: split in two halves, the
 /// first a task, their results reduced in order; or its chunks in place, folded from the
-/// identity. Every chunk runs even after a panic of another (as [`each_chunk`]).
+/// identity. Every chunk runs even after a panic of another chunk or of `reduce` (as
+/// [`each_chunk`]).
 fn reduce_range<'scope, R, I, F, C>(
     s: &Scope<'scope>,
     start: usize,
@@ -421,16 +424,26 @@ where
         }
         Err(part) => {
             let mut acc = Some((reduction.identity)());
-            each_chunk(part.chunks, |c| {
-                let range = start + chunking.bound(c)..start + chunking.bound(c + 1);
-                let result = (reduction.body)(s, range);
-                // Taken out while `reduce` runs: a panic there leaves `None`, and the
-                // chunks after it still run (their results are dropped with the panic).
-                if let Some(earlier) = acc.take() {
-                    acc = Some((reduction.reduce)(earlier, result));
+            let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+                each_chunk(part.chunks, |c| {
+                    let range = start + chunking.bound(c)..start + chunking.bound(c + 1);
+                    let result = (reduction.body)(s, range);
+                    // Taken out while `reduce` runs: a panic there leaves `None`, and the
+                    // chunks after it still run (their results are dropped with the panic).
+                    if let Some(earlier) = acc.take() {
+                        acc = Some((reduction.reduce)(earlier, result));
+                    }
+                })
+            }));
+            match ran {
+                Ok(()) => acc.expect("each_chunk resumes the panic that left no accumulator"),
+                // The accumulator goes before the panic resumes, with its destructor's panic
+                // contained: dropped while unwinding, a panicking destructor would abort.
+                Err(payload) => {
+                    drop_contained(acc);
+                    panic::resume_unwind(payload)
                 }
-            });
-            acc.expect("each_chunk resumes the panic that left no accumulator")
+            }
         }
     }
 }

@@ -107,11 +107,11 @@ fn ready_dependent_tasks_wait_for_their_priority_on_one_worker() {
 fn released_dependent_tasks_run_in_priority_order_on_the_worker_that_released_them() {
     within(60, || {
         // Two workers (with one and no priorities honoured, a task ready when spawned runs at
-        // once, undeferred). The
-        // scope body keeps one of them until the last reader ran, so the other alone takes
-        // the writer (from the body's deque), releases the three readers together when it
-        // completes (it waits until they are registered), and runs them: those with a
-        // priority from the pool's list, highest first, then the ordinary one from its deque.
+        // once, undeferred). The scope body keeps one of them until the last reader ran, so
+        // the other alone takes the writer (from the body's deque), releases the three
+        // readers together when it completes (it waits until they are registered), and runs
+        // them: those with a priority from the pool's list, highest first, then the ordinary
+        // one from its deque.
         let rt = builder(2, 4).build().expect("runtime starts");
         for _ in 0..20 {
             let mut data = vec![0u64; 64];

@@ -343,3 +343,49 @@ fn a_panicking_reduction_chunk_resumes_at_the_loop_after_the_others_ran() {
         assert_eq!(sum, 5050, "the runtime is usable after the panic");
     });
 }
+
+#[test]
+fn a_reduction_whose_accumulator_panics_on_drop_still_resumes_the_chunk_panic() {
+    within(60, || {
+        /// An accumulator whose destructor always panics: dropped while a chunk's panic
+        /// unwinds, it would abort the process (the test binary dies if the loop does that).
+        struct Loud(u64);
+        impl Drop for Loud {
+            fn drop(&mut self) {
+                panic!("Loud dropped");
+            }
+        }
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+                rt.scope(|s| {
+                    s.taskloop_reduce(
+                        0..16,
+                        Grain::Size(1),
+                        || Loud(0),
+                        |_, chunk| {
+                            if chunk.start == 5 {
+                                panic!("chunk 5 fails");
+                            }
+                            Loud(chunk.start as u64)
+                        },
+                        |a, b| {
+                            let sum = Loud(a.0 + b.0);
+                            std::mem::forget(a);
+                            std::mem::forget(b);
+                            sum
+                        },
+                    )
+                    .0
+                })
+            }));
+            // The chunk's panic, not the destructor's, and no abort.
+            let payload = caught.expect_err("the panic reaches the loop's caller");
+            assert_eq!(
+                payload.downcast_ref::<&str>(),
+                Some(&"chunk 5 fails"),
+                "{workers} workers"
+            );
+        }
+    });
+}
