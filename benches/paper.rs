@@ -14,7 +14,7 @@
 //!   hits them alike. A second table gives the locality-aware scheduler's time over work
 //!   stealing's with the same distribution, paired by round: the two run back to back on the
 //!   same data, each first in every other round, and the table shows the geometric mean of the
-//!   medians of the two orders (a position effect of up to 10% cancels) with the quartiles of
+//!   medians of the two orders (a position effect, 8% on the 2-core VM, cancels) with the quartiles of
 //!   the rounds' ratios, and the geometric mean over the distributions: the scheduler's
 //!   overhead, with the machine's drift between rounds cancelled. `--control` runs work
 //!   stealing in both places, an A/A test of the same shape that shows the measurement's noise.
@@ -285,6 +285,13 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
          rounds after a warm-up round",
         args.reps
     );
+    if args.control {
+        println!(
+            "CONTROL (--control): work stealing runs in the locality-aware scheduler's place: \
+             every row named locality+... below is work stealing, and every ratio of the last \
+             table the measurement's own noise"
+        );
+    }
     let mut rows = Vec::new();
     let mut paired = Vec::new();
     for &benchmark in &args.only {
@@ -328,6 +335,12 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
                 });
             }
         }
+        // `paired_ratios` reads the order of each round from this layout.
+        debug_assert!(runs.chunks(2).all(|pair| {
+            pair[0].config.scheduler == SchedulerKind::WorkStealing
+                && pair[1].config.scheduler == SchedulerKind::Locality
+                && pair[0].config.distribution == pair[1].config.distribution
+        }));
         let mut round = 0;
         loop {
             // The two schedulers of a distribution run back to back, in turn first: work
@@ -365,6 +378,16 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
                 break;
             }
             round += 1;
+        }
+        // The last timed round's results too: each instance holds that of the configuration
+        // that ran on it last.
+        for (instance, distribution) in instances.iter().zip(Distribution::ALL) {
+            instance.verify().map_err(|e| {
+                format!(
+                    "{benchmark} {distribution}, last round: result differs from the \
+                     sequential computation: {e}"
+                )
+            })?;
         }
         paired.push((benchmark, paired_ratios(&runs)));
         let mut times = Vec::new();

@@ -143,18 +143,18 @@ fn main() {
     };
     let mut b = vector("input b");
     b.extend((0..n).map(|i| (i % 1000) as f64));
-    let mut a = vector("output a");
-    a.resize(n, 0.0);
-    let expect = {
-        kernel(&mut a, &b);
-        checksum(&a)
-    };
     let filter = common::Filter::new(args.only.as_deref(), &[]);
     if args.reduce {
         reductions(&args, &b, &filter);
         filter.finish("taskloop");
         return;
     }
+    let mut a = vector("output a");
+    a.resize(n, 0.0);
+    let expect = {
+        kernel(&mut a, &b);
+        checksum(&a)
+    };
     let several_runtimes = args.threads.len() > 1;
     let check = |name: &str, a: &[f64]| {
         let sum = checksum(a);
@@ -253,11 +253,11 @@ fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
     };
     let several_runtimes = args.threads.len() > 1;
     for &threads in &args.threads {
-        if filter.wants("sequential") && threads == args.threads[0] {
+        if filter.wants("sequential-sum") && threads == args.threads[0] {
             let (d, sum) = time_sums(args.reps, || partial_sum(b));
             report("sequential-sum", threads, n, n, d, check("sequential", sum));
         }
-        if filter.wants("numatask") {
+        if filter.wants("numatask-reduce") {
             let rt = common::build(
                 "taskloop",
                 common::runtime_builder(
@@ -289,7 +289,7 @@ fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
                 );
             }
         }
-        if filter.wants("rayon") {
+        if filter.wants("rayon-sum") {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()

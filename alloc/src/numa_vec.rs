@@ -345,6 +345,36 @@ impl<T: PartialEq<U>, U, const N: usize> PartialEq<[U; N]> for NumaVec<T> {
     }
 }
 
+impl<T: PartialEq<U>, U> PartialEq<NumaVec<U>> for Vec<T> {
+    fn eq(&self, other: &NumaVec<U>) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<NumaVec<U>> for [T] {
+    fn eq(&self, other: &NumaVec<U>) -> bool {
+        *self == other[..]
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<NumaVec<U>> for &[T] {
+    fn eq(&self, other: &NumaVec<U>) -> bool {
+        **self == other[..]
+    }
+}
+
+impl<T: PartialEq<U>, U, const N: usize> PartialEq<NumaVec<U>> for [T; N] {
+    fn eq(&self, other: &NumaVec<U>) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl<T: PartialEq<U>, U, const N: usize> PartialEq<&[U; N]> for NumaVec<T> {
+    fn eq(&self, other: &&[U; N]) -> bool {
+        self[..] == other[..]
+    }
+}
+
 impl<T: fmt::Debug> fmt::Debug for NumaVec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.iter()).finish()
@@ -396,6 +426,11 @@ mod tests {
         assert_eq!(v, &[10u32, 20, 30, 40][..]);
         assert_ne!(v, [10, 20, 30, 41]);
         assert_ne!(v, vec![10, 20, 30]);
+        // Either side.
+        assert_eq!(vec![10, 20, 30, 40], v);
+        assert_eq!([10, 20, 30, 40], v);
+        assert_eq!(&[10u32, 20, 30, 40][..], v);
+        assert_eq!(v, &[10, 20, 30, 40]);
         // Placement does not enter the comparison.
         let w = NumaVec::from_iter_in([10u32, 20, 30, 40], Distribution::Coarse).unwrap();
         assert_eq!(v, w);

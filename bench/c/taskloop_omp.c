@@ -21,7 +21,8 @@ int main(int argc, char **argv) {
     long grain = atol(argv[2]);
     int reps = argc > 3 ? atoi(argv[3]) : 5;
     int reduce = argc > 4 && strcmp(argv[4], "reduce") == 0;
-    if (n < 1 || grain < 1 || reps < 1 || reps > 1000 || (argc > 4 && !reduce && strcmp(argv[4], "map") != 0)) {
+    if (argc > 5 || n < 1 || grain < 1 || reps < 1 || reps > 1000 ||
+        (argc > 4 && !reduce && strcmp(argv[4], "map") != 0)) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
