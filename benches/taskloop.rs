@@ -129,6 +129,28 @@ fn report(name: &str, threads: usize, n: usize, grain: usize, d: Duration, sum: 
     );
 }
 
+/// A work-stealing runtime of `threads` workers for the numatask rows (`several_runtimes`:
+/// more than one runs in turn, each then traced to its own file under `NUMATASK_TRACE`).
+fn numatask_runtime(threads: usize, several_runtimes: bool) -> numatask::Runtime {
+    common::build(
+        "taskloop",
+        common::runtime_builder(
+            "taskloop",
+            threads,
+            SchedulerKind::WorkStealing,
+            several_runtimes,
+        ),
+    )
+}
+
+/// A rayon pool of `threads` threads for the rayon rows.
+fn rayon_pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("rayon pool")
+}
+
 fn main() {
     let args = parse_args().unwrap_or_else(|e| common::fail("taskloop", e));
     let n = args.n;
@@ -168,15 +190,7 @@ fn main() {
             report("sequential", threads, n, n, d, check("sequential", &a));
         }
         if filter.wants("numatask") {
-            let rt = common::build(
-                "taskloop",
-                common::runtime_builder(
-                    "taskloop",
-                    threads,
-                    SchedulerKind::WorkStealing,
-                    several_runtimes,
-                ),
-            );
+            let rt = numatask_runtime(threads, several_runtimes);
             for &grain in &args.grains {
                 let d = time_reps(args.reps, &mut a, |a| {
                     rt.scope(|s| {
@@ -189,10 +203,7 @@ fn main() {
             }
         }
         if filter.wants("rayon") {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("rayon pool");
+            let pool = rayon_pool(threads);
             for &grain in &args.grains {
                 // rayon's chunks hold exactly `grain` elements (the last fewer): as many
                 // chunks as numatask's grain size makes, within one.
@@ -258,15 +269,7 @@ fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
             report("sequential-sum", threads, n, n, d, check("sequential", sum));
         }
         if filter.wants("numatask-reduce") {
-            let rt = common::build(
-                "taskloop",
-                common::runtime_builder(
-                    "taskloop",
-                    threads,
-                    SchedulerKind::WorkStealing,
-                    several_runtimes,
-                ),
-            );
+            let rt = numatask_runtime(threads, several_runtimes);
             for &grain in &args.grains {
                 let (d, sum) = time_sums(args.reps, || {
                     rt.scope(|s| {
@@ -290,10 +293,7 @@ fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
             }
         }
         if filter.wants("rayon-sum") {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("rayon pool");
+            let pool = rayon_pool(threads);
             for &grain in &args.grains {
                 let (d, sum) = time_sums(args.reps, || {
                     pool.install(|| b.par_chunks(grain).map(partial_sum).sum::<f64>())

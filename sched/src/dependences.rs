@@ -101,11 +101,8 @@ pub(crate) fn submit(
     worker: &WorkerThread,
     included: bool,
 ) {
-    let registry = worker.registry();
     match tracker.submit(accesses, task) {
-        Submitted::Ready(ready)
-            if included || (registry.places.len() == 1 && registry.prioritized.is_none()) =>
-        {
+        Submitted::Ready(ready) if included || runs_ready_tasks_at_once(worker) => {
             worker.run_undeferred(ready_task(ready));
         }
         Submitted::Ready(ready) => worker.push(ready_task(ready)),
@@ -116,6 +113,14 @@ pub(crate) fn submit(
             released.into_iter().for_each(&mut on_release);
         }
     }
+}
+
+/// Whether a ready dependent task runs at once on `worker`'s runtime: one worker, and no
+/// task priorities to honour (see [`submit`]).
+#[inline]
+fn runs_ready_tasks_at_once(worker: &WorkerThread) -> bool {
+    let registry = worker.registry();
+    registry.places.len() == 1 && registry.prioritized.is_none()
 }
 
 /// Completes a dependent task whose body just returned (`panicked`: by unwinding), on

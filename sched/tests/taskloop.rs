@@ -21,47 +21,54 @@ const GRAINS: [Grain; 6] = [
     Grain::Tasks(13),
 ];
 
+/// Calls `case(rt, workers, start, len, grain)` for every worker count from 1 to 4 (one
+/// runtime each), loop length and grain of the range tests; loops start at 17.
+fn for_each_range_case(mut case: impl FnMut(&numatask_sched::Runtime, usize, usize, usize, Grain)) {
+    for workers in 1..=4 {
+        let rt = runtime(workers);
+        for len in [0usize, 1, 2, 5, 64, 999] {
+            for grain in GRAINS {
+                case(&rt, workers, 17, len, grain);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_iteration_runs_exactly_once_in_chunks_the_grain_allows() {
     within(120, || {
-        for workers in 1..=4 {
-            let rt = runtime(workers);
-            for len in [0usize, 1, 2, 5, 64, 999] {
-                for grain in GRAINS {
-                    let start = 17;
-                    let seen: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
-                    let chunks = Mutex::new(Vec::new());
-                    rt.scope(|s| {
-                        s.taskloop(start..start + len, grain, |_, chunk| {
-                            chunks.lock().unwrap().push(chunk.len());
-                            for i in chunk {
-                                seen[i - start].fetch_add(1, Ordering::Relaxed);
-                            }
-                        });
-                    });
-                    let what = format!("{len} iterations, {grain:?}, {workers} workers");
-                    assert!(
-                        seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
-                        "{what}: an iteration ran other than once"
-                    );
-                    let chunks = chunks.into_inner().unwrap();
-                    if len == 0 {
-                        assert!(chunks.is_empty(), "{what}: the body ran");
-                        continue;
+        for_each_range_case(|rt, workers, start, len, grain| {
+            let seen: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+            let chunks = Mutex::new(Vec::new());
+            rt.scope(|s| {
+                s.taskloop(start..start + len, grain, |_, chunk| {
+                    chunks.lock().unwrap().push(chunk.len());
+                    for i in chunk {
+                        seen[i - start].fetch_add(1, Ordering::Relaxed);
                     }
-                    assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
-                    assert!(chunks.iter().all(|&c| c >= 1), "{what}: an empty chunk");
-                    if let Grain::Size(size) = grain
-                        && len >= size
-                    {
-                        assert!(
-                            chunks.iter().all(|&c| (size..2 * size).contains(&c)),
-                            "{what}: chunks {chunks:?}"
-                        );
-                    }
-                }
+                });
+            });
+            let what = format!("{len} iterations, {grain:?}, {workers} workers");
+            assert!(
+                seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+                "{what}: an iteration ran other than once"
+            );
+            let chunks = chunks.into_inner().unwrap();
+            if len == 0 {
+                assert!(chunks.is_empty(), "{what}: the body ran");
+                return;
             }
-        }
+            assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
+            assert!(chunks.iter().all(|&c| c >= 1), "{what}: an empty chunk");
+            if let Grain::Size(size) = grain
+                && len >= size
+            {
+                assert!(
+                    chunks.iter().all(|&c| (size..2 * size).contains(&c)),
+                    "{what}: chunks {chunks:?}"
+                );
+            }
+        });
     });
 }
 
@@ -277,32 +284,26 @@ fn loops_nest_inside_a_loops_chunks() {
 #[test]
 fn a_reduction_combines_every_chunk_once_in_iteration_order() {
     within(120, || {
-        for workers in 1..=4 {
-            let rt = runtime(workers);
-            for len in [0usize, 1, 2, 5, 64, 999] {
-                for grain in GRAINS {
-                    let start = 17;
-                    // Concatenation is associative but not commutative: the result lists the
-                    // chunks in iteration order only if every `reduce` keeps earlier first.
-                    let chunks: Vec<std::ops::Range<usize>> = rt.scope(|s| {
-                        s.taskloop_reduce(
-                            start..start + len,
-                            grain,
-                            Vec::new,
-                            |_, chunk| vec![chunk],
-                            |mut a, b| {
-                                a.extend(b);
-                                a
-                            },
-                        )
-                    });
-                    let what = format!("{len} iterations, {grain:?}, {workers} workers");
-                    let covered: Vec<usize> = chunks.iter().cloned().flatten().collect();
-                    assert_eq!(covered, (start..start + len).collect::<Vec<_>>(), "{what}");
-                    assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
-                }
-            }
-        }
+        for_each_range_case(|rt, workers, start, len, grain| {
+            // Concatenation is associative but not commutative: the result lists the
+            // chunks in iteration order only if every `reduce` keeps earlier first.
+            let chunks: Vec<std::ops::Range<usize>> = rt.scope(|s| {
+                s.taskloop_reduce(
+                    start..start + len,
+                    grain,
+                    Vec::new,
+                    |_, chunk| vec![chunk],
+                    |mut a, b| {
+                        a.extend(b);
+                        a
+                    },
+                )
+            });
+            let what = format!("{len} iterations, {grain:?}, {workers} workers");
+            let covered: Vec<usize> = chunks.iter().cloned().flatten().collect();
+            assert_eq!(covered, (start..start + len).collect::<Vec<_>>(), "{what}");
+            assert_eq!(chunks.len(), grain.chunks(len, workers), "{what}");
+        });
     });
 }
 
