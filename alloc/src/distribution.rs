@@ -64,7 +64,7 @@ impl Distribution {
         let text = value
             .into_string()
             .map_err(|v| invalid(v.to_string_lossy().into_owned()))?;
-        if text.trim().is_empty() {
+        if crate::env::trim_blanks(&text).is_empty() {
             return Ok(Distribution::Standard);
         }
         text.parse().map_err(|_| invalid(text))
@@ -80,9 +80,9 @@ impl fmt::Display for Distribution {
 impl FromStr for Distribution {
     type Err = AllocError;
 
-    /// Case-insensitive, surrounding whitespace ignored.
+    /// Case-insensitive, surrounding blanks ignored ([`crate::env::trim_blanks`]).
     fn from_str(s: &str) -> Result<Self, AllocError> {
-        let wanted = s.trim();
+        let wanted = crate::env::trim_blanks(s);
         Distribution::ALL
             .into_iter()
             .find(|d| d.name().eq_ignore_ascii_case(wanted))

@@ -7,7 +7,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum AllocError {
     /// An environment variable holds a value numatask does not accept.
-    #[error("{var}='{value}': expected {expected}")]
+    #[error("{var}='{}': expected {expected}", crate::env::shown(.value))]
     InvalidEnv {
         /// The variable.
         var: &'static str,
@@ -17,7 +17,10 @@ pub enum AllocError {
         expected: String,
     },
     /// A distribution name that is not standard, fine or coarse.
-    #[error("unknown data distribution '{0}': expected standard, fine or coarse")]
+    #[error(
+        "unknown data distribution '{}': expected standard, fine or coarse",
+        crate::env::shown(.0)
+    )]
     InvalidDistribution(String),
     /// A distribution code from C (`omp_malloc_specific`) that is none of the
     /// `OMP_DISTRIBUTION_*` values.
@@ -32,7 +35,7 @@ pub enum AllocError {
         page: usize,
     },
     /// A topology description hwloc or numatask cannot use.
-    #[error("invalid topology '{spec}': {reason}")]
+    #[error("invalid topology '{}': {reason}", crate::env::shown(.spec))]
     InvalidTopology {
         /// The description.
         spec: String,

@@ -34,6 +34,7 @@
 
 pub mod allocator;
 pub mod distribution;
+pub mod env;
 pub mod error;
 pub mod ffi;
 pub mod numa_vec;

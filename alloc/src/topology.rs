@@ -44,6 +44,7 @@ use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::BuildFlags;
 use hwlocality::topology::export::xml::XMLExportFlags;
 
+use crate::env::trim_blanks;
 use crate::error::AllocError;
 
 /// The environment variable that selects a synthetic topology.
@@ -166,7 +167,7 @@ impl std::str::FromStr for Preset {
     type Err = AllocError;
 
     fn from_str(s: &str) -> Result<Self, AllocError> {
-        let wanted = s.trim().to_ascii_lowercase().replace(['-', '_'], "");
+        let wanted = trim_blanks(s).to_ascii_lowercase().replace(['-', '_'], "");
         Preset::ALL
             .into_iter()
             .find(|p| p.name() == wanted)
@@ -174,7 +175,7 @@ impl std::str::FromStr for Preset {
                 spec: s.to_owned(),
                 reason: format!(
                     "unknown preset '{}': the presets are {}",
-                    s.trim(),
+                    crate::env::shown(trim_blanks(s)),
                     Preset::ALL.map(Preset::name).join(", ")
                 ),
             })
@@ -265,7 +266,7 @@ impl TopologyBuilder {
 
     /// Parses the syntax of `NUMATASK_TOPOLOGY` (see the module documentation).
     pub fn from_spec(spec: &str) -> Result<Self, AllocError> {
-        let trimmed = spec.trim();
+        let trimmed = trim_blanks(spec);
         let (kind, rest) = trimmed.split_once(':').unwrap_or((trimmed, ""));
         match kind.to_ascii_lowercase().as_str() {
             "system" | "" if rest.is_empty() => Ok(Self::system()),
@@ -280,8 +281,8 @@ impl TopologyBuilder {
                 }
                 Err(other) => Err(other),
             },
-            "synthetic" if !rest.trim().is_empty() => Ok(Self::synthetic(rest.trim())),
-            "xml" if !rest.trim().is_empty() => Ok(Self::xml_file(rest.trim())),
+            "synthetic" if !trim_blanks(rest).is_empty() => Ok(Self::synthetic(trim_blanks(rest))),
+            "xml" if !trim_blanks(rest).is_empty() => Ok(Self::xml_file(trim_blanks(rest))),
             _ => match trimmed.parse::<Preset>() {
                 Ok(p) => Ok(Self::preset(p)),
                 Err(_) => Err(AllocError::InvalidTopology {

@@ -26,6 +26,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use numatask_alloc::env::{is_blank, trim_blanks};
 use numatask_alloc::{DISTRIBUTION_ENV, Distribution};
 
 use crate::error::SchedError;
@@ -92,8 +93,8 @@ pub const MAX_STACK_SIZE: usize = 16 << 30;
 /// The least vicinity (`NUMATASK_VICINITY`, `vicinity`): an OS distance of 10 is a node's own.
 pub const MIN_VICINITY: u32 = 10;
 
-const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096 (or a comma-separated \
-     list of them, of which the first is used)";
+const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096, or a comma-separated \
+     list of positive integers whose first is at most 4096 (the first is used)";
 
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
@@ -112,6 +113,10 @@ const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
 const PLACES_EXPECTED: &str = "threads, cores, ll_caches, numa_domains or sockets, optionally \
      with a count such as cores(8), or a list of places of OS processor numbers such as \
      {0,1},{2:2}, {0:4}:4:4 or 0,1,2 (exclusions with ! are not supported)";
+const PLACES_COUNT_EXPECTED: &str = "counts and lengths of at least 1, as in cores(8), {0:4} \
+     or {0}:4";
+const PLACES_NEGATIVE_EXPECTED: &str = "processor numbers from 0: an interval with a negative \
+     stride, such as {3}:4:-1, must not reach below processor 0";
 const PLACES_LIMIT_EXPECTED: &str = "a list naming at most 65536 processors in all, each \
      numbered below 65536";
 
@@ -131,7 +136,7 @@ impl FromStr for DisplayEnv {
     type Err = SchedError;
 
     fn from_str(s: &str) -> Result<Self, SchedError> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        match trim_blanks(s).to_ascii_lowercase().as_str() {
             "false" => Ok(Self::False),
             "true" => Ok(Self::True),
             "verbose" => Ok(Self::Verbose),
@@ -156,7 +161,7 @@ impl FromStr for WaitPolicy {
     type Err = SchedError;
 
     fn from_str(s: &str) -> Result<Self, SchedError> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        match trim_blanks(s).to_ascii_lowercase().as_str() {
             "balanced" => Ok(Self::Balanced),
             "active" => Ok(Self::Active),
             "passive" => Ok(Self::Passive),
@@ -178,6 +183,9 @@ pub struct EnvSettings {
     pub proc_bind: Option<ProcBind>,
     /// `OMP_PLACES`.
     pub places: Option<Places>,
+    /// `OMP_PLACES` as written (blanks around it trimmed): what the errors found when the
+    /// places are resolved against the machine quote.
+    pub places_text: Option<String>,
     /// `OMP_STACKSIZE`, in bytes.
     pub stack_size: Option<usize>,
     /// `NUMATASK_SCHEDULER`.
@@ -236,7 +244,7 @@ impl EnvSettings {
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
-        let get = |var: &str| lookup(var).filter(|v| !v.trim().is_empty());
+        let get = |var: &str| lookup(var).filter(|v| !trim_blanks(v).is_empty());
         Ok(EnvSettings {
             num_threads: get(NUM_THREADS_ENV)
                 .map(|v| parse_num_threads(&v))
@@ -251,6 +259,7 @@ impl EnvSettings {
                 .map(|v| parse_proc_bind(&v))
                 .transpose()?,
             places: get(PLACES_ENV).map(|v| parse_places(&v)).transpose()?,
+            places_text: get(PLACES_ENV).map(|v| trim_blanks(&v).to_owned()),
             stack_size: get(STACKSIZE_ENV)
                 .map(|v| parse_stack_size(&v))
                 .transpose()?,
@@ -286,15 +295,20 @@ fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError
 /// (OpenMP's per-nesting-level list) of which the first is returned.
 pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
     let err = || invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED);
-    let mut first = None;
-    for item in value.split(',') {
-        let n: usize = item.trim().parse().map_err(|_| err())?;
-        if n == 0 || n > MAX_NUM_THREADS {
-            return Err(err());
-        }
-        first.get_or_insert(n);
+    let mut items = value
+        .split(',')
+        .map(|item| match trim_blanks(item).parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(err()),
+        });
+    // The first item is this runtime's worker count; the others (the counts of nested
+    // levels, which numatask does not start) need only be well formed, as in libgomp.
+    let first = items.next().unwrap_or_else(|| Err(err()))?;
+    if first > MAX_NUM_THREADS {
+        return Err(err());
     }
-    first.ok_or_else(err)
+    items.try_for_each(|item| item.map(drop))?;
+    Ok(first)
 }
 
 /// Parses an `OMP_THREAD_LIMIT` value: a positive integer. A limit above
@@ -307,7 +321,7 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
 /// assert!(parse_thread_limit("0").unwrap_err().to_string().starts_with("OMP_THREAD_LIMIT='0'"));
 /// ```
 pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
-    match value.trim().parse::<usize>() {
+    match trim_blanks(value).parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(invalid(THREAD_LIMIT_ENV, value, THREAD_LIMIT_EXPECTED)),
     }
@@ -327,7 +341,7 @@ pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
 /// assert!(err.starts_with("OMP_MAX_TASK_PRIORITY='2147483648'"), "{err}");
 /// ```
 pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
-    match value.trim().parse::<u32>() {
+    match trim_blanks(value).parse::<u32>() {
         Ok(n) if n <= MAX_MAX_TASK_PRIORITY => Ok(n),
         _ => Err(invalid(
             MAX_TASK_PRIORITY_ENV,
@@ -346,7 +360,7 @@ pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
 /// assert!(parse_vicinity("near").unwrap_err().to_string().starts_with("NUMATASK_VICINITY='near'"));
 /// ```
 pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
-    let v = value.trim();
+    let v = trim_blanks(value);
     if v.eq_ignore_ascii_case("all") {
         return Ok(None);
     }
@@ -442,14 +456,14 @@ impl From<bool> for ProcBind {
 /// ```
 pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
     let err = || invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED);
-    let policy = |item: &str| match item.trim().to_ascii_lowercase().as_str() {
+    let policy = |item: &str| match trim_blanks(item).to_ascii_lowercase().as_str() {
         "close" => Some(ProcBind::Close),
         "spread" => Some(ProcBind::Spread),
         "primary" | "master" => Some(ProcBind::Primary),
         _ => None,
     };
     if !value.contains(',') {
-        return match value.trim().to_ascii_lowercase().as_str() {
+        return match trim_blanks(value).to_ascii_lowercase().as_str() {
             "true" => Ok(ProcBind::True),
             "false" => Ok(ProcBind::False),
             _ => policy(value).ok_or_else(err),
@@ -592,19 +606,21 @@ const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 /// ```
 pub fn parse_places(value: &str) -> Result<Places, SchedError> {
     let err = |expected| invalid(PLACES_ENV, value, expected);
-    let trimmed = value.trim();
-    let starts_list = trimmed.starts_with(|c: char| c == '{' || c.is_ascii_digit());
+    let trimmed = trim_blanks(value);
+    let starts_list = trimmed.starts_with(|c: char| c == '{' || c == '+' || c.is_ascii_digit());
     if !starts_list {
         let lower = trimmed.to_ascii_lowercase();
         let (name, count) = match lower.split_once('(') {
             Some((name, rest)) => {
                 let n: usize = rest
-                    .trim_end()
+                    .trim_end_matches(is_blank)
                     .strip_suffix(')')
-                    .and_then(|n| n.trim().parse().ok())
-                    .filter(|&n| n > 0)
+                    .and_then(|n| trim_blanks(n).parse().ok())
                     .ok_or_else(|| err(PLACES_EXPECTED))?;
-                (name.trim_end(), Some(n))
+                if n == 0 {
+                    return Err(err(PLACES_COUNT_EXPECTED));
+                }
+                (name.trim_end_matches(is_blank), Some(n))
             }
             None => (lower.as_str(), None),
         };
@@ -708,14 +724,18 @@ impl PlaceParser<'_> {
         }
         let length = self.unsigned()?;
         if length == 0 {
-            return Err(PLACES_EXPECTED);
+            return Err(PLACES_COUNT_EXPECTED);
         }
         let stride = if self.eat(b':') { self.signed()? } else { 1 };
         Ok((length, stride))
     }
 
     fn skip_blanks(&mut self) {
-        while self.text.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|&b| is_blank(char::from(b)))
+        {
             self.at += 1;
         }
     }
@@ -728,8 +748,23 @@ impl PlaceParser<'_> {
         hit
     }
 
-    /// A number below [`MAX_PLACE_PROCESSORS`], after blanks.
+    /// A number below [`MAX_PLACE_PROCESSORS`], after blanks and an optional `+`.
     fn unsigned(&mut self) -> Parsed<usize> {
+        self.eat(b'+');
+        self.digits()
+    }
+
+    /// A number with an optional sign, `-` or `+`.
+    fn signed(&mut self) -> Parsed<i64> {
+        if self.eat(b'-') {
+            Ok(-(self.digits()? as i64))
+        } else {
+            Ok(self.unsigned()? as i64)
+        }
+    }
+
+    /// Digits, after blanks: a number below [`MAX_PLACE_PROCESSORS`].
+    fn digits(&mut self) -> Parsed<usize> {
         self.skip_blanks();
         let start = self.at;
         while self.text.get(self.at).is_some_and(u8::is_ascii_digit) {
@@ -745,12 +780,6 @@ impl PlaceParser<'_> {
             _ => Err(PLACES_LIMIT_EXPECTED),
         }
     }
-
-    fn signed(&mut self) -> Parsed<i64> {
-        let negative = self.eat(b'-');
-        let n = self.unsigned()? as i64;
-        Ok(if negative { -n } else { n })
-    }
 }
 
 /// `base + shift` as a processor number: an error below 0 or from [`MAX_PLACE_PROCESSORS`].
@@ -761,7 +790,7 @@ fn number_at(base: usize, shift: i64) -> Parsed<usize> {
     match usize::try_from(n) {
         Ok(n) if n < MAX_PLACE_PROCESSORS => Ok(n),
         Ok(_) => Err(PLACES_LIMIT_EXPECTED),
-        Err(_) => Err(PLACES_EXPECTED),
+        Err(_) => Err(PLACES_NEGATIVE_EXPECTED),
     }
 }
 
@@ -769,11 +798,13 @@ fn number_at(base: usize, shift: i64) -> Parsed<usize> {
 /// number and the unit, case-insensitive, no unit meaning KiB (the OpenMP rule).
 pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
     let err = || invalid(STACKSIZE_ENV, value, STACKSIZE_EXPECTED);
-    let s = value.trim();
+    let s = trim_blanks(value);
+    // A sign, as C's `strtoul` (which libgomp uses) takes it.
+    let s = s.strip_prefix('+').unwrap_or(s);
     let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (number, unit) = s.split_at(digits);
     let number: usize = number.parse().map_err(|_| err())?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+    let shift = match trim_blanks(unit).to_ascii_lowercase().as_str() {
         "b" => 0,
         "" | "k" => 10,
         "m" => 20,
@@ -807,7 +838,17 @@ mod tests {
         assert_eq!(parse_num_threads("8"), Ok(8));
         assert_eq!(parse_num_threads(" 4 , 2"), Ok(4));
         assert_eq!(parse_num_threads("4096"), Ok(4096));
-        for bad in ["0", "-1", "four", "4,", "4,0", "", "1.5", "4097", "100000"] {
+        assert_eq!(parse_num_threads("+4"), Ok(4));
+        // Only the first item is this runtime's count: the cap is not the others' business.
+        assert_eq!(parse_num_threads("4,5000"), Ok(4));
+        assert_eq!(
+            parse_num_threads("\x0b4\t"),
+            Ok(4),
+            "C's blanks around the value"
+        );
+        for bad in [
+            "0", "-1", "four", "4,", "4,0", "", "1.5", "4097", "100000", "5000,4", "4\u{a0}",
+        ] {
             let err = parse_num_threads(bad).unwrap_err();
             assert!(
                 err.to_string()
@@ -826,7 +867,10 @@ mod tests {
         assert_eq!(parse_stack_size("65536B"), Ok(65536));
         assert_eq!(parse_stack_size("100"), Ok(100 << 10));
         assert_eq!(parse_stack_size("16G"), Ok(MAX_STACK_SIZE));
+        assert_eq!(parse_stack_size(" +2M "), Ok(2 << 20));
         for bad in [
+            "+-2M",
+            "++2M",
             "",
             "K",
             "12Q",
@@ -1024,16 +1068,11 @@ mod tests {
         for bad in [
             "chiplets",
             "l3_caches",
-            "sockets(0)",
-            "cores(0)",
             "cores(",
             "cores(x)",
             "{}",
             "{0",
-            "{0:0}",
             "{0:2:x}",
-            "{2:3:-2}",
-            "{0}:0",
             "{0},",
             "!{0}",
             "{0},!{1}",
@@ -1041,6 +1080,8 @@ mod tests {
             "c o r e s",
             "cores(8",
             "-1",
+            "{+-1}",
+            "{0:-+1}",
         ] {
             let err = parse_places(bad).expect_err(bad);
             assert_eq!(
@@ -1048,6 +1089,31 @@ mod tests {
                 format!("OMP_PLACES='{bad}': expected {PLACES_EXPECTED}"),
             );
         }
+        // Well formed, but a count of 0 or an interval reaching below processor 0: the
+        // message says so rather than repeating the syntax.
+        for (bad, expected) in [
+            ("sockets(0)", PLACES_COUNT_EXPECTED),
+            ("cores( 0 )", PLACES_COUNT_EXPECTED),
+            ("{0:0}", PLACES_COUNT_EXPECTED),
+            ("{0}:0", PLACES_COUNT_EXPECTED),
+            ("{2:3:-2}", PLACES_NEGATIVE_EXPECTED),
+            ("{0}:2:-1", PLACES_NEGATIVE_EXPECTED),
+        ] {
+            let err = parse_places(bad).expect_err(bad);
+            assert_eq!(
+                err.to_string(),
+                format!("OMP_PLACES='{bad}': expected {expected}")
+            );
+        }
+        // Signs as C's number parsing takes them, and C's blanks (the vertical tab too).
+        assert_eq!(parse_places("{+0}:+2:+1"), parse_places("{0},{1}"));
+        assert_eq!(parse_places("+0,+1"), parse_places("{0},{1}"));
+        assert_eq!(parse_places("{0},\x0b{1}"), parse_places("{0},{1}"));
+        // A control character the parser refuses shows in the message.
+        assert_eq!(
+            parse_places("{0}\x1b{1}").unwrap_err().to_string(),
+            format!("OMP_PLACES='{{0}}\\u{{1b}}{{1}}': expected {PLACES_EXPECTED}")
+        );
         // Beyond the bound: the message names it.
         for big in [
             "{0:99999999999}",

@@ -1,6 +1,7 @@
 //! The scheduler's error type: every variant says what was wrong and what is accepted.
 
 use numatask_alloc::AllocError;
+use numatask_alloc::env::shown;
 
 use crate::depend::AccessKind;
 use thiserror::Error;
@@ -14,7 +15,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum SchedError {
     /// An environment variable holds a value numatask does not accept.
-    #[error("{var}='{value}': expected {expected}")]
+    #[error("{var}='{}': expected {expected}", shown(.value))]
     InvalidEnv {
         /// The variable.
         var: &'static str,
@@ -34,7 +35,10 @@ pub enum SchedError {
         expected: &'static str,
     },
     /// A scheduler name that is not known.
-    #[error("unknown scheduler '{0}': expected ws (work stealing) or locality (locality-aware)")]
+    #[error(
+        "unknown scheduler '{}': expected ws (work stealing) or locality (locality-aware)",
+        shown(.0)
+    )]
     UnknownScheduler(String),
     /// The allocator or the topology refused: a topology that cannot be read, a node that
     /// does not exist, memory the machine cannot give (its message says which).
@@ -83,7 +87,7 @@ pub enum SchedError {
     },
     /// The places (`OMP_PLACES`, [`RuntimeBuilder::places`](crate::RuntimeBuilder::places))
     /// name processors the topology lacks, or none the process may run on.
-    #[error("{}='{places}': {reason}", places_named_by(.from_env))]
+    #[error("{}='{}': {reason}", places_named_by(.from_env), shown(.places))]
     Places {
         /// Whether `OMP_PLACES` gave them (rather than the builder).
         from_env: bool,

@@ -129,8 +129,8 @@ pub struct RuntimeBuilder {
     max_task_priority: u32,
     proc_bind: ProcBind,
     places: Places,
-    /// Whether `places` came from `OMP_PLACES` (for the errors naming it).
-    places_from_env: bool,
+    /// `OMP_PLACES` as written, when `places` came from it (the errors quote it).
+    places_env_text: Option<String>,
     stack_size: usize,
     scheduler: SchedulerKind,
     display_env: DisplayEnv,
@@ -161,7 +161,7 @@ impl RuntimeBuilder {
             max_task_priority: 0,
             proc_bind: ProcBind::True,
             places: Places::Cores,
-            places_from_env: false,
+            places_env_text: None,
             stack_size: DEFAULT_STACK_SIZE,
             scheduler: SchedulerKind::default(),
             display_env: DisplayEnv::False,
@@ -201,7 +201,7 @@ impl RuntimeBuilder {
         }
         if let Some(p) = &env.places {
             self.places = p.clone();
-            self.places_from_env = true;
+            self.places_env_text = Some(env.places_text.clone().unwrap_or_else(|| p.to_string()));
         }
         if let Some(s) = env.stack_size {
             self.stack_size = s;
@@ -279,7 +279,7 @@ impl RuntimeBuilder {
     /// binding, is an error then ([`SchedError::Places`]).
     pub fn places(mut self, places: Places) -> Self {
         self.places = places;
-        self.places_from_env = false;
+        self.places_env_text = None;
         self
     }
 
@@ -361,8 +361,14 @@ impl RuntimeBuilder {
         let usable = topology.usable_cores();
         // The places (`OMP_PLACES`) among those cores, and the default worker count: one per
         // core the places hold (one per place for `threads`; for a list, at least one per
-        // place, as two hardware threads of one core are two places).
-        let resolved = resolve_places(&self.places, self.places_from_env, &topology, &usable)?;
+        // distinct place, as two hardware threads of one core are two places, but a place
+        // repeated is still one place's processors, as libgomp counts them).
+        let resolved = resolve_places(
+            &self.places,
+            self.places_env_text.as_deref(),
+            &topology,
+            &usable,
+        )?;
         let default_threads = {
             let mut cores: Vec<usize> = resolved
                 .iter()
@@ -372,7 +378,13 @@ impl RuntimeBuilder {
             cores.dedup();
             match self.places {
                 Places::Threads | Places::ThreadsN(_) => resolved.len(),
-                Places::List(_) => resolved.len().max(cores.len()),
+                Places::List(_) => {
+                    let mut distinct: Vec<&[usize]> =
+                        resolved.iter().map(|p| p.pus.as_slice()).collect();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    distinct.len().max(cores.len())
+                }
                 _ => cores.len(),
             }
         };
@@ -730,19 +742,21 @@ struct ResolvedPlace {
 /// process may run on.
 fn resolve_places(
     places: &Places,
-    from_env: bool,
+    env_text: Option<&str>,
     topology: &Topology,
     usable: &[usize],
 ) -> Result<Vec<ResolvedPlace>, SchedError> {
     let error = |reason: String| {
-        // A list repeated many times would make a message of many kilobytes: cut short.
-        let mut text = places.to_string();
+        // The places as the user wrote them: `OMP_PLACES`'s text, or the builder's value as
+        // `OMP_PLACES` would write it. A list repeated many times would make a message of many
+        // kilobytes: cut short.
+        let mut text = env_text.map_or_else(|| places.to_string(), str::to_owned);
         if let Some((cut, _)) = text.char_indices().nth(120) {
             text.truncate(cut);
             text.push_str("...");
         }
         SchedError::Places {
-            from_env,
+            from_env: env_text.is_some(),
             places: text,
             reason,
         }
@@ -1056,9 +1070,12 @@ impl Runtime {
             let _ = writeln!(out, "  {name} = '{value}'");
         };
         line(NUM_THREADS_ENV, &s.num_threads);
+        // The limit in force: a larger `OMP_THREAD_LIMIT` limits no more than the cap.
         line(
             THREAD_LIMIT_ENV,
-            &s.thread_limit.unwrap_or(crate::config::MAX_NUM_THREADS),
+            &s.thread_limit
+                .unwrap_or(usize::MAX)
+                .min(crate::config::MAX_NUM_THREADS),
         );
         line(PROC_BIND_ENV, &s.proc_bind);
         let mut places = String::new();

@@ -196,7 +196,7 @@ impl Tracer {
     /// or only white space counts as unset, as for every other variable).
     pub fn path_from_env() -> Option<PathBuf> {
         std::env::var_os(TRACE_ENV)
-            .filter(|v| !v.to_string_lossy().trim().is_empty())
+            .filter(|v| !numatask_alloc::env::trim_blanks(&v.to_string_lossy()).is_empty())
             .map(PathBuf::from)
     }
 

@@ -107,6 +107,14 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     set("OMP_NUM_THREADS", "3");
     set("OMP_THREAD_LIMIT", "64");
     assert_eq!(Runtime::new().expect("a limit above").num_workers(), 3);
+    // OMP_DISPLAY_ENV shows the limit in force: no more than the cap of 4096 workers.
+    set("OMP_THREAD_LIMIT", "100000");
+    assert!(
+        Runtime::new()
+            .expect("a limit above the cap")
+            .display_env()
+            .contains("  OMP_THREAD_LIMIT = '4096'")
+    );
     unset("OMP_THREAD_LIMIT");
     assert!(
         Runtime::new()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::{affinity, worker_affinities};
 
 use numatask_alloc::{Preset, Topology, TopologyBuilder};
-use numatask_sched::config::{Places, ProcBind};
+use numatask_sched::config::{EnvSettings, Places, ProcBind};
 use numatask_sched::{Runtime, SchedError};
 
 /// Two nodes of two cores of two hardware threads: PUs 0-3 on node 0, 4-7 on node 1.
@@ -213,6 +213,27 @@ fn a_list_gets_at_least_one_worker_per_place() {
     let rt = runtime("{0:4},{4:4}".parse().expect("valid"), None).expect("runtime starts");
     assert_eq!(rt.num_workers(), 4);
     assert_eq!(rt.worker_places(), [0, 0, 1, 1]);
+    // A place repeated is one place: 300 copies of processor 0 give one worker, not 300.
+    let rt = runtime("{0}:300:0".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(rt.num_workers(), 1);
+    let rt = runtime("{0},{1},{0}".parse().expect("valid"), None).expect("runtime starts");
+    assert_eq!(rt.num_workers(), 2);
+}
+
+#[test]
+fn a_places_error_quotes_omp_places_as_written() {
+    let env = EnvSettings::from_lookup(|var| (var == "OMP_PLACES").then(|| " {6}:3 ".into()))
+        .expect("valid syntax");
+    let err = Runtime::builder()
+        .env(&env)
+        .topology(smt())
+        .proc_bind(false)
+        .build()
+        .expect_err("processors 8 and 9 do not exist");
+    assert_eq!(
+        err.to_string(),
+        "OMP_PLACES='{6}:3': processor 8 does not exist (the topology has processors {0:8})"
+    );
 }
 
 #[test]

@@ -267,7 +267,10 @@ impl FromStr for SchedulerKind {
     /// `ws`, `work-stealing` or `work_stealing`; `locality`, `locality-aware` or
     /// `locality_aware`; in any case.
     fn from_str(s: &str) -> Result<Self, SchedError> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        match numatask_alloc::env::trim_blanks(s)
+            .to_ascii_lowercase()
+            .as_str()
+        {
             "ws" | "work-stealing" | "work_stealing" => Ok(Self::WorkStealing),
             "locality" | "locality-aware" | "locality_aware" => Ok(Self::Locality),
             _ => Err(SchedError::UnknownScheduler(s.to_owned())),
