@@ -430,8 +430,12 @@ impl<'scope> Scope<'scope> {
         if children.all_done() {
             return;
         }
+        // A task of a taskgroup may need an earlier sibling outside the group (a dependence):
+        // the wait may need what descends from the task that owns the group.
+        let needs = self.levels().last().unwrap_or(self).frame();
         let done = self.worker().wait_until(
             frame,
+            needs,
             || children.all_done(),
             || {
                 children.transfer();
@@ -653,6 +657,7 @@ impl<T> TaskHandle<'_, T> {
                 Some(worker) => {
                     let mut announced = false;
                     let waited = worker.wait_until(
+                        &head.header,
                         &head.header,
                         || head.state.get() == DONE,
                         // Each time the worker's own deque is empty and the task not done.

@@ -60,7 +60,11 @@
 //!   of a waiting one started after it, so waits and burials both point from earlier tasks
 //!   to later ones and cannot close a cycle. Everything `F` needs descends from `F` and is either
 //!   running on some worker or queued where a worker finds it; a waiting worker never blocks
-//!   while it can run something. A task set aside is taken by a worker within reach of its
+//!   while it can run something. One exception widens "descends from `F`": a task of a
+//!   taskgroup may depend on a sibling spawned before the group, a child of the task that
+//!   owns the group but not a descendant of the group, so the end of a group counts as `F`
+//!   that task wherever this policy asks what the wait may need (its depth is the program's
+//!   nesting all the same); what the group waits for is still its own tasks. A task set aside is taken by a worker within reach of its
 //!   node, or, when every such worker is short of stack, by a waiter it descends from. With
 //!   one worker every descendant of `F` is on the worker's own deque above every older task,
 //!   so it runs them all first. (A task that blocks outside the runtime, on a lock or a
@@ -560,11 +564,16 @@ impl WorkerThread {
     /// waiting loop; anything else it pops goes to the loop, which deals with it first. The
     /// callers test `done()` just before (were it true, the fast path would only run sooner
     /// what the wait would not have had to).
+    ///
+    /// `needs` is the frame whose descendants the wait may need run: `frame` itself, or, for
+    /// a taskgroup, the task that owns the group, as a member of the group may depend on a
+    /// sibling spawned before it (module docs).
     #[must_use]
     #[inline]
     pub(crate) fn wait_until(
         &self,
         frame: &Header,
+        needs: &Header,
         done: impl Fn() -> bool,
         before_block: impl FnMut() -> bool,
     ) -> bool {
@@ -573,7 +582,7 @@ impl WorkerThread {
         let guard = AbortOnUnwind;
         let popped = self.run_next_of(frame, &done);
         let done = (popped.is_none() && done())
-            || self.wait_loop(frame, popped, done, before_block, false);
+            || self.wait_loop(needs, popped, done, before_block, false);
         mem::forget(guard);
         done
     }
@@ -613,6 +622,8 @@ impl WorkerThread {
         mem::forget(guard);
     }
 
+    /// The waiting loop: `frame` is the frame whose descendants the wait may need run (the
+    /// `needs` of [`wait_until`](Self::wait_until)).
     fn wait_loop(
         &self,
         frame: &Header,

@@ -3,12 +3,14 @@
 
 mod common;
 
+use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
 use common::{fib, fib_seq, runtime, runtime_with_stack, within};
-use numatask_sched::Scope;
+use numatask_sched::data::Blocks;
+use numatask_sched::{Runtime, Scope};
 
 #[test]
 fn taskwait_with_one_worker_does_not_deadlock() {
@@ -292,5 +294,76 @@ fn wake_up_after_sleep_completes_the_work() {
             });
             assert_eq!(v, round);
         }
+    });
+}
+
+/// Spawns a writer of `data[0]`, then, in a taskgroup, a reader that depends on it and
+/// stores what it saw in `seen`, holding `pad` bytes of stack while the group waits.
+fn group_member_after_earlier_sibling<'s>(
+    s: &Scope<'s>,
+    data: &'s mut [u32],
+    seen: &'s AtomicUsize,
+    pad: &mut [u8],
+) {
+    std::hint::black_box(&mut *pad);
+    let blocks = Blocks::new(data, 4).expect("blocks of 4");
+    s.task()
+        .writes(&blocks[0])
+        .spawn(|_, (x,)| x[0] = 7)
+        .expect("writer");
+    s.taskgroup(|g| {
+        g.task()
+            .reads(&blocks[0])
+            .spawn(|_, (x,)| seen.store(x[0] as usize, Ordering::Relaxed))
+            .expect("reader");
+    });
+    std::hint::black_box(&*pad);
+}
+
+#[test]
+fn a_taskgroup_short_of_stack_runs_the_earlier_sibling_its_member_depends_on() {
+    // The group's reader waits for a writer spawned before the group: not a descendant of
+    // the group, but of the task that owns it. A worker waiting short of stack at the group's
+    // end must run it all the same (with one worker nobody else can); a priority limit makes
+    // the one worker queue ready dependent tasks instead of running them at spawn.
+    within(60, || {
+        let rt = Runtime::builder()
+            .num_threads(1)
+            .proc_bind(false)
+            .stack_size(512 << 10)
+            .max_task_priority(1)
+            .build()
+            .expect("runtime starts");
+        for _ in 0..3 {
+            let mut data = [0u32; 8];
+            let seen = AtomicUsize::new(0);
+            rt.scope(|s| {
+                s.spawn(|s| {
+                    // About 420 KiB of the 512 KiB stack in use while waiting.
+                    let mut pad = [0u8; 420 << 10];
+                    group_member_after_earlier_sibling(s, &mut data, &seen, &mut pad);
+                });
+            });
+            assert_eq!(seen.into_inner(), 7);
+        }
+    });
+    // Two workers, both short of stack in such a group at once: neither may leave the
+    // other's writer set aside.
+    within(60, || {
+        let rt = runtime_with_stack(2, 512 << 10);
+        let both = Barrier::new(2);
+        let (mut one, mut two) = ([0u32; 8], [0u32; 8]);
+        let seen = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        rt.scope(|s| {
+            for (data, seen) in [&mut one, &mut two].into_iter().zip(&seen) {
+                let both = &both;
+                s.spawn(move |s| {
+                    let mut pad = [0u8; 420 << 10];
+                    both.wait();
+                    group_member_after_earlier_sibling(s, data, seen, &mut pad);
+                });
+            }
+        });
+        assert_eq!(seen.map(AtomicUsize::into_inner), [7, 7]);
     });
 }
