@@ -1,8 +1,9 @@
 //! The runtime: a pool of pinned workers, one scheduling policy, and the entry into scopes.
 //!
 //! [`Runtime::new`] reads the environment (see [`crate::config`]); [`Runtime::builder`] starts
-//! from the defaults and reads no `OMP_*` variable (the topology still comes from
-//! `NUMATASK_TOPOLOGY` unless [`RuntimeBuilder::topology`] gives one). Workers are placed on the `n` places of `OMP_PLACES`
+//! from the defaults and reads no runtime variable (the topology still comes from
+//! `NUMATASK_TOPOLOGY` unless [`RuntimeBuilder::topology`] gives one; those set but unread are
+//! named once per process on stderr). Workers are placed on the `n` places of `OMP_PLACES`
 //! ([`Places`]; by default the cores the process may run on, [`Topology::usable_cores`]: all
 //! of them unless `taskset`, `numactl` or a launcher bound the process to some; cores are
 //! numbered node by node) as `OMP_PROC_BIND` says ([`ProcBind`]): by default worker `i` on the
@@ -26,7 +27,7 @@ use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, CoreGroup, Topology};
 
 use crate::config::{
-    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, EnvSettings, MAX_STACK_SIZE,
+    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, ENV_VARS, EnvSettings, MAX_STACK_SIZE,
     MAX_TASK_PRIORITY_ENV, MIN_STACK_SIZE, MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV,
     PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV,
     WAIT_POLICY_ENV, WaitPolicy, format_size, write_place_list,
@@ -142,6 +143,9 @@ pub struct RuntimeBuilder {
     /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
     trace_from_env: bool,
     trace_summary: bool,
+    /// Whether the environment's settings were applied ([`env`](Self::env)): if not, a
+    /// runtime variable set in the environment goes unread, and `build` says so.
+    env_applied: bool,
 }
 
 impl Default for RuntimeBuilder {
@@ -152,8 +156,10 @@ impl Default for RuntimeBuilder {
 
 impl RuntimeBuilder {
     /// The defaults: one worker per core, pinned, 2 MiB stacks, work stealing, silent. No
-    /// `OMP_*` variable is read (the topology follows `NUMATASK_TOPOLOGY` unless
-    /// [`topology`](Self::topology) gives one).
+    /// runtime variable is read (the topology follows `NUMATASK_TOPOLOGY` unless
+    /// [`topology`](Self::topology) gives one): unless [`env`](Self::env) applies them,
+    /// [`build`](Self::build) names those set in the environment on stderr, once per process,
+    /// as unread.
     pub fn new() -> Self {
         RuntimeBuilder {
             num_threads: None,
@@ -172,6 +178,7 @@ impl RuntimeBuilder {
             trace: None,
             trace_from_env: false,
             trace_summary: false,
+            env_applied: false,
         }
     }
 
@@ -187,6 +194,7 @@ impl RuntimeBuilder {
 
     /// Applies the settings `env` gives (those that are set).
     pub fn env(mut self, env: &EnvSettings) -> Self {
+        self.env_applied = true;
         if let Some(n) = env.num_threads {
             self.num_threads = Some(n);
         }
@@ -597,11 +605,55 @@ impl RuntimeBuilder {
         if let Some(warning) = unpinned_warning(&runtime.pinning) {
             eprintln!("{warning}");
         }
+        if !self.env_applied {
+            warn_of_unread_env();
+        }
         if runtime.settings().display_env != DisplayEnv::False {
             eprint!("{}", runtime.display_env());
         }
         Ok(runtime)
     }
+}
+
+/// Says once per process, on stderr, which runtime variables are set in the environment but
+/// were not read: a runtime from [`Runtime::builder`] starts from the defaults, and someone
+/// who sets `NUMATASK_SCHEDULER=locality` or `NUMATASK_TRACE` for a program that builds its
+/// runtime that way should not believe the setting took.
+fn warn_of_unread_env() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if WARNED.load(Ordering::Relaxed) {
+        return;
+    }
+    let set: Vec<&str> = ENV_VARS
+        .iter()
+        .copied()
+        .filter(|&var| var != numatask_alloc::DISTRIBUTION_ENV)
+        .chain([TRACE_ENV])
+        .filter(|var| {
+            std::env::var_os(var)
+                .is_some_and(|v| !numatask_alloc::env::trim_blanks(&v.to_string_lossy()).is_empty())
+        })
+        .collect();
+    if let Some(warning) = unread_env_warning(&set)
+        && !WARNED.swap(true, Ordering::Relaxed)
+    {
+        eprintln!("{warning}");
+    }
+}
+
+/// The line [`warn_of_unread_env`] prints for the variables `set`, if any is.
+fn unread_env_warning(set: &[&str]) -> Option<String> {
+    let (last, rest) = set.split_last()?;
+    let (names, verb) = match rest {
+        [] => (last.to_string(), "is"),
+        _ => (format!("{} and {last}", rest.join(", ")), "are"),
+    };
+    Some(format!(
+        "numatask: {names} {verb} set but not read: this runtime was built with \
+         Runtime::builder(), which starts from the defaults (RuntimeBuilder::from_env() or \
+         Runtime::new() follow the environment)"
+    ))
 }
 
 /// With `OMP_PROC_BIND=true`, the line that says which workers could not be pinned (they run
@@ -1258,6 +1310,25 @@ pub fn current_num_workers() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unread_variables_are_named_in_one_line() {
+        assert_eq!(unread_env_warning(&[]), None);
+        assert_eq!(
+            unread_env_warning(&["NUMATASK_TRACE"]).as_deref(),
+            Some(
+                "numatask: NUMATASK_TRACE is set but not read: this runtime was built with \
+                 Runtime::builder(), which starts from the defaults (RuntimeBuilder::from_env() \
+                 or Runtime::new() follow the environment)"
+            )
+        );
+        assert!(
+            unread_env_warning(&["OMP_NUM_THREADS", "OMP_PROC_BIND", "NUMATASK_SCHEDULER"])
+                .is_some_and(|w| w.starts_with(
+                    "numatask: OMP_NUM_THREADS, OMP_PROC_BIND and NUMATASK_SCHEDULER are set"
+                ))
+        );
+    }
 
     #[test]
     fn workers_that_could_not_be_pinned_are_named_once() {

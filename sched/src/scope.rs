@@ -387,12 +387,13 @@ impl<'scope> Scope<'scope> {
     /// panic of those children, if any (a task's own panic before the cancellation it caused),
     /// except the panics of children whose [`TaskHandle`] is still alive: those wait for
     /// [`TaskHandle::join`], or for the handle's drop.
+    #[track_caller]
     pub fn taskwait(&self) {
         for level in self.levels() {
             level.wait_children();
         }
         if let Some(payload) = self.take_panic() {
-            panic::resume_unwind(payload);
+            resume_task_panic(payload);
         }
     }
 
@@ -452,6 +453,7 @@ impl<'scope> Scope<'scope> {
     /// group behind a panicked predecessor spawned before the group, it resumes instead the
     /// panic waiting in the task's frame, which is the predecessor's (or, if the program
     /// caught that one already, the panic of another earlier child).
+    #[track_caller]
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let worker = self.worker();
         let group = LineAligned(Header::group(self.frame(), worker.index()));
@@ -484,11 +486,11 @@ impl<'scope> Scope<'scope> {
                 if let Some(p) = child_panic {
                     drop_payload(p);
                 }
-                panic::resume_unwind(payload)
+                resume_task_panic(payload)
             }
             Ok(value) => {
                 if let Some(payload) = child_panic {
-                    panic::resume_unwind(payload);
+                    resume_task_panic(payload);
                 }
                 value
             }
@@ -555,11 +557,11 @@ impl<'scope> Scope<'scope> {
             (Ok(ra), Ok(rb)) => (ra, rb),
             (ra, Err(payload)) => {
                 drop_contained(ra);
-                panic::resume_unwind(payload)
+                resume_task_panic(payload)
             }
             (Err(payload), rb) => {
                 drop_contained(rb);
-                panic::resume_unwind(payload)
+                resume_task_panic(payload)
             }
         }
     }
@@ -642,10 +644,11 @@ impl<T> TaskHandle<'_, T> {
     /// no longer the scope's to report, as with [`std::thread::ScopedJoinHandle::join`]
     /// (the panic of a task whose handle is dropped unjoined reaches the spawning task's
     /// next `taskwait`, its taskgroup's end or the scope end, as a spawned task's does).
+    #[track_caller]
     pub fn join(self) -> T {
         match self.join_inner(WorkerThread::current()) {
             Ok(value) => value,
-            Err(payload) => panic::resume_unwind(payload),
+            Err(payload) => resume_task_panic(payload),
         }
     }
 
@@ -748,6 +751,20 @@ fn is_cancellation(payload: &Payload) -> bool {
         .is_some_and(|m| *m == dependences::CANCELLED)
 }
 
+/// Resumes the panic of a task (or of its subtree) in the code that waits for it. A task's
+/// own panic was reported by the panic hook where it happened and resumes silently, as
+/// `resume_unwind` does; a cancellation never went through the hook (the task did not run),
+/// so it is raised as a new panic with the same payload, and the hook reports it here:
+/// uncaught, it would otherwise end the program without a word.
+#[track_caller]
+pub(crate) fn resume_task_panic(payload: Payload) -> ! {
+    if is_cancellation(&payload) {
+        drop_payload(payload);
+        panic::panic_any(dependences::CANCELLED)
+    }
+    panic::resume_unwind(payload)
+}
+
 /// Runs a scope body on `worker` (the calling thread's worker): a root frame on this stack,
 /// the body, then the wait for every task of the scope.
 pub(crate) fn run_scope<'scope, F, R>(worker: &WorkerThread, f: F) -> R
@@ -765,11 +782,11 @@ where
             if let Some(p) = child_panic {
                 drop_payload(p);
             }
-            panic::resume_unwind(payload)
+            resume_task_panic(payload)
         }
         Ok(value) => {
             if let Some(payload) = child_panic {
-                panic::resume_unwind(payload);
+                resume_task_panic(payload);
             }
             value
         }
@@ -833,7 +850,7 @@ where
     // job afterwards.
     match unsafe { (*job.result.get()).take() } {
         Some(Ok(value)) => value,
-        Some(Err(payload)) => panic::resume_unwind(payload),
+        Some(Err(payload)) => resume_task_panic(payload),
         None => unreachable!("an injected scope sets its latch only after storing its result"),
     }
 }

@@ -367,7 +367,7 @@ fn each_chunk(chunks: Range<usize>, mut run: impl FnMut(usize)) {
         }
     }
     if let Some(payload) = first {
-        panic::resume_unwind(payload);
+        crate::scope::resume_task_panic(payload);
     }
 }
 
@@ -441,7 +441,7 @@ where
                 // contained: dropped while unwinding, a panicking destructor would abort.
                 Err(payload) => {
                     drop_contained(acc);
-                    panic::resume_unwind(payload)
+                    crate::scope::resume_task_panic(payload)
                 }
             }
         }

@@ -193,3 +193,41 @@ fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
     // Two tasks and the scope body.
     assert_eq!(json.expect("the trace").matches("\"ph\":\"X\"").count(), 3);
 }
+
+#[test]
+fn a_builder_runtime_says_once_which_variables_it_did_not_read() {
+    if std::env::var_os(CHILD).is_some_and(|v| v == "builder") {
+        // The child: two runtimes from the builder (defaults, no environment), then one
+        // from the environment.
+        for _ in 0..2 {
+            let rt = numatask_sched::Runtime::builder()
+                .num_threads(1)
+                .build()
+                .expect("runtime starts");
+            rt.scope(|s| spawn_empty(s, 2));
+        }
+        let rt = numatask_sched::Runtime::new().expect("runtime starts");
+        rt.scope(|s| spawn_empty(s, 2));
+        return;
+    }
+    let path = temp("builder-trace");
+    let out = run_child(
+        "a_builder_runtime_says_once_which_variables_it_did_not_read",
+        "builder",
+        &path,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed: {stderr}");
+    let warning = "numatask: OMP_NUM_THREADS, OMP_PROC_BIND and NUMATASK_TRACE are set but not \
+                   read: this runtime was built with Runtime::builder()";
+    assert_eq!(
+        stderr.matches(warning).count(),
+        1,
+        "once per process: {stderr}"
+    );
+    // The runtime from the environment traced (its 2 tasks and its scope body); the
+    // builder's runtimes did not.
+    let json = std::fs::read_to_string(&path).expect("the environment runtime's trace");
+    std::fs::remove_file(&path).expect("the trace file");
+    assert_eq!(json.matches("\"ph\":\"X\"").count(), 3, "{json:.400}");
+}
