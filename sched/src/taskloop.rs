@@ -26,11 +26,14 @@
 //! task keeps, the caller's earlier children). Wrap the body in a
 //! [`taskgroup`](Scope::taskgroup) to wait for the chunk's own tasks only.
 //!
-//! Under the locality-aware scheduler (or with a trace), a loop over a slice is placed by its
-//! data: the loop starts as one task dealt by the whole slice, and every part split off
-//! carries its part of the slice as its footprint. A loop over a
-//! [`NumaVec`](numatask_alloc::NumaVec) on one node (coarse) runs on that node's workers, one
-//! over evenly spread pages (fine) anywhere. The part a worker keeps runs where that worker
+//! Under the locality-aware scheduler (or with a trace), a loop over a slice
+//! ([`taskloop_mut`](Scope::taskloop_mut), [`taskloop_slice`](Scope::taskloop_slice),
+//! [`taskloop_reduce_slice`](Scope::taskloop_reduce_slice)) is placed by its data: the loop
+//! starts as one task dealt by the whole slice, and every part split off carries its part of
+//! the slice as its footprint. A loop over a [`NumaVec`](numatask_alloc::NumaVec) on one node
+//! (coarse) is dealt to that node's workers (with the default vicinity, `all`, idle workers of
+//! other nodes may still steal the parts those workers keep in their deques; a vicinity of 10
+//! keeps them on the node), one over evenly spread pages (fine) anywhere. The part a worker keeps runs where that worker
 //! is: for data laid out in blocks on different nodes, loop over each block (one taskloop per
 //! block, or tasks with footprints).
 
@@ -69,6 +72,7 @@ impl Grain {
     /// # Panics
     ///
     /// If the grain is `Size(0)` or `Tasks(0)`.
+    #[track_caller]
     pub fn chunks(self, len: usize, workers: usize) -> usize {
         let chunks = match self {
             Grain::Auto => workers.saturating_mul(8),
@@ -93,6 +97,7 @@ struct Chunking {
 impl Chunking {
     /// A loop of `len` iterations cut as `grain` says for `s`'s runtime; `None` when it is
     /// empty (after checking the grain, which panics on a zero).
+    #[track_caller]
     fn of(len: usize, grain: Grain, s: &Scope<'_>) -> Option<Chunking> {
         let chunks = grain.chunks(len, s.num_workers());
         (len > 0).then_some(Chunking { len, chunks })
@@ -132,6 +137,7 @@ impl<'scope> Scope<'scope> {
     ///
     /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it
     /// spawned, once every chunk has run.
+    #[track_caller]
     pub fn taskloop<F>(&self, range: Range<usize>, grain: Grain, body: F)
     where
         F: Fn(&Scope<'scope>, Range<usize>) + Sync,
@@ -141,7 +147,7 @@ impl<'scope> Scope<'scope> {
         };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            split_range(g, range.start, chunking, part, &body);
+            split_range(g, range.start, chunking, part, &body, &NoFootprint);
         });
     }
 
@@ -186,6 +192,7 @@ impl<'scope> Scope<'scope> {
     /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk (or of `reduce`,
     /// or of a task a chunk spawned), once every chunk has run. A panic of `identity` is
     /// resumed the same way, but the chunks of the part that called it do not run.
+    #[track_caller]
     pub fn taskloop_reduce<R, I, F, C>(
         &self,
         range: Range<usize>,
@@ -210,7 +217,127 @@ impl<'scope> Scope<'scope> {
         };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            reduce_range(g, range.start, chunking, part, &reduction)
+            reduce_range(g, range.start, chunking, part, &reduction, &NoFootprint)
+        })
+    }
+
+    /// Runs `body` over `data`, which it reads, cut into chunks (rayon's `par_chunks`):
+    /// `body(s, offset, chunk)` for `chunk = &data[offset..]` parts that together cover `data`
+    /// once, spread over the workers, as [`taskloop`](Self::taskloop) does for a range.
+    /// Returns when every chunk and every task they spawned finished (a taskgroup).
+    ///
+    /// Under the locality-aware scheduler the loop runs where the pages of `data` are, as
+    /// [`taskloop_mut`](Self::taskloop_mut)'s does: its tasks carry their part of `data` as
+    /// their footprint, read (`in`); a loop over the indices alone has nothing to place it by.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let v: Vec<u64> = (0..1000).collect();
+    /// let evens = AtomicU64::new(0);
+    /// rt.scope(|s| {
+    ///     s.taskloop_slice(&v, Grain::Size(100), |_, offset, chunk| {
+    ///         assert_eq!(chunk[0], offset as u64);
+    ///         let n = chunk.iter().filter(|&&x| x % 2 == 0).count();
+    ///         evens.fetch_add(n as u64, Ordering::Relaxed);
+    ///     });
+    /// });
+    /// assert_eq!(evens.into_inner(), 500);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it
+    /// spawned, once every chunk has run.
+    #[track_caller]
+    pub fn taskloop_slice<T, F>(&self, data: &[T], grain: Grain, body: F)
+    where
+        T: Sync,
+        F: Fn(&Scope<'scope>, usize, &[T]) + Sync,
+    {
+        let Some(chunking) = Chunking::of(data.len(), grain, self) else {
+            return;
+        };
+        let body = |s: &Scope<'scope>, range: Range<usize>| body(s, range.start, &data[range]);
+        let place = ReadsOf(data);
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            match place.of(g, 0..data.len()) {
+                // The whole loop is one task first, dealt by the whole slice (as
+                // `taskloop_mut`'s).
+                Some(meta) => {
+                    g.join_with(
+                        Some(meta),
+                        |s| split_range(s, 0, chunking, part, &body, &place),
+                        |_| (),
+                    );
+                }
+                None => split_range(g, 0, chunking, part, &body, &place),
+            }
+        });
+    }
+
+    /// [`taskloop_reduce`](Self::taskloop_reduce) over a slice it reads, placed by its data
+    /// as [`taskloop_slice`](Self::taskloop_slice) is: `body(s, offset, chunk)` for
+    /// `chunk = &data[offset..]`, the results combined in order with `reduce`. The sum of a
+    /// slice on the node that holds it:
+    ///
+    /// ```
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let v: Vec<f64> = (0..10_000).map(|i| i as f64).collect();
+    /// let sum = rt.scope(|s| {
+    ///     s.taskloop_reduce_slice(&v, Grain::Auto, || 0.0, |_, _, c| c.iter().sum(), |a, b| a + b)
+    /// });
+    /// assert_eq!(sum, 49_995_000.0);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`taskloop_reduce`](Self::taskloop_reduce).
+    #[track_caller]
+    pub fn taskloop_reduce_slice<T, R, I, F, C>(
+        &self,
+        data: &[T],
+        grain: Grain,
+        identity: I,
+        body: F,
+        reduce: C,
+    ) -> R
+    where
+        T: Sync,
+        R: Send,
+        I: Fn() -> R + Sync,
+        F: Fn(&Scope<'scope>, usize, &[T]) -> R + Sync,
+        C: Fn(R, R) -> R + Sync,
+    {
+        let Some(chunking) = Chunking::of(data.len(), grain, self) else {
+            return identity();
+        };
+        let reduction = Reduction {
+            identity,
+            body: |s: &Scope<'scope>, range: Range<usize>| body(s, range.start, &data[range]),
+            reduce,
+        };
+        let place = ReadsOf(data);
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            match place.of(g, 0..data.len()) {
+                Some(meta) => {
+                    g.join_with(
+                        Some(meta),
+                        |s| reduce_range(s, 0, chunking, part, &reduction, &place),
+                        |_| (),
+                    )
+                    .0
+                }
+                None => reduce_range(g, 0, chunking, part, &reduction, &place),
+            }
         })
     }
 
@@ -245,6 +372,7 @@ impl<'scope> Scope<'scope> {
     ///
     /// If `grain` is `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it
     /// spawned, once every chunk has run.
+    #[track_caller]
     pub fn taskloop_mut<T, F>(&self, data: &mut [T], grain: Grain, body: F)
     where
         T: Send,
@@ -255,7 +383,7 @@ impl<'scope> Scope<'scope> {
         };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            match footprint_of(g, data) {
+            match footprint_of(g, data, AccessKind::InOut) {
                 // The whole loop is one task first, dealt by the whole slice: without it the
                 // second halves would all run on the calling worker, wherever the data is.
                 Some(meta) => {
@@ -271,11 +399,12 @@ impl<'scope> Scope<'scope> {
     }
 }
 
-/// The footprint of a taskloop task over `part`, if the runtime uses footprints.
-fn footprint_of<T>(s: &Scope<'_>, part: &[T]) -> Option<Box<TaskMeta>> {
+/// The footprint of a taskloop task over `part`, which it accesses as `kind`, if the runtime
+/// uses footprints.
+fn footprint_of<T>(s: &Scope<'_>, part: &[T], kind: AccessKind) -> Option<Box<TaskMeta>> {
     s.uses_footprints().then(|| {
         Box::new(TaskMeta {
-            footprint: Box::new([Access::of_slice(part, AccessKind::InOut)]),
+            footprint: Box::new([Access::of_slice(part, kind)]),
             label: Some("taskloop"),
             priority: 0,
         })
@@ -371,17 +500,55 @@ fn each_chunk(chunks: Range<usize>, mut run: impl FnMut(usize)) {
     }
 }
 
+/// The footprint of a part of a loop over a range: none for a plain range, the part's
+/// elements for a loop over a slice ([`Scope::taskloop_slice`]).
+trait PartFootprint: Sync {
+    fn of(&self, s: &Scope<'_>, range: Range<usize>) -> Option<Box<TaskMeta>>;
+}
+
+/// A loop over indices only: its tasks carry no footprint.
+struct NoFootprint;
+
+impl PartFootprint for NoFootprint {
+    #[inline]
+    fn of(&self, _: &Scope<'_>, _: Range<usize>) -> Option<Box<TaskMeta>> {
+        None
+    }
+}
+
+/// A loop over the indices of a slice it reads: a part's footprint is its elements.
+struct ReadsOf<'a, T>(&'a [T]);
+
+impl<T: Sync> PartFootprint for ReadsOf<'_, T> {
+    fn of(&self, s: &Scope<'_>, range: Range<usize>) -> Option<Box<TaskMeta>> {
+        footprint_of(s, &self.0[range], AccessKind::In)
+    }
+}
+
+/// The indices of `part`'s chunks in a loop over the range starting at `start`.
+fn indices(start: usize, chunking: Chunking, part: &Part) -> Range<usize> {
+    start + chunking.bound(part.chunks.start)..start + chunking.bound(part.chunks.end)
+}
+
 /// Runs `part` of a loop over the range starting at `start`: split in two halves, the first a
-/// task, or its chunks in place.
-fn split_range<'scope, F>(s: &Scope<'scope>, start: usize, chunking: Chunking, part: Part, body: &F)
-where
+/// task (with its footprint from `place`), or its chunks in place.
+fn split_range<'scope, F, P>(
+    s: &Scope<'scope>,
+    start: usize,
+    chunking: Chunking,
+    part: Part,
+    body: &F,
+    place: &P,
+) where
     F: Fn(&Scope<'scope>, Range<usize>) + Sync,
+    P: PartFootprint,
 {
     match part.halves(s) {
         Ok((first, second)) => {
-            s.join(
-                |s| split_range(s, start, chunking, first, body),
-                |s| split_range(s, start, chunking, second, body),
+            s.join_with(
+                place.of(s, indices(start, chunking, &first)),
+                |s| split_range(s, start, chunking, first, body, place),
+                |s| split_range(s, start, chunking, second, body, place),
             );
         }
         Err(part) => each_chunk(part.chunks, |c| {
@@ -398,27 +565,30 @@ struct Reduction<I, F, C> {
 }
 
 /// Runs `part` of a reduction over the range starting at `start`: split in two halves, the
-/// first a task, their results reduced in order; or its chunks in place, folded from the
-/// identity. Every chunk runs even after a panic of another chunk or of `reduce` (as
-/// [`each_chunk`]).
-fn reduce_range<'scope, R, I, F, C>(
+/// first a task (with its footprint from `place`), their results reduced in order; or its
+/// chunks in place, folded from the identity. Every chunk runs even after a panic of another
+/// chunk or of `reduce` (as [`each_chunk`]).
+fn reduce_range<'scope, R, I, F, C, P>(
     s: &Scope<'scope>,
     start: usize,
     chunking: Chunking,
     part: Part,
     reduction: &Reduction<I, F, C>,
+    place: &P,
 ) -> R
 where
     R: Send,
     I: Fn() -> R + Sync,
     F: Fn(&Scope<'scope>, Range<usize>) -> R + Sync,
     C: Fn(R, R) -> R + Sync,
+    P: PartFootprint,
 {
     match part.halves(s) {
         Ok((first, second)) => {
-            let (a, b) = s.join(
-                |s| reduce_range(s, start, chunking, first, reduction),
-                |s| reduce_range(s, start, chunking, second, reduction),
+            let (a, b) = s.join_with(
+                place.of(s, indices(start, chunking, &first)),
+                |s| reduce_range(s, start, chunking, first, reduction, place),
+                |s| reduce_range(s, start, chunking, second, reduction, place),
             );
             (reduction.reduce)(a, b)
         }
@@ -466,7 +636,7 @@ fn split_slice<'scope, T, F>(
                 chunking.bound(second.chunks.start) - chunking.bound(first.chunks.start),
             );
             s.join_with(
-                footprint_of(s, first_elements),
+                footprint_of(s, first_elements, AccessKind::InOut),
                 |s| split_slice(s, chunking, first, first_elements, body),
                 |s| split_slice(s, chunking, second, second_elements, body),
             );

@@ -1162,6 +1162,30 @@ fn a_taskloop_over_a_vector_on_node_k_runs_every_chunk_on_node_k() {
                 "the chunks of a loop over node {node}'s data"
             );
             assert!(v.iter().all(|&x| x == 1));
+            // A loop that only reads the vector is placed the same way, and so is a
+            // reduction over it.
+            let nodes = Mutex::new(Vec::new());
+            let sum = rt.scope(|s| {
+                s.taskloop_slice(&v, Grain::Tasks(8), |s, _, _| {
+                    nodes.lock().unwrap().push(s.node())
+                });
+                s.taskloop_reduce_slice(
+                    &v,
+                    Grain::Tasks(8),
+                    || 0u64,
+                    |s, _, chunk| {
+                        nodes.lock().unwrap().push(s.node());
+                        chunk.iter().map(|&x| u64::from(x)).sum()
+                    },
+                    |a, b| a + b,
+                )
+            });
+            assert_eq!(sum, 16 << 20);
+            assert_eq!(
+                nodes.into_inner().unwrap(),
+                vec![node; 16],
+                "the chunks of read-only loops over node {node}'s data"
+            );
         }
     });
 }

@@ -1,4 +1,5 @@
-//! `Scope::taskloop`, `taskloop_reduce` and `taskloop_mut`: every iteration exactly once,
+//! `Scope::taskloop`, `taskloop_reduce`, `taskloop_mut`, `taskloop_slice` and
+//! `taskloop_reduce_slice`: every iteration exactly once,
 //! chunks as the grain says, in parallel, waited for with their descendants, results reduced
 //! in order, panics resumed at the loop.
 
@@ -103,6 +104,54 @@ fn a_slice_loop_hands_each_element_to_one_chunk_at_its_offset() {
                 }
             }
         }
+    });
+}
+
+#[test]
+fn a_read_only_slice_loop_and_reduction_see_each_element_once_at_its_offset() {
+    within(120, || {
+        for_each_range_case(|rt, workers, start, len, grain| {
+            let v: Vec<usize> = (start..start + len).collect();
+            let what = format!("{len} elements, {grain:?}, {workers} workers");
+            let seen: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
+            let calls = AtomicUsize::new(0);
+            rt.scope(|s| {
+                s.taskloop_slice(&v, grain, |_, offset, chunk| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    for (i, &x) in chunk.iter().enumerate() {
+                        assert_eq!(x, start + offset + i, "{what}: element at a wrong offset");
+                        seen[offset + i].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            });
+            assert!(
+                seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+                "{what}: an element seen other than once"
+            );
+            let expected = if len == 0 {
+                0
+            } else {
+                grain.chunks(len, workers)
+            };
+            assert_eq!(calls.into_inner(), expected, "{what}");
+            // The reduction keeps iteration order (concatenation is not commutative).
+            let together: Vec<usize> = rt.scope(|s| {
+                s.taskloop_reduce_slice(
+                    &v,
+                    grain,
+                    Vec::new,
+                    |_, offset, chunk| {
+                        assert_eq!(chunk.first(), v.get(offset), "{what}");
+                        chunk.to_vec()
+                    },
+                    |mut a, b| {
+                        a.extend(b);
+                        a
+                    },
+                )
+            });
+            assert_eq!(together, v, "{what}");
+        });
     });
 }
 
