@@ -155,7 +155,10 @@ impl<T> NumaVec<T> {
         Self::map(len, place.into())
     }
 
-    /// `len` clones of `value`, written by the calling thread.
+    /// `len` clones of `value`, written by the calling thread: with
+    /// [`Distribution::Standard`] every page goes to that thread's node. To spread the first
+    /// touch, take [`zeroed`](Self::zeroed) memory and write it from a parallel loop (the
+    /// scheduler's `Scope::taskloop_mut`).
     pub fn filled(len: usize, value: T, place: impl Into<Place>) -> Result<Self, AllocError>
     where
         T: Clone,
@@ -163,7 +166,9 @@ impl<T> NumaVec<T> {
         Self::from_fn(len, place, |_| value.clone())
     }
 
-    /// Element `i` is `f(i)`, written by the calling thread in index order.
+    /// Element `i` is `f(i)`, written by the calling thread in index order (the first touch
+    /// of every page, as for [`filled`](Self::filled)). The closure comes last, after the
+    /// place, as closures do in this crate's constructors.
     pub fn from_fn(
         len: usize,
         place: impl Into<Place>,

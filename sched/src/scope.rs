@@ -597,7 +597,9 @@ impl fmt::Debug for Scope<'_> {
 /// spawning task, otherwise after waiting for this task. Dropping the handle drops the value,
 /// and passes a panic of the task on to the spawning task's next `taskwait` or scope end; a
 /// handle given to `mem::forget` keeps it (and leaks the task's frame), so that nothing
-/// reports it.
+/// reports it: neither the task's own panic nor that of any task it spawned, whose panics
+/// climb to the task's frame.
+///
 /// The handle stays with the task that spawned it: it is neither `Send` nor `Sync`, and it
 /// borrows the `&Scope` it was spawned from, so it cannot be put where another task could
 /// take it (a `thread_local!` needs `'static`), out of the scope, or out of a taskgroup's
