@@ -366,6 +366,39 @@ pub struct TaskBuilder<'s, 'scope, A> {
 /// The most declarations one [`TaskBuilder`] makes (each may be a list of any length:
 /// [`TaskBuilder::reads_each`] and the other `_each` forms; the raw [`Scope::spawn_depend`]
 /// has no limit either).
+///
+/// A ninth declaration does not compile:
+///
+/// ```compile_fail
+/// # let rt = numatask_sched::Runtime::builder().num_threads(1).build().unwrap();
+/// let mut v = vec![0u32; 90];
+/// rt.scope(|s| {
+///     let b = numatask_sched::data::Blocks::new(&mut v, 10).unwrap();
+///     s.task()
+///         .reads(&b[0]).reads(&b[1]).reads(&b[2]).reads(&b[3])
+///         .reads(&b[4]).reads(&b[5]).reads(&b[6]).reads(&b[7])
+///         .updates(&b[8])
+///         .spawn(|_, _| {})
+///         .unwrap();
+/// });
+/// ```
+///
+/// Eight do:
+///
+/// ```
+/// # let rt = numatask_sched::Runtime::builder().num_threads(1).build().unwrap();
+/// let mut v = vec![0u32; 90];
+/// rt.scope(|s| {
+///     let b = numatask_sched::data::Blocks::new(&mut v, 10).unwrap();
+///     s.task()
+///         .reads(&b[0]).reads(&b[1]).reads(&b[2]).reads(&b[3])
+///         .reads(&b[4]).reads(&b[5]).reads(&b[6])
+///         .updates(&b[8])
+///         .spawn(|_, (.., x)| x[0] = 1)
+///         .unwrap();
+/// });
+/// assert_eq!(v[80], 1);
+/// ```
 pub const MAX_ACCESSES: usize = 8;
 
 impl<'scope> Scope<'scope> {
@@ -906,6 +939,15 @@ mod sealed {
 
 /// The data a task body gets for its declared accesses, for a body call of lifetime `'t`
 /// (implemented for the access types and tuples of them; sealed).
+///
+/// A builder with more than [`MAX_ACCESSES`] declarations has none ([`TooManyAccesses`]):
+/// its `spawn` does not compile, with a message that says why.
+#[diagnostic::on_unimplemented(
+    message = "a task makes at most 8 declarations (MAX_ACCESSES): `{Self}` has no body data",
+    label = "this task declares more than 8 accesses",
+    note = "declare lists of regions at once with reads_each, writes_each, updates_each, \
+            mutex_updates_each or concurrent_updates_each: each counts as one declaration"
+)]
 pub trait Views<'t>: sealed::Sealed {
     /// The references the body gets.
     type Out;
@@ -921,7 +963,7 @@ pub trait Views<'t>: sealed::Sealed {
 }
 
 /// Adds one access to a tuple of accesses (implemented for tuples of up to
-/// [`MAX_ACCESSES`]` - 1` elements; sealed).
+/// [`MAX_ACCESSES`]` - 1` elements; a full tuple gives [`TooManyAccesses`]; sealed).
 pub trait Append<V>: sealed::Sealed {
     /// The tuple with `V` added at the end.
     type Output;
@@ -991,7 +1033,15 @@ macro_rules! tuples {
 
         tuples!(@append ($($v)+) $next);
     )*};
-    (@append ($($v:ident)+) none) => {};
+    (@append ($($v:ident)+) none) => {
+        impl<$($v: sealed::Sealed,)+ Next> Append<Next> for ($($v,)+) {
+            type Output = TooManyAccesses;
+
+            fn append(self, _: Next) -> TooManyAccesses {
+                TooManyAccesses
+            }
+        }
+    };
     (@append ($($v:ident)+) $next:ident) => {
         impl<$($v: sealed::Sealed,)+ $next> Append<$next> for ($($v,)+) {
             type Output = ($($v,)+ $next);
@@ -1003,6 +1053,30 @@ macro_rules! tuples {
             }
         }
     };
+}
+
+/// The declarations of a [`TaskBuilder`] given more than [`MAX_ACCESSES`]: it takes more
+/// (so that the error comes once, at `spawn`, rather than at each further declaration) but
+/// cannot be spawned: see [`Views`].
+#[derive(Debug)]
+pub struct TooManyAccesses;
+
+impl sealed::Sealed for TooManyAccesses {
+    const LEN: usize = 0;
+
+    fn count(&self) -> usize {
+        0
+    }
+
+    fn describe(&self, _: &mut [Access], _: usize, _: u8) {}
+}
+
+impl<V> Append<V> for TooManyAccesses {
+    type Output = TooManyAccesses;
+
+    fn append(self, _: V) -> TooManyAccesses {
+        TooManyAccesses
+    }
 }
 
 tuples! {
