@@ -338,14 +338,21 @@ impl<'scope> Scope<'scope> {
             || self.is_tracing()
     }
 
-    /// The dependences of this task's children (see [`crate::dependences`]).
-    pub(crate) fn child_deps(&self) -> &ChildDeps {
+    /// The scope of the task itself: this one, or, inside taskgroups, the one they are in.
+    fn task_scope(&self) -> &Scope<'scope> {
         let mut task_scope = self;
         while let Some(enclosing) = task_scope.enclosing {
             // SAFETY: a taskgroup's scope lives inside the call of its enclosing scope.
             task_scope = unsafe { enclosing.as_ref() };
         }
-        task_scope.deps.get_or_init(|| Box::new(ChildDeps::new()))
+        task_scope
+    }
+
+    /// The dependences of this task's children (see [`crate::dependences`]).
+    pub(crate) fn child_deps(&self) -> &ChildDeps {
+        self.task_scope()
+            .deps
+            .get_or_init(|| Box::new(ChildDeps::new()))
     }
 
     /// Spawns `f` as a child that runs once the earlier children it conflicts with on
@@ -433,7 +440,7 @@ impl<'scope> Scope<'scope> {
         }
         // A task of a taskgroup may need an earlier sibling outside the group (a dependence):
         // the wait may need what descends from the task that owns the group.
-        let needs = self.levels().last().unwrap_or(self).frame();
+        let needs = self.task_scope().frame();
         let done = self.worker().wait_until(
             frame,
             needs,

@@ -265,18 +265,9 @@ impl<'scope> Scope<'scope> {
         let place = ReadsOf(data);
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            match place.of(g, 0..data.len()) {
-                // The whole loop is one task first, dealt by the whole slice (as
-                // `taskloop_mut`'s).
-                Some(meta) => {
-                    g.join_with(
-                        Some(meta),
-                        |s| split_range(s, 0, chunking, part, &body, &place),
-                        |_| (),
-                    );
-                }
-                None => split_range(g, 0, chunking, part, &body, &place),
-            }
+            run_placed(g, place.of(g, 0..data.len()), |s| {
+                split_range(s, 0, chunking, part, &body, &place)
+            });
         });
     }
 
@@ -327,17 +318,9 @@ impl<'scope> Scope<'scope> {
         let place = ReadsOf(data);
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            match place.of(g, 0..data.len()) {
-                Some(meta) => {
-                    g.join_with(
-                        Some(meta),
-                        |s| reduce_range(s, 0, chunking, part, &reduction, &place),
-                        |_| (),
-                    )
-                    .0
-                }
-                None => reduce_range(g, 0, chunking, part, &reduction, &place),
-            }
+            run_placed(g, place.of(g, 0..data.len()), |s| {
+                reduce_range(s, 0, chunking, part, &reduction, &place)
+            })
         })
     }
 
@@ -383,19 +366,23 @@ impl<'scope> Scope<'scope> {
         };
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            match footprint_of(g, data, AccessKind::InOut) {
-                // The whole loop is one task first, dealt by the whole slice: without it the
-                // second halves would all run on the calling worker, wherever the data is.
-                Some(meta) => {
-                    g.join_with(
-                        Some(meta),
-                        |s| split_slice(s, chunking, part, data, &body),
-                        |_| (),
-                    );
-                }
-                None => split_slice(g, chunking, part, data, &body),
-            }
+            let meta = footprint_of(g, data, AccessKind::InOut);
+            run_placed(g, meta, |s| split_slice(s, chunking, part, data, &body));
         });
+    }
+}
+
+/// Runs a whole slice loop, `run`, from `g`: as one task dealt by `meta`, the whole slice's
+/// footprint, when the runtime uses footprints (without it the second halves would all run on
+/// the calling worker, wherever the data is); in place otherwise.
+fn run_placed<'scope, R: Send>(
+    g: &Scope<'scope>,
+    meta: Option<Box<TaskMeta>>,
+    run: impl FnOnce(&Scope<'scope>) -> R + Send,
+) -> R {
+    match meta {
+        Some(meta) => g.join_with(Some(meta), run, |_| ()).0,
+        None => run(g),
     }
 }
 
