@@ -39,17 +39,8 @@ TEST_TARGETS=(
 # one thread so that tests pinning threads or binding memory do not disturb each other.
 GUEST_TEST_ARGS="--ignored --test-threads=1"
 
-# Debian packages: QEMU + a guest kernel + static busybox for the guest userland + numactl for
-# the topology dump in the log; then what building numatask-alloc (hwlocality) needs; cpio to
-# pack the initramfs.
-# The guest kernel is the distribution's own: Debian's linux-image-amd64 (vmlinuz-*-amd64),
-# or on Ubuntu linux-image-generic (vmlinuz-*-generic, readable by root only there).
-KERNEL_PACKAGE=linux-image-amd64 KERNEL_GLOB='vmlinuz-*-amd64'
-if [[ -r /etc/os-release ]] && grep -qE '^ID=ubuntu|^ID_LIKE=.*ubuntu' /etc/os-release; then
-    KERNEL_PACKAGE=linux-image-generic KERNEL_GLOB='vmlinuz-*-generic'
-fi
-PACKAGES=(qemu-system-x86 "$KERNEL_PACKAGE" busybox-static numactl
-    libhwloc-dev libudev-dev pkg-config hwloc cpio)
+# The Debian packages (QEMU, the distribution's guest kernel, static busybox, numactl, cpio)
+# and the guest kernel's file name: VM_PACKAGES and KERNEL_GLOB, from scripts/lib/packages.sh.
 
 RESULT_TAG="NUMATASK-VM-RESULT"
 # Lines a test writes with this prefix (measurements) are echoed from the guest log, pass or fail.
@@ -89,7 +80,7 @@ cd "$ROOT"
 # ---------------------------------------------------------------------------------------------
 # shellcheck source=scripts/lib/packages.sh
 source "$ROOT/scripts/lib/packages.sh"
-ensure_packages "${PACKAGES[@]}"
+ensure_packages "${VM_PACKAGES[@]}"
 command -v cargo >/dev/null || die "cargo not found (install Rust, e.g. with rustup)"
 
 if [[ -n ${NUMA_VM_KERNEL:-} ]]; then

@@ -8,7 +8,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
-ensure_packages "${BUILD_PACKAGES[@]}"
+# All at once, the QEMU guests' too: a missing package stops the run before, not after, the
+# long steps.
+ensure_packages "${VM_PACKAGES[@]}"
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date +%T)"; }
 start=$SECONDS

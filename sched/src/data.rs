@@ -142,6 +142,29 @@
 //! });
 //! ```
 //!
+//! ```compile_fail,E0277
+//! # use numatask_sched::{data::Blocks, Runtime};
+//! # let rt = Runtime::builder().num_threads(2).build().unwrap();
+//! let mut v = vec![0u32; 100];
+//! // made outside the scope: the regions' borrows could outlive the tasks holding them, so
+//! // the scope's closure (which must be `Send`) cannot capture them
+//! let blocks = Blocks::new(&mut v, 10).unwrap();
+//! rt.scope(|s| {
+//!     s.task().writes(&blocks[0]).spawn(|_, (b,)| b[0] = 1).unwrap();
+//! });
+//! ```
+//!
+//! ```compile_fail,E0277
+//! # use numatask_sched::Runtime;
+//! # let rt = Runtime::builder().num_threads(2).build().unwrap();
+//! rt.scope(|s| {
+//!     // a task spawns through its own `Scope` (the closure's argument), not a captured one
+//!     s.spawn(|_| {
+//!         s.spawn(|_| {});
+//!     });
+//! });
+//! ```
+//!
 //! # The raw API
 //!
 //! [`Scope::spawn_depend`] takes [`Access`]es (address, length, kind) and a closure that may

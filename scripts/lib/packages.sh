@@ -23,3 +23,14 @@ ensure_packages() {
 
 # Packages every build of numatask needs (hwlocality links the system hwloc).
 BUILD_PACKAGES=(libhwloc-dev libudev-dev pkg-config hwloc)
+
+# Packages the multi-node tests in QEMU guests need besides (scripts/numa-vm-test.sh): QEMU, a
+# guest kernel, static busybox for the guest userland, numactl for the topology dump in the
+# log, cpio to pack the initramfs. The guest kernel is the distribution's own: Debian's
+# linux-image-amd64 (vmlinuz-*-amd64), or on Ubuntu linux-image-generic (vmlinuz-*-generic,
+# readable by root only there).
+KERNEL_PACKAGE=linux-image-amd64 KERNEL_GLOB='vmlinuz-*-amd64'
+if [[ -r /etc/os-release ]] && grep -qE '^ID=ubuntu|^ID_LIKE=.*ubuntu' /etc/os-release; then
+    KERNEL_PACKAGE=linux-image-generic KERNEL_GLOB='vmlinuz-*-generic'
+fi
+VM_PACKAGES=(qemu-system-x86 "$KERNEL_PACKAGE" busybox-static numactl cpio "${BUILD_PACKAGES[@]}")
