@@ -20,6 +20,7 @@
 //! | rayon / OpenMP | numatask |
 //! |---|---|
 //! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables |
+//! | `ThreadPoolBuilder::build_global` | [`RuntimeBuilder::build_global`] (else [`Runtime::global`] is made from the environment on first use) |
 //! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime ([`Runtime::global`]) |
 //! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
 //! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |

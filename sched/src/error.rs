@@ -97,6 +97,14 @@ pub enum SchedError {
         /// What is wrong with them.
         reason: String,
     },
+    /// [`RuntimeBuilder::build_global`](crate::RuntimeBuilder::build_global) found the
+    /// process-wide runtime made already.
+    #[error(
+        "the process-wide runtime exists already (made by an earlier build_global, or from the \
+         environment by the first Runtime::global, numatask::scope or numatask::join): call \
+         build_global once, before any of these"
+    )]
+    GlobalExists,
     /// The operating system refused to start a worker thread.
     #[error(
         "could not start worker thread {worker} with a stack of {stack} (OMP_STACKSIZE or \

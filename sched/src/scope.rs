@@ -10,7 +10,9 @@
 //!   descendants (a task counts as finished when its subtree is: this is what keeps counters
 //!   local to frames). **`taskgroup`** waits for every task spawned inside it, at any depth.
 //! - **Panics**: a panic in a task is caught; the other tasks of the scope still run to
-//!   completion (nothing is cancelled); the first panic is resumed in the code that waits for
+//!   completion, except the tasks that depend on the panicking one through `depend` accesses,
+//!   which are cancelled (their bodies never see data it may have left half-written: see
+//!   [`crate::dependences`]); the first panic is resumed in the code that waits for
 //!   the task: the parent's next `taskwait`, the end of the enclosing `taskgroup`, or the end
 //!   of the scope (if the parent itself finished meanwhile, the panic climbs to the nearest
 //!   waiter). A panic of the scope body itself takes precedence over its tasks' panics. A

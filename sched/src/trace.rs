@@ -5,7 +5,7 @@
 //! Exported as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open:
 //! one timeline per worker, as in the core paper's Figures 8 and 10. Perfetto colours a slice by its
 //! name, so each slice is *named for its remote-byte fraction* (`local`, `remote <25%`, ...,
-//! `remote >=90%`, `no footprint`), which gives the paper's green-to-blue encoding a fixed colour per
+//! `remote >=90%`; `no footprint`, `footprint unknown` when no byte's node is known), which gives the paper's green-to-blue encoding a fixed colour per
 //! bucket; the task's own label and every number are in the slice's arguments. chrome://tracing
 //! additionally gets a `cname`.
 //!
@@ -149,6 +149,9 @@ impl TaskRecord {
 
     fn bucket(&self) -> (&'static str, &'static str) {
         match self.local_fraction().map(|l| 1.0 - l) {
+            // Declared bytes whose node nobody knows: memory not from the allocator, or
+            // first-touch memory on a synthetic topology, where no page is really placed.
+            None if self.footprint.is_some() => ("footprint unknown", "grey"),
             None => ("no footprint", "grey"),
             Some(r) if r <= 0.0 => ("local", "good"),
             Some(r) if r < 0.25 => ("remote <25%", "olive"),
@@ -541,14 +544,16 @@ mod tests {
         t.record(record(0, 0, Some(vec![100, 0]), None));
         t.record(record(1, 1, Some(vec![100, 0]), Some(20)));
         t.record(record(1, 1, None, None));
+        t.record(record(1, 1, Some(vec![0, 0]), None));
         let mut out = Vec::new();
         t.write_chrome_json(&mut out).unwrap();
         let json = String::from_utf8(out).unwrap();
         assert!(json.contains("\"name\":\"worker 1 (node 1)\""));
-        assert_eq!(json.matches("\"ph\":\"X\"").count(), 3);
+        assert_eq!(json.matches("\"ph\":\"X\"").count(), 4);
         assert!(json.contains("\"name\":\"local\",\"cname\":\"good\""));
         assert!(json.contains("\"name\":\"remote >=90%\",\"cname\":\"terrible\""));
         assert!(json.contains("\"name\":\"no footprint\""));
+        assert!(json.contains("\"name\":\"footprint unknown\""));
         assert!(
             json.contains("\"task\":\"map \\\"chunk\\\"\""),
             "labels are escaped"
@@ -562,7 +567,7 @@ mod tests {
             .iter()
             .filter(|e| e["ph"] == "X")
             .collect();
-        assert_eq!(slices.len(), 3);
+        assert_eq!(slices.len(), 4);
         let args: Vec<&serde_json::Value> = slices.iter().map(|e| &e["args"]).collect();
         assert_eq!(args[0]["task"], "map \"chunk\"");
         assert_eq!(args[0]["node"], 0);
