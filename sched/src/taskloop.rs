@@ -1,5 +1,7 @@
 //! Loops split into tasks: OpenMP's `taskloop`, over index ranges ([`Scope::taskloop`]), with
-//! a reduction ([`Scope::taskloop_reduce`]), and over mutable slices ([`Scope::taskloop_mut`]).
+//! a reduction ([`Scope::taskloop_reduce`]), over mutable slices ([`Scope::taskloop_mut`],
+//! and [`Scope::taskloop_zip`] reading other slices alongside), and over slices they only
+//! read ([`Scope::taskloop_slice`], [`Scope::taskloop_reduce_slice`]).
 //!
 //! The iterations are cut into chunks (see [`Grain`]); the body runs once per chunk. The
 //! chunks are spread by recursive halving with [`Scope::join`]: one half becomes a task that
@@ -27,7 +29,8 @@
 //! [`taskgroup`](Scope::taskgroup) to wait for the chunk's own tasks only.
 //!
 //! Under the locality-aware scheduler (or with a trace), a loop over a slice
-//! ([`taskloop_mut`](Scope::taskloop_mut), [`taskloop_slice`](Scope::taskloop_slice),
+//! ([`taskloop_mut`](Scope::taskloop_mut), [`taskloop_zip`](Scope::taskloop_zip),
+//! [`taskloop_slice`](Scope::taskloop_slice),
 //! [`taskloop_reduce_slice`](Scope::taskloop_reduce_slice)) is placed by its data: the loop
 //! starts as one task dealt by the whole slice, and every part split off carries its part of
 //! the slice as its footprint. A loop over a [`NumaVec`](numatask_alloc::NumaVec) on one node
@@ -364,10 +367,82 @@ impl<'scope> Scope<'scope> {
         let Some(chunking) = Chunking::of(data.len(), grain, self) else {
             return;
         };
+        let body =
+            |s: &Scope<'scope>, offset, chunk: &mut [T], _: [&[()]; 0]| body(s, offset, chunk);
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
-            let meta = footprint_of(g, data, AccessKind::InOut);
-            run_placed(g, meta, |s| split_slice(s, chunking, part, data, &body));
+            let meta = zip_footprint(g, data, &NO_INPUTS, 0..data.len());
+            run_placed(g, meta, |s| {
+                split_slice(s, chunking, part, data, &NO_INPUTS, &body)
+            });
+        });
+    }
+
+    /// [`taskloop_mut`](Self::taskloop_mut) over `data` that also reads `inputs`, slices of
+    /// `data`'s length, chunk by chunk (rayon's `par_chunks_mut` zipped with `par_chunks`):
+    /// `body(s, offset, chunk, [input_0, ...])` gets `chunk = &mut data[offset..]` and the
+    /// same elements of every input. Under the locality-aware scheduler a part's footprint is
+    /// its part of `data` (written) and of every input (read), so a loop is dealt by where
+    /// all of its operands live, not by its output's pages alone.
+    ///
+    /// The triad of STREAM, `a = b + 3 c`:
+    ///
+    /// ```
+    /// use numatask_sched::taskloop::Grain;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    ///
+    /// let b = vec![1.0; 10_000];
+    /// let c: Vec<f64> = (0..10_000).map(f64::from).collect();
+    /// let mut a = vec![0.0; 10_000];
+    /// rt.scope(|s| {
+    ///     s.taskloop_zip(&mut a, [&b, &c], Grain::Auto, |_, _, a, [b, c]| {
+    ///         for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+    ///             *a = b + 3.0 * c;
+    ///         }
+    ///     });
+    /// });
+    /// assert_eq!(a[9_999], 1.0 + 3.0 * 9_999.0);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If an input's length differs from `data`'s (before any chunk runs), or `grain` is
+    /// `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it spawned, once
+    /// every chunk has run.
+    #[track_caller]
+    pub fn taskloop_zip<T, U, F, const N: usize>(
+        &self,
+        data: &mut [T],
+        inputs: [&[U]; N],
+        grain: Grain,
+        body: F,
+    ) where
+        T: Send,
+        U: Sync,
+        F: Fn(&Scope<'scope>, usize, &mut [T], [&[U]; N]) + Sync,
+    {
+        if let Some((k, input)) = inputs
+            .iter()
+            .enumerate()
+            .find(|(_, i)| i.len() != data.len())
+        {
+            panic!(
+                "taskloop_zip: input {k} holds {} elements and the output {}: every input must \
+                 be as long as the output",
+                input.len(),
+                data.len()
+            );
+        }
+        let Some(chunking) = Chunking::of(data.len(), grain, self) else {
+            return;
+        };
+        self.taskgroup(|g| {
+            let part = Part::whole(g, chunking);
+            let meta = zip_footprint(g, data, &inputs, 0..data.len());
+            run_placed(g, meta, |s| {
+                split_slice(s, chunking, part, data, &inputs, &body)
+            });
         });
     }
 }
@@ -392,6 +467,31 @@ fn footprint_of<T>(s: &Scope<'_>, part: &[T], kind: AccessKind) -> Option<Box<Ta
     s.uses_footprints().then(|| {
         Box::new(TaskMeta {
             footprint: Box::new([Access::of_slice(part, kind)]),
+            label: Some("taskloop"),
+            priority: 0,
+        })
+    })
+}
+
+/// The inputs of a loop over a mutable slice that reads nothing else ([`Scope::taskloop_mut`]).
+const NO_INPUTS: [&[()]; 0] = [];
+
+/// The footprint of a task of a loop over a mutable slice, if the runtime uses footprints:
+/// `part` (written) and the elements `range` of every input (read).
+fn zip_footprint<T, U, const N: usize>(
+    s: &Scope<'_>,
+    part: &[T],
+    inputs: &[&[U]; N],
+    range: Range<usize>,
+) -> Option<Box<TaskMeta>> {
+    s.uses_footprints().then(|| {
+        let reads = inputs
+            .iter()
+            .map(|input| Access::of_slice(&input[range.clone()], AccessKind::In));
+        Box::new(TaskMeta {
+            footprint: std::iter::once(Access::of_slice(part, AccessKind::InOut))
+                .chain(reads)
+                .collect(),
             label: Some("taskloop"),
             priority: 0,
         })
@@ -605,36 +705,47 @@ where
     }
 }
 
-/// Runs `part` of a loop over a slice, whose elements are `elements`: split in two halves,
-/// the first a task with its half of `elements` as its footprint, or its chunks in place.
-fn split_slice<'scope, T, F>(
+/// Runs `part` of a loop over a mutable slice, whose elements are `elements`, that reads the
+/// same elements of `inputs` (whole slices, indexed from the loop's start): split in two
+/// halves, the first a task with its half of `elements` and of the inputs as its footprint,
+/// or its chunks in place.
+fn split_slice<'scope, T, U, F, const N: usize>(
     s: &Scope<'scope>,
     chunking: Chunking,
     part: Part,
     elements: &mut [T],
+    inputs: &[&[U]; N],
     body: &F,
 ) where
     T: Send,
-    F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
+    U: Sync,
+    F: Fn(&Scope<'scope>, usize, &mut [T], [&[U]; N]) + Sync,
 {
     match part.halves(s) {
         Ok((first, second)) => {
-            let (first_elements, second_elements) = elements.split_at_mut(
-                chunking.bound(second.chunks.start) - chunking.bound(first.chunks.start),
+            let (start, mid) = (
+                chunking.bound(first.chunks.start),
+                chunking.bound(second.chunks.start),
             );
+            let (first_elements, second_elements) = elements.split_at_mut(mid - start);
             s.join_with(
-                footprint_of(s, first_elements, AccessKind::InOut),
-                |s| split_slice(s, chunking, first, first_elements, body),
-                |s| split_slice(s, chunking, second, second_elements, body),
+                zip_footprint(s, first_elements, inputs, start..mid),
+                |s| split_slice(s, chunking, first, first_elements, inputs, body),
+                |s| split_slice(s, chunking, second, second_elements, inputs, body),
             );
         }
         Err(part) => {
             let mut rest = elements;
             each_chunk(part.chunks, |c| {
-                let (chunk, after) = std::mem::take(&mut rest)
-                    .split_at_mut(chunking.bound(c + 1) - chunking.bound(c));
+                let range = chunking.bound(c)..chunking.bound(c + 1);
+                let (chunk, after) = std::mem::take(&mut rest).split_at_mut(range.len());
                 rest = after;
-                body(s, chunking.bound(c), chunk);
+                body(
+                    s,
+                    range.start,
+                    chunk,
+                    std::array::from_fn(|k| &inputs[k][range.clone()]),
+                );
             });
         }
     }

@@ -1138,6 +1138,31 @@ fn random_trees_of_nested_spawns_and_waits_finish_under_every_policy_short_of_st
 }
 
 #[test]
+fn a_zipped_loop_runs_where_most_of_its_operands_live() {
+    preset_process();
+    within(120, || {
+        let rt = locality_runtime(24, None);
+        // The output on node 1, two inputs as large on node 3: every part's footprint is
+        // two thirds on node 3, so the loop runs there (its output alone would place it on
+        // node 1, as `taskloop_mut` does in the test below).
+        let mut a = NumaVec::<u8>::zeroed(16 << 20, Place::OnNode(1)).expect("node 1");
+        let b = NumaVec::<u8>::filled(16 << 20, 1, Place::OnNode(3)).expect("node 3");
+        let c = NumaVec::<u8>::filled(16 << 20, 2, Place::OnNode(3)).expect("node 3");
+        let nodes = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            s.taskloop_zip(&mut a, [&b, &c], Grain::Tasks(8), |s, _, a, [b, c]| {
+                nodes.lock().unwrap().push(s.node());
+                for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                    *a = b + c;
+                }
+            });
+        });
+        assert_eq!(nodes.into_inner().unwrap(), vec![3; 8]);
+        assert!(a.iter().all(|&x| x == 3));
+    });
+}
+
+#[test]
 fn a_taskloop_over_a_vector_on_node_k_runs_every_chunk_on_node_k() {
     preset_process();
     within(120, || {

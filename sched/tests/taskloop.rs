@@ -1,4 +1,4 @@
-//! `Scope::taskloop`, `taskloop_reduce`, `taskloop_mut`, `taskloop_slice` and
+//! `Scope::taskloop`, `taskloop_reduce`, `taskloop_mut`, `taskloop_zip`, `taskloop_slice` and
 //! `taskloop_reduce_slice`: every iteration exactly once,
 //! chunks as the grain says, in parallel, waited for with their descendants, results reduced
 //! in order, panics resumed at the loop.
@@ -105,6 +105,68 @@ fn a_slice_loop_hands_each_element_to_one_chunk_at_its_offset() {
             }
         }
     });
+}
+
+#[test]
+fn a_zipped_loop_hands_each_chunk_the_same_elements_of_every_input() {
+    within(120, || {
+        for workers in 1..=4 {
+            let rt = runtime(workers);
+            for len in [0usize, 1, 3, 100, 4099] {
+                for grain in GRAINS {
+                    let b: Vec<usize> = (0..len).collect();
+                    let c: Vec<usize> = (0..len).map(|i| 3 * i).collect();
+                    let mut a = vec![0usize; len];
+                    let calls = AtomicUsize::new(0);
+                    rt.scope(|s| {
+                        s.taskloop_zip(&mut a, [&b, &c], grain, |_, offset, a, [b, c]| {
+                            calls.fetch_add(1, Ordering::Relaxed);
+                            assert_eq!((a.len(), b.len()), (c.len(), c.len()));
+                            assert_eq!(b.first(), (!b.is_empty()).then_some(&offset));
+                            for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                                *a += b + c + 1;
+                            }
+                        });
+                    });
+                    let what = format!("{len} elements, {grain:?}, {workers} workers");
+                    assert!(
+                        a.iter().enumerate().all(|(i, &x)| x == 4 * i + 1),
+                        "{what}: an element written other than once, or from other inputs"
+                    );
+                    let expected = if len == 0 {
+                        0
+                    } else {
+                        grain.chunks(len, workers)
+                    };
+                    assert_eq!(calls.into_inner(), expected, "{what}");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_zipped_loop_with_an_input_of_another_length_is_refused_before_it_runs() {
+    let rt = runtime(2);
+    let mut a = vec![0u32; 10];
+    let (b, c) = (vec![1u32; 10], vec![1u32; 9]);
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| s.taskloop_zip(&mut a, [&b, &c], Grain::Auto, |_, _, a, _| a.fill(7)));
+    }));
+    let payload = caught.expect_err("a shorter input panics");
+    let message = payload.downcast_ref::<String>().expect("a message");
+    assert_eq!(
+        message,
+        "taskloop_zip: input 1 holds 9 elements and the output 10: every input must be as long \
+         as the output"
+    );
+    assert!(a.iter().all(|&x| x == 0), "no chunk ran");
+    rt.scope(|s| {
+        s.taskloop_zip(&mut a, [&b], Grain::Auto, |_, _, a, [b]| {
+            a.copy_from_slice(b)
+        })
+    });
+    assert!(a.iter().all(|&x| x == 1));
 }
 
 #[test]
