@@ -21,7 +21,14 @@
 //!   (`spawned - local_done`) into `pending` with one `fetch_add` before it might block, and
 //!   at the end of the body adds that count minus `BIAS`.
 //!
-//! Invariant: `outstanding children = pending - BIAS + spawned - local_done` (wrapping).
+//! The owner's cells are 32 bits: every [`SPAWNS_PER_FLUSH`] spawns the owner also moves them
+//! into `pending` (a *flush*: like a transfer, but local completions go on counting locally),
+//! so that a body spawning billions of tasks without ever waiting keeps `spawned - local_done`
+//! within 32 bits although `pending` counts every remote completion in full.
+//!
+//! Invariant: `outstanding children = pending - BIAS + spawned - local_done` (wrapping, the
+//! cells' difference read as a signed 32-bit number: after a flush, children spawned before it
+//! may still finish locally, so `local_done` may exceed `spawned`).
 //! Hence the owner's check "all children finished" is `pending == BIAS - (spawned -
 //! local_done)`, one load. While the body runs, `pending <= BIAS + transferred`; it reaches
 //! `0` only after the body-end transfer removed the bias, so the thread whose decrement moves
@@ -76,9 +83,10 @@ pub(crate) enum ChildDone {
 
 /// A frame's count of unfinished children (see the module docs).
 ///
-/// The owner's counts are `u32` with wrapping arithmetic: only their difference, the children
-/// not yet transferred and not finished locally, must stay below `2^32`, which would take more
-/// than 256 GiB of live task frames.
+/// The owner's counts are `u32` with wrapping arithmetic: only their difference must stay
+/// within `±2^31`. It is at most the spawns since the last transfer or flush (fewer than
+/// [`SPAWNS_PER_FLUSH`]) and at least minus the children alive at that moment (2^31 of them
+/// would take more than 256 GiB of task frames).
 ///
 /// Layout: the owner's cells first, then what the other threads touch (`pending`, and `owner`,
 /// which a finishing child reads just before its decrement). A [`Header`](crate::job::Header)
@@ -95,6 +103,10 @@ pub(crate) struct ChildCounter {
     /// Index of the worker that runs the body; set before any child exists.
     owner: AtomicU32,
 }
+
+/// Every this many spawns without a wait, the owner flushes its counts into `pending` (see
+/// the module docs).
+pub(crate) const SPAWNS_PER_FLUSH: u32 = 1 << 30;
 
 /// Where `pending` lies in a [`ChildCounter`].
 pub(crate) const PENDING_OFFSET: usize = std::mem::offset_of!(ChildCounter, pending);
@@ -153,12 +165,30 @@ impl ChildCounter {
     /// Owner only: one more child.
     #[inline]
     pub(crate) fn on_spawn(&self) {
-        self.spawned.set(self.spawned.get().wrapping_add(1));
+        let spawned = self.spawned.get().wrapping_add(1);
+        self.spawned.set(spawned);
+        if spawned == SPAWNS_PER_FLUSH {
+            self.flush();
+        }
     }
 
+    /// Owner only: moves the local counts into `pending`, which keeps the invariant, and
+    /// leaves local completions counting locally (unlike [`transfer`](Self::transfer), this
+    /// is not a wait). Should the children of the flush all finish remotely meanwhile, the
+    /// last one's decrement to `BIAS` reports [`ChildDone::WakeOwner`]: a spurious wake-up.
+    #[cold]
+    fn flush(&self) {
+        let n = self.untransferred();
+        self.spawned.set(0);
+        self.local_done.set(0);
+        self.pending.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// `spawned - local_done`, as a signed number (negative after a flush, when children
+    /// spawned before it finished locally), in `pending`'s wrapping arithmetic.
     #[inline]
     fn untransferred(&self) -> usize {
-        self.spawned.get().wrapping_sub(self.local_done.get()) as usize
+        self.spawned.get().wrapping_sub(self.local_done.get()) as i32 as isize as usize
     }
 
     /// Owner only: whether every child spawned so far is finished.
@@ -461,6 +491,45 @@ mod tests {
         assert!(!c.finish());
         // SAFETY: as above.
         unsafe { assert_eq!(c.child_done(0, 0), ChildDone::Complete) };
+    }
+
+    #[test]
+    fn billions_of_children_finishing_elsewhere_without_a_wait_are_all_counted() {
+        // Five rounds of 2^30 spawns (4 * 2^32 + ... > 2^32 in all), every child finishing on
+        // another worker, the owner never waiting: the spawns but the last of each round are
+        // counted in bulk, and their remote completions subtracted from `pending` in bulk.
+        let c = ChildCounter::new(0);
+        for _ in 0..5 {
+            let bulk = SPAWNS_PER_FLUSH - 1;
+            c.spawned.set(c.spawned.get().wrapping_add(bulk));
+            c.pending.fetch_sub(bulk as usize, Ordering::AcqRel);
+            c.on_spawn();
+            assert!(!c.all_done(), "one child still running");
+            // The last child of the flush: the (spurious) wake-up the flush's docs describe.
+            // SAFETY: the frame is alive; the child's last access.
+            assert_eq!(unsafe { c.child_done(1, 0) }, ChildDone::WakeOwner(0));
+            assert!(c.all_done());
+        }
+        c.transfer();
+        assert!(c.all_done());
+        c.end_wait();
+        // A child spawned before a flush that finishes on the owner's thread after it.
+        let c2 = ChildCounter::new(0);
+        c2.on_spawn();
+        c2.spawned.set(SPAWNS_PER_FLUSH - 1);
+        c2.pending
+            .fetch_sub(SPAWNS_PER_FLUSH as usize - 2, Ordering::AcqRel);
+        c2.on_spawn();
+        // SAFETY: as above.
+        assert_eq!(unsafe { c2.child_done(0, 0) }, ChildDone::Pending);
+        assert!(!c2.all_done(), "one child of the flush still running");
+        // SAFETY: as above.
+        assert_eq!(unsafe { c2.child_done(1, 0) }, ChildDone::Pending);
+        assert!(c2.all_done());
+        assert!(
+            c.finish() && c2.finish(),
+            "the body's end finds every child finished"
+        );
     }
 
     #[test]

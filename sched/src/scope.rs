@@ -499,6 +499,9 @@ impl<'scope> Scope<'scope> {
             }
             Ok(value) => {
                 if let Some(payload) = child_panic {
+                    // The body's value goes first, its destructor's panic contained (dropped
+                    // while unwinding, a panicking destructor would abort).
+                    drop_contained(value);
                     resume_task_panic(payload);
                 }
                 value
@@ -797,6 +800,8 @@ where
         }
         Ok(value) => {
             if let Some(payload) = child_panic {
+                // As in `taskgroup`: the body's value goes before the panic resumes.
+                drop_contained(value);
                 resume_task_panic(payload);
             }
             value

@@ -493,3 +493,31 @@ fn join_resumes_the_panicking_sides_panic_and_contains_the_other_results_drop() 
         assert_eq!(rt.scope(|s| s.join(|_| 1, |_| 2)), (1, 2));
     });
 }
+
+#[test]
+fn a_task_panic_resumes_although_the_group_or_scope_value_it_replaces_panics_when_dropped() {
+    // The value the body returned is dropped before the task's panic resumes: dropped while
+    // unwinding, its destructor's panic would abort the process.
+    within(60, || {
+        let rt = runtime(2);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let v = s.taskgroup(|g| {
+                    g.spawn(|_| panic!("group member"));
+                    PanicsOnDrop
+                });
+                std::mem::forget(v);
+            })
+        }));
+        assert_eq!(message(r.expect_err("resumed")), "group member");
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            let v = rt.scope(|s| {
+                s.spawn(|_| panic!("scope task"));
+                PanicsOnDrop
+            });
+            std::mem::forget(v);
+        }));
+        assert_eq!(message(r.expect_err("resumed")), "scope task");
+        assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
+    });
+}
