@@ -1,8 +1,9 @@
 //! Loop overhead: `a[i] = 2 b[i] + 1` over `n` doubles in chunks of a grain size, in one run
-//! with numatask's `taskloop_mut`, rayon's `par_chunks_mut` (`with` the same chunks), a plain
-//! sequential loop, and the same loop as `#pragma omp taskloop grainsize(G)` under libgomp and
-//! LLVM libomp (`bench/c/taskloop_omp.c`, built by `scripts/bench-taskloop.sh`). Small grains
-//! measure the cost per chunk; large ones the memory bandwidth. Prints the median time of a
+//! with numatask's `taskloop_mut` and `taskloop_zip`, rayon's `par_chunks_mut` (`zip`ped
+//! with `b`'s chunks, the same chunks), a plain sequential loop, and the same loop as
+//! `#pragma omp taskloop grainsize(G)` under libgomp and LLVM libomp
+//! (`bench/c/taskloop_omp.c`, built by `scripts/bench-taskloop.sh`). Small grains measure the
+//! cost per chunk; large ones the memory bandwidth. Prints the median time of a
 //! loop and the nanoseconds per chunk. With `--reduce`, the loop sums `2 b[i] + 1` instead:
 //! `taskloop_reduce`, rayon's `par_chunks(..).map(..).sum()`, and `taskloop reduction(+: s)`.
 //!
@@ -200,6 +201,25 @@ fn main() {
                     })
                 });
                 report("numatask", threads, n, grain, d, check("numatask", &a));
+            }
+        }
+        if filter.wants("numatask-zip") {
+            // The same loop written as rayon's below, `b` zipped in (`taskloop_zip`).
+            let rt = numatask_runtime(threads, several_runtimes);
+            for &grain in &args.grains {
+                let d = time_reps(args.reps, &mut a, |a| {
+                    rt.scope(|s| {
+                        s.taskloop_zip(a, [&b], Grain::Size(grain), |_, _, x, [y]| kernel(x, y));
+                    })
+                });
+                report(
+                    "numatask-zip",
+                    threads,
+                    n,
+                    grain,
+                    d,
+                    check("numatask-zip", &a),
+                );
             }
         }
         if filter.wants("rayon") {
