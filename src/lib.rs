@@ -27,7 +27,7 @@
 //! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], `s.task()...priority(p)`; [`RuntimeBuilder::max_task_priority`] |
 //! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
 //! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] |
-//! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] |
+//! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (the inputs of one element type) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
 //! | `depend(in: a) depend(inout: b)` | `s.task().reads(a).updates(b).spawn(...)` on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]) |
 //! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |

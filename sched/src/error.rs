@@ -98,11 +98,11 @@ pub enum SchedError {
         reason: String,
     },
     /// [`RuntimeBuilder::build_global`](crate::RuntimeBuilder::build_global) found the
-    /// process-wide runtime made already.
+    /// process-wide runtime made already (or its making from the environment failed).
     #[error(
-        "the process-wide runtime exists already (made by an earlier build_global, or from the \
-         environment by the first Runtime::global, numatask::scope or numatask::join): call \
-         build_global once, before any of these"
+        "the process-wide runtime was made already (by an earlier build_global, or from the \
+         environment by the first Runtime::global, numatask::scope or numatask::join, which \
+         may have failed): call build_global once, before any of these"
     )]
     GlobalExists,
     /// The operating system refused to start a worker thread.

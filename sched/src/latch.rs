@@ -21,7 +21,7 @@
 //!   (`spawned - local_done`) into `pending` with one `fetch_add` before it might block, and
 //!   at the end of the body adds that count minus `BIAS`.
 //!
-//! The owner's cells are 32 bits: every [`SPAWNS_PER_FLUSH`] spawns the owner also moves them
+//! The owner's cells are 32 bits: every `SPAWNS_PER_FLUSH` (2^30) spawns the owner also moves them
 //! into `pending` (a *flush*: like a transfer, but local completions go on counting locally),
 //! so that a body spawning billions of tasks without ever waiting keeps `spawned - local_done`
 //! within 32 bits although `pending` counts every remote completion in full.
@@ -34,7 +34,9 @@
 //! `0` only after the body-end transfer removed the bias, so the thread whose decrement moves
 //! it from 1 to 0 finished the last piece of the subtree and owns the frame (it frees it and
 //! reports to the parent). The decrement that moves it from `BIAS + 1` to `BIAS` is the last
-//! child of a transfer made by a waiting owner: that thread wakes the owner if it sleeps.
+//! child of a transfer made by a waiting owner: that thread wakes the owner if it sleeps (or,
+//! rarely, the last child of a flush, whose wake-up of an owner that is not waiting for this
+//! frame is spurious and harmless).
 //! After a transfer `local_ok` is off until the wait is over, so that every completion of
 //! the transferred children goes through `pending` and the `BIAS + 1` rule sees the last one.
 //!
@@ -85,7 +87,7 @@ pub(crate) enum ChildDone {
 ///
 /// The owner's counts are `u32` with wrapping arithmetic: only their difference must stay
 /// within `±2^31`. It is at most the spawns since the last transfer or flush (fewer than
-/// [`SPAWNS_PER_FLUSH`]) and at least minus the children alive at that moment (2^31 of them
+/// `SPAWNS_PER_FLUSH`) and at least minus the children alive at that moment (2^31 of them
 /// would take more than 256 GiB of task frames).
 ///
 /// Layout: the owner's cells first, then what the other threads touch (`pending`, and `owner`,
@@ -495,7 +497,7 @@ mod tests {
 
     #[test]
     fn billions_of_children_finishing_elsewhere_without_a_wait_are_all_counted() {
-        // Five rounds of 2^30 spawns (4 * 2^32 + ... > 2^32 in all), every child finishing on
+        // Five rounds of 2^30 spawns (1.25 * 2^32 in all), every child finishing on
         // another worker, the owner never waiting: the spawns but the last of each round are
         // counted in bulk, and their remote completions subtracted from `pending` in bulk.
         let c = ChildCounter::new(0);
@@ -505,9 +507,10 @@ mod tests {
             c.pending.fetch_sub(bulk as usize, Ordering::AcqRel);
             c.on_spawn();
             assert!(!c.all_done(), "one child still running");
-            // The last child of the flush: the (spurious) wake-up the flush's docs describe.
+            // The last child of the flush: whether it wakes the owner (spuriously, see
+            // `flush`) does not matter; that every child is counted does.
             // SAFETY: the frame is alive; the child's last access.
-            assert_eq!(unsafe { c.child_done(1, 0) }, ChildDone::WakeOwner(0));
+            assert_ne!(unsafe { c.child_done(1, 0) }, ChildDone::Complete);
             assert!(c.all_done());
         }
         c.transfer();

@@ -385,6 +385,9 @@ impl<'scope> Scope<'scope> {
     /// its part of `data` (written) and of every input (read), so a loop is dealt by where
     /// all of its operands live, not by its output's pages alone.
     ///
+    /// The inputs share one element type (an array of slices); with none, use
+    /// [`taskloop_mut`](Self::taskloop_mut) (an empty array would need its type written out).
+    ///
     /// The triad of STREAM, `a = b + 3 c`:
     ///
     /// ```

@@ -151,7 +151,9 @@ impl TaskRecord {
         match self.local_fraction().map(|l| 1.0 - l) {
             // Declared bytes whose node nobody knows: memory not from the allocator, or
             // first-touch memory on a synthetic topology, where no page is really placed.
-            None if self.footprint.is_some() => ("footprint unknown", "grey"),
+            None if self.footprint.as_ref().is_some_and(|f| f.unknown() > 0) => {
+                ("footprint unknown", "grey")
+            }
             None => ("no footprint", "grey"),
             Some(r) if r <= 0.0 => ("local", "good"),
             Some(r) if r < 0.25 => ("remote <25%", "olive"),
@@ -544,16 +546,26 @@ mod tests {
         t.record(record(0, 0, Some(vec![100, 0]), None));
         t.record(record(1, 1, Some(vec![100, 0]), Some(20)));
         t.record(record(1, 1, None, None));
+        // Declared, but of zero bytes: no footprint either.
         t.record(record(1, 1, Some(vec![0, 0]), None));
+        // Bytes not from the allocator: their node is unknown.
+        let elsewhere = [0u8; 64];
+        let mut unplaced = record(1, 1, None, None);
+        unplaced.footprint = Some(numatask_alloc::registry::node_bytes(elsewhere.as_ptr(), 64));
+        assert_eq!(
+            unplaced.footprint.as_ref().map(NodeBytes::unknown),
+            Some(64)
+        );
+        t.record(unplaced);
         let mut out = Vec::new();
         t.write_chrome_json(&mut out).unwrap();
         let json = String::from_utf8(out).unwrap();
         assert!(json.contains("\"name\":\"worker 1 (node 1)\""));
-        assert_eq!(json.matches("\"ph\":\"X\"").count(), 4);
+        assert_eq!(json.matches("\"ph\":\"X\"").count(), 5);
         assert!(json.contains("\"name\":\"local\",\"cname\":\"good\""));
         assert!(json.contains("\"name\":\"remote >=90%\",\"cname\":\"terrible\""));
-        assert!(json.contains("\"name\":\"no footprint\""));
-        assert!(json.contains("\"name\":\"footprint unknown\""));
+        assert_eq!(json.matches("\"name\":\"no footprint\"").count(), 2);
+        assert_eq!(json.matches("\"name\":\"footprint unknown\"").count(), 1);
         assert!(
             json.contains("\"task\":\"map \\\"chunk\\\"\""),
             "labels are escaped"
@@ -567,7 +579,7 @@ mod tests {
             .iter()
             .filter(|e| e["ph"] == "X")
             .collect();
-        assert_eq!(slices.len(), 4);
+        assert_eq!(slices.len(), 5);
         let args: Vec<&serde_json::Value> = slices.iter().map(|e| &e["args"]).collect();
         assert_eq!(args[0]["task"], "map \"chunk\"");
         assert_eq!(args[0]["node"], 0);
