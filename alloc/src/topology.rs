@@ -13,7 +13,7 @@
 //! | `system` | the real machine (the default) |
 //! | `preset:opteron6172` (or just `opteron6172`) | the core paper's machine, see [`Preset`] |
 //! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1`; at most 256 NUMA nodes, 16,384 processing units and 4,096 children per object |
-//! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one (a matrix that does not cover every NUMA node or fails the checks of [`TopologyBuilder::distances`] is an error; only a file without one gets the default 10 local / 20 remote) |
+//! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one (a latency matrix, such as hwloc's `NUMALatency`, rather than one of unstated meaning; bandwidth matrices are ignored; a matrix that does not cover every NUMA node or fails the checks of [`TopologyBuilder::distances`] is an error; only a file without one gets the default 10 local / 20 remote) |
 //!
 //! [`TopologyBuilder`] does the same from code and can also set a distance matrix.
 //!
@@ -399,9 +399,12 @@ const MAX_SYNTHETIC_ARITY: u64 = 4096;
 
 /// Refuses a synthetic description too large to simulate before hwloc builds it: hwloc takes
 /// over a minute for 1,024 NUMA nodes side by side or 16,384 cores under one parent (a typo
-/// such as `numa:20000` would otherwise hang the program). Levels are `type:arity` words;
-/// attributes in parentheses are skipped, and a memory child in brackets (`[numa]`) counts
-/// one NUMA node per object of the level above it.
+/// such as `numa:20000` would otherwise hang the program). Levels are `type:arity` words, or a
+/// bare arity; the arity is read as hwloc reads it (C's `strtoul` in base 0: `0x` hexadecimal,
+/// a leading `0` octal), and one it cannot read is refused here; attributes in parentheses are
+/// skipped. A level is a NUMA level when its type is one hwloc reads as a NUMA node (a prefix of
+/// `numanode` or `node` of at least two letters) or is not given; a memory child in brackets
+/// (`[numa]`) adds one NUMA node per object of the level above it.
 fn check_synthetic_size(description: &str) -> Result<(), String> {
     let mut plain = String::with_capacity(description.len());
     let mut depth = 0usize;
@@ -418,23 +421,31 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
         let memory_child = word.starts_with('[');
         let word = word.trim_matches(|c| c == '[' || c == ']');
         let (kind, arity) = match word.split_once(':') {
-            Some((kind, arity)) => {
-                let digits: String = arity.chars().take_while(char::is_ascii_digit).collect();
-                (kind, digits.parse::<u64>().unwrap_or(1))
-            }
-            None => (word, 1),
+            Some((kind, arity)) => (Some(kind), arity),
+            None if word.starts_with(|c: char| c.is_ascii_digit()) => (None, word),
+            None => (Some(word), "1"),
         };
+        let arity = c_arity(arity).ok_or_else(|| {
+            format!("cannot read the number of objects '{arity}' at level '{word}'")
+        })?;
         if arity > MAX_SYNTHETIC_ARITY {
             return Err(format!(
                 "{arity} objects under one parent at level '{word}': at most \
                  {MAX_SYNTHETIC_ARITY} are simulated"
             ));
         }
-        if !memory_child {
-            objects = objects.saturating_mul(arity);
-        }
-        if kind.to_ascii_lowercase().starts_with("numa") {
-            nodes = nodes.max(objects);
+        let level = objects.saturating_mul(arity);
+        let numa = kind.is_none_or(|k| {
+            let k = k.to_ascii_lowercase();
+            k.len() >= 2 && ("numanode".starts_with(&k) || "node".starts_with(&k))
+        });
+        if memory_child {
+            nodes = nodes.saturating_add(level);
+        } else {
+            objects = level;
+            if numa {
+                nodes = nodes.max(objects);
+            }
         }
     }
     if nodes > MAX_SYNTHETIC_NODES || objects > MAX_SYNTHETIC_PUS {
@@ -444,6 +455,23 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A synthetic level's arity as hwloc reads it, C's `strtoul(text, _, 0)` over the whole
+/// text: decimal, `0x` hexadecimal or `0` octal; `None` for anything else (or an overflow).
+fn c_arity(text: &str) -> Option<u64> {
+    let (digits, radix) =
+        if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            (hex, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            (&text[1..], 8)
+        } else {
+            (text, 10)
+        };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// The forms of `NUMATASK_TOPOLOGY`, for error messages.
@@ -1009,17 +1037,26 @@ fn read_distances(
     let all = hw
         .distances(None)
         .map_err(|e| format!("hwloc could not list its distance matrices: {e}"))?;
+    // Matrices between NUMA nodes that are distances: a bandwidth matrix (hwloc's
+    // `NUMABandwidth`, from the kernel's HMAT or an annotated XML file) grows with closeness,
+    // the opposite of what the cost model needs.
     let numa: Vec<_> = all
         .iter()
         .filter(|d| {
-            d.objects()
-                .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+            !d.kind().contains(DistancesKind::MEANS_BANDWIDTH)
+                && d.objects()
+                    .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
         })
         .collect();
     if numa.is_empty() {
         return Ok(None);
     }
-    let Some(matrix) = numa.iter().find(|d| d.num_objects() == n) else {
+    // A latency matrix first (hwloc's own are), then one of unstated meaning.
+    let matrix = numa
+        .iter()
+        .filter(|d| d.num_objects() == n)
+        .min_by_key(|d| !d.kind().contains(DistancesKind::MEANS_LATENCY));
+    let Some(matrix) = matrix else {
         return Err(format!(
             "the NUMA distance matrix covers {} of the {n} nodes",
             numa[0].num_objects()
@@ -1273,6 +1310,15 @@ mod tests {
             ),
             ("pack:64 numa:8 core:2 pu:1", "512 NUMA node(s)"),
             ("pack:64 [numa] core:64 pu:8", "32768 processing units"),
+            // Arities as hwloc reads them (hexadecimal, octal, a bare number), NUMA levels
+            // under hwloc's other names, and several memory children per object.
+            ("pack:1 core:0x4000 pu:1", "16384 objects under one parent"),
+            ("numa:0x400 pu:1", "1024 NUMA node(s)"),
+            ("numa:02000 pu:1", "1024 NUMA node(s)"),
+            ("node:1024 pu:1", "1024 NUMA node(s)"),
+            ("NUMANode:300 pu:1", "300 NUMA node(s)"),
+            ("1024 1", "1024 NUMA node(s)"),
+            ("pack:200 [numa] [numa] core:1 pu:1", "400 NUMA node(s)"),
             (
                 "numa:4(memory=1GB) core:4096 pu:2",
                 "32768 processing units",
@@ -1285,10 +1331,65 @@ mod tests {
             assert!(err.contains(says), "{description}: {err}");
             assert!(err.contains("are simulated"), "{err}");
         }
-        for fits in ["pack:16 [numa] core:4 pu:1", "numa:256 core:1 pu:1"] {
+        for (fits, nodes) in [
+            ("pack:16 [numa] core:4 pu:1", 16),
+            ("numa:256 core:1 pu:1", 256),
+            ("pack:0x2 node:0x3 core:02 pu:1", 6),
+            ("pack:2 [numa] [numa] core:2 pu:1", 4),
+        ] {
             let t = TopologyBuilder::synthetic(fits).build().unwrap();
-            assert!(t.num_nodes() == 16 || t.num_nodes() == 256, "{fits}");
+            assert_eq!(t.num_nodes(), nodes, "{fits}");
         }
+        let err = TopologyBuilder::synthetic("numa:2x core:1 pu:1")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot read the number of objects '2x' at level 'numa:2x'"),
+            "{err}"
+        );
+    }
+
+    /// Adds a matrix of `kind` between the NUMA nodes of `hw` (in OS index order).
+    fn add_matrix(hw: &mut hwlocality::Topology, kind: DistancesKind, values: Vec<u64>) {
+        hw.edit(|editor| {
+            editor.add_distances(None, kind, AddDistancesFlags::empty(), |topology| {
+                let mut numa: Vec<&TopologyObject> =
+                    topology.objects_with_type(ObjectType::NUMANode).collect();
+                numa.sort_by_key(|n| n.os_index());
+                (numa.into_iter().map(Some).collect(), values)
+            })
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn a_bandwidth_matrix_in_an_xml_file_is_not_taken_for_distances() {
+        let dir = std::env::temp_dir().join(format!("numatask-bw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bandwidth = DistancesKind::FROM_USER | DistancesKind::MEANS_BANDWIDTH;
+        // A bandwidth matrix listed before a latency matrix: the latency one is read.
+        let mut t = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .build()
+            .unwrap();
+        add_matrix(&mut t.hw, bandwidth, vec![100, 50, 50, 100]);
+        add_hwloc_distances(&mut t.hw, &[10, 30, 30, 10]).unwrap();
+        let both = dir.join("both.xml");
+        t.export_xml(&both).unwrap();
+        let read = TopologyBuilder::xml_file(&both).build().unwrap();
+        assert_eq!(read.distance_matrix(), &[10, 30, 30, 10]);
+        assert_eq!(read.distance_source(), DistanceSource::Xml);
+        // A bandwidth matrix alone: no distances from the file, the default matrix.
+        let mut t = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .build()
+            .unwrap();
+        add_matrix(&mut t.hw, bandwidth, vec![100, 100, 100, 100]);
+        let alone = dir.join("bandwidth.xml");
+        t.export_xml(&alone).unwrap();
+        let read = TopologyBuilder::xml_file(&alone).build().unwrap();
+        assert_eq!(read.distance_matrix(), &[10, 20, 20, 10]);
+        assert_eq!(read.distance_source(), DistanceSource::Default);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
