@@ -364,17 +364,8 @@ impl<'scope> Scope<'scope> {
         T: Send,
         F: Fn(&Scope<'scope>, usize, &mut [T]) + Sync,
     {
-        let Some(chunking) = Chunking::of(data.len(), grain, self) else {
-            return;
-        };
-        let body =
-            |s: &Scope<'scope>, offset, chunk: &mut [T], _: [&[()]; 0]| body(s, offset, chunk);
-        self.taskgroup(|g| {
-            let part = Part::whole(g, chunking);
-            let meta = zip_footprint(g, data, &NO_INPUTS, 0..data.len());
-            run_placed(g, meta, |s| {
-                split_slice(s, chunking, part, data, &NO_INPUTS, &body)
-            });
+        self.taskloop_zip(data, NO_INPUTS, grain, |s, offset, chunk, _| {
+            body(s, offset, chunk)
         });
     }
 

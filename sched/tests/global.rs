@@ -2,15 +2,10 @@
 //! and only the first call (before any use of the global runtime) succeeds. One test, as the
 //! global runtime is per process and the steps depend on their order.
 
-use numatask_sched::{Runtime, SchedError, current_num_workers, join, scope};
+mod common;
 
-fn worker_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("procfs")
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("numatask-"))
-        .count()
-}
+use common::worker_threads;
+use numatask_sched::{Runtime, SchedError, current_num_workers, join, scope};
 
 #[test]
 fn build_global_installs_the_runtime_the_free_functions_use_once() {

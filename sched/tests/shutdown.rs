@@ -7,16 +7,8 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{fib, fib_seq, within};
+use common::{fib, fib_seq, within, worker_threads};
 use numatask_sched::Runtime;
-
-fn worker_threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("procfs")
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .filter(|comm| comm.starts_with("numatask-"))
-        .count()
-}
 
 /// Worker threads still listed after a while. A joined thread can stay listed in
 /// `/proc/self/task` for a moment after `pthread_join` returned (plain pthreads show it too),

@@ -109,3 +109,13 @@ pub fn worker_affinities(rt: &Runtime) -> Vec<Option<std::collections::BTreeSet<
     }
     seen
 }
+
+/// The worker threads of every runtime of this process (threads named `numatask-*`), as
+/// `/proc/self/task` lists them.
+pub fn worker_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("procfs")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("numatask-"))
+        .count()
+}
