@@ -587,13 +587,18 @@ trait PartFootprint: Sync {
     fn of(&self, s: &Scope<'_>, range: Range<usize>) -> Option<Box<TaskMeta>>;
 }
 
-/// A loop over indices only: its tasks carry no footprint.
+/// A loop over indices only: its tasks carry no footprint, only their label in a trace.
 struct NoFootprint;
 
 impl PartFootprint for NoFootprint {
     #[inline]
-    fn of(&self, _: &Scope<'_>, _: Range<usize>) -> Option<Box<TaskMeta>> {
-        None
+    fn of(&self, s: &Scope<'_>, _: Range<usize>) -> Option<Box<TaskMeta>> {
+        s.is_tracing().then(|| {
+            Box::new(TaskMeta {
+                label: Some("taskloop"),
+                ..TaskMeta::default()
+            })
+        })
     }
 }
 

@@ -501,3 +501,36 @@ fn a_reduction_whose_accumulator_panics_on_drop_still_resumes_the_chunk_panic() 
         }
     });
 }
+
+#[test]
+fn a_traced_index_loop_names_its_tasks_taskloop() {
+    within(60, || {
+        let rt = numatask_sched::Runtime::builder()
+            .num_threads(2)
+            .proc_bind(false)
+            .trace_summary(true)
+            .build()
+            .expect("runtime starts");
+        rt.scope(|s| {
+            s.taskloop(0..64, Grain::Tasks(8), |_, _| {});
+            let sum = s.taskloop_reduce(0..64, Grain::Tasks(8), || 0, |_, c| c.len(), |a, b| a + b);
+            assert_eq!(sum, 64);
+        });
+        let records = rt.tracer().expect("tracing").records();
+        let labels: Vec<&str> = records.iter().map(|r| r.label).collect();
+        // Each loop of 8 chunks on 2 workers splits into parts, every one a task; the scope
+        // body is the one task without a name.
+        assert!(
+            labels.iter().filter(|&&l| l == "taskloop").count() >= 2,
+            "{labels:?}"
+        );
+        assert_eq!(
+            labels
+                .iter()
+                .filter(|&&l| l != "taskloop")
+                .collect::<Vec<_>>(),
+            [&"task"],
+            "a loop part went unnamed"
+        );
+    });
+}
