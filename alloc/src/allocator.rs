@@ -166,15 +166,12 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
     let machine = physical_memory();
     let (limit, what) = match target {
         // A synthetic node's memory is its description's (not bound, but what the program
-        // models: an allocation on one node cannot exceed it there either).
-        Target::Node(node) => {
-            let m = topology.nodes()[node].memory_bytes;
-            if m > 0 {
-                (m.min(machine), format!("node {node}"))
-            } else {
-                (machine, "the machine".into())
-            }
-        }
+        // models: an allocation on one node cannot exceed it there either), unless the
+        // machine has less (a synthetic node may declare more than it).
+        Target::Node(node) => match topology.nodes()[node].memory_bytes {
+            m if m > 0 && m <= machine => (m, format!("node {node}")),
+            _ => (machine, "the machine".into()),
+        },
         _ => (machine, "the machine".into()),
     };
     if size as u64 > limit {
@@ -341,6 +338,36 @@ mod tests {
         assert!(err.to_string().contains("the machine has"), "{err}");
         let err = omp_malloc_specific(usize::MAX / 2, Distribution::Coarse).unwrap_err();
         assert!(matches!(err, AllocError::TooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_node_declaring_more_memory_than_the_machine_has_is_limited_by_the_machine() {
+        let machine = physical_memory();
+        let topology = crate::TopologyBuilder::synthetic(format!(
+            "numa:2(memory={}) core:1 pu:1",
+            machine.saturating_mul(4)
+        ))
+        .build()
+        .unwrap();
+        let size = usize::try_from(machine + (1 << 30)).unwrap();
+        let err = check_size(&topology, size, Target::Node(0)).unwrap_err();
+        assert_eq!(
+            err,
+            AllocError::TooLarge {
+                requested: size as u128,
+                available: machine,
+                what: "the machine".into()
+            }
+        );
+        // A node smaller than the machine is the limit, and named.
+        let small = crate::TopologyBuilder::synthetic("numa:2(memory=1048576) core:1 pu:1")
+            .build()
+            .unwrap();
+        let err = check_size(&small, 2 << 20, Target::Node(1)).unwrap_err();
+        assert!(
+            err.to_string().contains("node 1 has 1048576 bytes"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -32,6 +32,7 @@
 //! Cores are numbered `0..num_cores()` node by node.
 
 use std::fmt;
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -39,7 +40,7 @@ use hwlocality::cpu::binding::CpuBindingFlags;
 use hwlocality::cpu::cpuset::CpuSet;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
-use hwlocality::object::distance::{AddDistancesFlags, DistancesKind};
+use hwlocality::object::distance::{AddDistancesFlags, Distances, DistancesKind};
 use hwlocality::object::types::ObjectType;
 use hwlocality::topology::builder::BuildFlags;
 use hwlocality::topology::export::xml::XMLExportFlags;
@@ -403,8 +404,9 @@ const MAX_SYNTHETIC_ARITY: u64 = 4096;
 /// bare arity; the arity is read as hwloc reads it (C's `strtoul` in base 0: `0x` hexadecimal,
 /// a leading `0` octal), and one it cannot read is refused here; attributes in parentheses are
 /// skipped. A level is a NUMA level when its type is one hwloc reads as a NUMA node (a prefix of
-/// `numanode` or `node` of at least two letters) or is not given; a memory child in brackets
-/// (`[numa]`) adds one NUMA node per object of the level above it.
+/// `numanode` or `node` of at least two letters); a memory child in brackets (`[numa]`) adds
+/// one NUMA node per object of the level above it; levels without types get NUMA nodes where
+/// hwloc puts them (see below).
 fn check_synthetic_size(description: &str) -> Result<(), String> {
     let mut plain = String::with_capacity(description.len());
     let mut depth = 0usize;
@@ -417,6 +419,11 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
         }
     }
     let (mut objects, mut nodes) = (1u64, 0u64);
+    // The arities of the levels without a type: hwloc (2.9) names such levels itself and puts
+    // one NUMA node under each object of the second level (of the first when there are two,
+    // one for the machine when there is one), `2 3 4 5` being `Package:2 Group:3 [NUMANode]
+    // Core:4 PU:5`. (It refuses a description mixing levels with and without a type.)
+    let mut untyped: Vec<u64> = Vec::new();
     for word in plain.split_whitespace() {
         let memory_child = word.starts_with('[');
         let word = word.trim_matches(|c| c == '[' || c == ']');
@@ -435,7 +442,12 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
             ));
         }
         let level = objects.saturating_mul(arity);
-        let numa = kind.is_none_or(|k| {
+        if kind.is_none() && !memory_child {
+            untyped.push(arity);
+            objects = level;
+            continue;
+        }
+        let numa = kind.is_some_and(|k| {
             let k = k.to_ascii_lowercase();
             k.len() >= 2 && ("numanode".starts_with(&k) || "node".starts_with(&k))
         });
@@ -448,6 +460,12 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
             }
         }
     }
+    let above_numa = untyped.len().saturating_sub(1).min(2);
+    nodes = nodes.max(
+        untyped[..above_numa]
+            .iter()
+            .fold(1, |product: u64, &a| product.saturating_mul(a)),
+    );
     if nodes > MAX_SYNTHETIC_NODES || objects > MAX_SYNTHETIC_PUS {
         return Err(format!(
             "{nodes} NUMA node(s) and {objects} processing units: at most \
@@ -491,13 +509,28 @@ fn read_xml(path: &std::path::Path) -> Result<String, String> {
     if meta.is_dir() {
         return Err(cannot("it is a directory".into()));
     }
-    if meta.len() > MAX_XML_BYTES {
-        return Err(cannot(format!(
-            "{} bytes, more than the {MAX_XML_BYTES} accepted",
-            meta.len()
-        )));
+    // A device or a pipe has no length to check (`/dev/zero` would be read until memory ran
+    // out, a pipe without a writer waited on forever).
+    if !meta.is_file() {
+        return Err(cannot("it is not a regular file".into()));
     }
-    std::fs::read_to_string(path).map_err(|e| cannot(e.to_string()))
+    let too_long = |len: u64| {
+        cannot(format!(
+            "{len} bytes, more than the {MAX_XML_BYTES} accepted"
+        ))
+    };
+    if meta.len() > MAX_XML_BYTES {
+        return Err(too_long(meta.len()));
+    }
+    // Read at most one byte past the limit: the file may grow after the check.
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_XML_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| cannot(e.to_string()))?;
+    if text.len() as u64 > MAX_XML_BYTES {
+        return Err(too_long(text.len() as u64));
+    }
+    Ok(text)
 }
 
 /// A machine's NUMA structure. Cheap to query; build once and share (see [`Topology::current`]).
@@ -652,9 +685,12 @@ impl Topology {
         self.llc_bytes
     }
 
-    /// Total memory of all nodes in bytes.
+    /// Total memory of all nodes in bytes (`u64::MAX` for a synthetic description whose nodes
+    /// together declare more).
     pub fn total_memory(&self) -> u64 {
-        self.nodes.iter().map(|n| n.memory_bytes).sum()
+        self.nodes
+            .iter()
+            .fold(0, |sum, n| sum.saturating_add(n.memory_bytes))
     }
 
     /// The hwloc topology of the real machine, for binding memory; `None` when synthetic.
@@ -1003,11 +1039,19 @@ fn read_nodes(hw: &hwlocality::Topology) -> Vec<NumaNode> {
             continue;
         }
         // The core belongs to the first node whose cpuset contains it (memory-only nodes have
-        // empty cpusets and get no cores).
-        let node = numa.iter().position(|n| {
-            n.cpuset()
-                .is_some_and(|ns| ns.includes(&*cpuset) && !ns.is_empty())
-        });
+        // empty cpusets and get no cores); a core that straddles nodes (a synthetic
+        // description with NUMA levels below the cores, `core:2 numa:2 pu:1`) to the node of
+        // its first processing unit.
+        let node = numa
+            .iter()
+            .position(|n| {
+                n.cpuset()
+                    .is_some_and(|ns| ns.includes(&*cpuset) && !ns.is_empty())
+            })
+            .or_else(|| {
+                numa.iter()
+                    .position(|n| n.cpuset().is_some_and(|ns| ns.is_set(pus[0])))
+            });
         if let Some(node) = node {
             nodes[node].cores.push(Core {
                 index: 0,
@@ -1040,14 +1084,7 @@ fn read_distances(
     // Matrices between NUMA nodes that are distances: a bandwidth matrix (hwloc's
     // `NUMABandwidth`, from the kernel's HMAT or an annotated XML file) grows with closeness,
     // the opposite of what the cost model needs.
-    let numa: Vec<_> = all
-        .iter()
-        .filter(|d| {
-            !d.kind().contains(DistancesKind::MEANS_BANDWIDTH)
-                && d.objects()
-                    .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
-        })
-        .collect();
+    let numa: Vec<_> = all.iter().filter(|d| is_numa_distance(d)).collect();
     if numa.is_empty() {
         return Ok(None);
     }
@@ -1089,23 +1126,50 @@ fn read_distances(
     validate_matrix(out, n).map(Some)
 }
 
+/// Whether `d` is a matrix of distances between NUMA nodes (not a bandwidth matrix, whose
+/// values grow with closeness).
+fn is_numa_distance(d: &Distances<'_>) -> bool {
+    !d.kind().contains(DistancesKind::MEANS_BANDWIDTH)
+        && d.objects()
+            .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+}
+
+/// Records `matrix` as the NUMA distances of `hw`, in place of those it has (the OS's, an XML
+/// file's): an export holds it alone, and reading the export back finds it.
 fn add_hwloc_distances(hw: &mut hwlocality::Topology, matrix: &[u32]) -> Result<(), String> {
     let values: Vec<u64> = matrix.iter().map(|&d| u64::from(d)).collect();
+    fn listed(t: &hwlocality::Topology) -> Result<Vec<Distances<'_>>, String> {
+        t.distances(None)
+            .map_err(|e| format!("hwloc could not list its distance matrices: {e}"))
+    }
     hw.edit(|editor| {
-        editor.add_distances(
-            // No name: hwlocality 1.0.0-alpha.13 frees the name before hwloc copies it.
-            None,
-            DistancesKind::FROM_USER | DistancesKind::MEANS_LATENCY,
-            AddDistancesFlags::empty(),
-            |topology| {
-                let mut numa: Vec<&TopologyObject> =
-                    topology.objects_with_type(ObjectType::NUMANode).collect();
-                numa.sort_by_key(|n| n.os_index());
-                (numa.into_iter().map(Some).collect(), values)
-            },
-        )
+        loop {
+            let found = listed(editor.topology())?.iter().position(is_numa_distance);
+            let Some(old) = found else { break };
+            editor
+                .remove_distances(|t| {
+                    listed(t)
+                        .ok()
+                        .and_then(|all| all.into_iter().nth(old))
+                        .expect("the matrix just listed")
+                })
+                .map_err(|e| format!("hwloc could not remove a distance matrix: {e}"))?;
+        }
+        editor
+            .add_distances(
+                // No name: hwlocality 1.0.0-alpha.13 frees the name before hwloc copies it.
+                None,
+                DistancesKind::FROM_USER | DistancesKind::MEANS_LATENCY,
+                AddDistancesFlags::empty(),
+                |topology| {
+                    let mut numa: Vec<&TopologyObject> =
+                        topology.objects_with_type(ObjectType::NUMANode).collect();
+                    numa.sort_by_key(|n| n.os_index());
+                    (numa.into_iter().map(Some).collect(), values)
+                },
+            )
+            .map_err(|e| format!("hwloc rejected the distance matrix: {e}"))
     })
-    .map_err(|e| format!("hwloc rejected the distance matrix: {e}"))
 }
 
 fn validate_matrix(matrix: Vec<u32>, n: usize) -> Result<Vec<u32>, String> {
@@ -1318,6 +1382,8 @@ mod tests {
             ("node:1024 pu:1", "1024 NUMA node(s)"),
             ("NUMANode:300 pu:1", "300 NUMA node(s)"),
             ("1024 1", "1024 NUMA node(s)"),
+            // hwloc puts NUMA nodes under the second of the levels without a type.
+            ("17 16 2 2", "272 NUMA node(s)"),
             ("pack:200 [numa] [numa] core:1 pu:1", "400 NUMA node(s)"),
             (
                 "numa:4(memory=1GB) core:4096 pu:2",
@@ -1336,6 +1402,10 @@ mod tests {
             ("numa:256 core:1 pu:1", 256),
             ("pack:0x2 node:0x3 core:02 pu:1", 6),
             ("pack:2 [numa] [numa] core:2 pu:1", 4),
+            ("300", 1),
+            ("2 300", 2),
+            ("2 3 4 5", 6),
+            ("16 16 2 2", 256),
         ] {
             let t = TopologyBuilder::synthetic(fits).build().unwrap();
             assert_eq!(t.num_nodes(), nodes, "{fits}");
@@ -1390,6 +1460,64 @@ mod tests {
         assert_eq!(read.distance_matrix(), &[10, 20, 20, 10]);
         assert_eq!(read.distance_source(), DistanceSource::Default);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_matrix_given_for_an_xml_topology_replaces_the_files_in_an_export() {
+        let dir = std::env::temp_dir().join(format!("numatask-given-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (first, second) = (dir.join("first.xml"), dir.join("second.xml"));
+        Topology::preset(Preset::Opteron6172)
+            .unwrap()
+            .export_xml(&first)
+            .unwrap();
+        let custom: Vec<u32> = (0..64)
+            .map(|k| if k / 8 == k % 8 { 10 } else { 40 })
+            .collect();
+        let given = TopologyBuilder::xml_file(&first)
+            .distances(custom.clone())
+            .build()
+            .unwrap();
+        assert_eq!(given.distance_matrix(), &custom[..]);
+        given.export_xml(&second).unwrap();
+        let back = TopologyBuilder::xml_file(&second).build().unwrap();
+        assert_eq!(back.distance_matrix(), &custom[..]);
+        assert_eq!(back.distance_source(), DistanceSource::Xml);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_xml_path_that_is_no_regular_file_is_refused_without_reading_it() {
+        let err = TopologyBuilder::xml_file("/dev/zero")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cannot read the XML file /dev/zero: it is not a regular file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn cores_straddling_numa_nodes_go_to_the_node_of_their_first_processing_unit() {
+        let t = TopologyBuilder::synthetic("core:2 numa:2 pu:1")
+            .build()
+            .unwrap();
+        assert_eq!(t.num_nodes(), 4);
+        let cores: Vec<(usize, Vec<usize>)> = t
+            .nodes()
+            .iter()
+            .flat_map(|n| n.cores.iter().map(|c| (c.node, c.pus.clone())))
+            .collect();
+        assert_eq!(cores, [(0, vec![0, 1]), (2, vec![2, 3])]);
+    }
+
+    #[test]
+    fn total_memory_saturates_instead_of_overflowing() {
+        let t = TopologyBuilder::synthetic("numa:2(memory=18446744073709551615) core:1 pu:1")
+            .build()
+            .unwrap();
+        assert_eq!(t.total_memory(), u64::MAX);
     }
 
     #[test]
