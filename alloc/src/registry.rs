@@ -75,9 +75,9 @@ impl NodeBytes {
         self.unknown
     }
 
-    /// Bytes on known nodes.
+    /// Bytes on known nodes (saturating at `u64::MAX`).
     pub fn known(&self) -> u64 {
-        self.bytes.iter().sum()
+        self.bytes.iter().fold(0, |sum, &b| sum.saturating_add(b))
     }
 
     /// The node holding the most bytes (the lowest index on ties), `None` when nothing is known.

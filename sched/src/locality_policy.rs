@@ -3,7 +3,7 @@
 //! (Muddukrishna, Jonsson, Brorsson 2015, section 4.1):
 //!
 //! - **Algorithm 1 (dealing)**: with `D` the task's bytes per node, if
-//!   `sum(D) > LLC size / C` and `stddev(D) > 0`, the task goes to the node `i` with the least
+//!   `sum(D) > sizeof(LLC) / C` and `stddev(D) > 0`, the task goes to the node `i` with the least
 //!   distance-weighted cost `sum_j D[j] * distance(i, j)`; otherwise it stays on the current node.
 //!   A dependence the programmer marked as the most access-intensive one (the paper's proposed
 //!   clause, Algorithm 3's index `a`) sends the task to the node holding most of that dependence
@@ -14,14 +14,23 @@
 //!   than `distance(i, n) * C` tasks, where distances are normalized so that local is 1 (an OS
 //!   distance of 16 against a local 10 is 1.6). A vicinity bound forbids steals beyond a distance.
 //!
-//! `C` is the number of cores per node, the LLC size is one last-level cache.
+//! `C` is the number of cores per node. `sizeof(LLC) / C` is, in the paper's words, "the LLC
+//! size per core": one last-level cache's size over the cores that share it, which is `C` on
+//! the paper's machine (one L3 per node) and fewer where a node has several caches (one per
+//! core complex), more where one cache spans nodes.
+//!
+//! Distances are read as Algorithm 1's cost reads them, row the node that runs the task and
+//! column the node that holds the data: `distance(i, j)` is the OS matrix's entry `(i, j)`,
+//! and Algorithm 2's distance between a thief `n` and a victim `i` is `(n, i)`, the thief
+//! reaching data dealt to `i` (the same either way for the symmetric matrices OSes report; an
+//! XML file may give an asymmetric one).
 
-use numatask_alloc::{NodeBytes, Topology};
+use numatask_alloc::{CoreGroup, NodeBytes, Topology};
 
 /// Why a task was dealt where it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DealReason {
-    /// The footprint is below `LLC / C`: not worth moving.
+    /// The footprint is at most `sizeof(LLC) / C` (module docs): not worth moving.
     SmallFootprint,
     /// Every node holds the same bytes (standard deviation 0): no node is better.
     EvenFootprint,
@@ -29,6 +38,16 @@ pub enum DealReason {
     LeastCost,
     /// The node holding most of the dependence marked access-intensive.
     IntensiveDependence,
+    /// Algorithm 1 chose node `chosen` (for the reason it gives with `chosen`), which has no
+    /// worker (`OMP_NUM_THREADS` or `OMP_PLACES` left it out): the task went to the node with
+    /// workers of least cost instead (the nearest one, for an intensive dependence), the
+    /// least loaded of those that tie.
+    Unstaffed {
+        /// The node Algorithm 1 chose.
+        chosen: u16,
+        /// Whether it was chosen for an intensive dependence (else for the least cost).
+        intensive: bool,
+    },
 }
 
 impl DealReason {
@@ -56,6 +75,8 @@ pub struct LocalityModel {
     /// `LLC size / C`: the footprint below which a task is not dealt.
     footprint_threshold: u64,
     cores_per_node: usize,
+    /// The cores sharing one last-level cache.
+    cores_per_llc: usize,
     /// For each node, the other nodes in increasing distance (ties by index), with the steal
     /// threshold of each.
     steal_order: Vec<Vec<StealCandidate>>,
@@ -79,13 +100,17 @@ impl LocalityModel {
         let n = topology.num_nodes();
         let c = topology.cores_per_node();
         let distances = topology.distance_matrix().to_vec();
+        let sharing = cores_per_llc(topology);
         let steal_order = (0..n)
             .map(|thief| {
                 let local = distances[thief * n + thief].max(1);
                 let mut others: Vec<StealCandidate> = (0..n)
                     .filter(|&v| v != thief)
                     .map(|v| {
-                        let distance = distances[v * n + thief];
+                        // Row: the node running the task; column: the node holding its
+                        // data, as in Algorithm 1's cost (the thief reaching the data
+                        // dealt to the victim's node).
+                        let distance = distances[thief * n + v];
                         StealCandidate {
                             node: v,
                             distance,
@@ -101,8 +126,9 @@ impl LocalityModel {
         Self {
             num_nodes: n,
             distances,
-            footprint_threshold: topology.llc_bytes() / c as u64,
+            footprint_threshold: topology.llc_bytes() / sharing as u64,
             cores_per_node: c,
+            cores_per_llc: sharing,
             steal_order,
         }
     }
@@ -117,7 +143,13 @@ impl LocalityModel {
         self.cores_per_node
     }
 
-    /// `LLC size / C` in bytes.
+    /// The cores sharing one last-level cache (`C` on the paper's machine).
+    pub fn cores_per_llc(&self) -> usize {
+        self.cores_per_llc
+    }
+
+    /// The LLC size per core, `sizeof(LLC) / C` on a machine with one last-level cache per
+    /// node (module docs), in bytes.
     pub fn footprint_threshold(&self) -> u64 {
         self.footprint_threshold
     }
@@ -137,7 +169,7 @@ impl LocalityModel {
             };
         }
         let bytes = &d.per_node()[..d.per_node().len().min(self.num_nodes)];
-        let sum: u64 = bytes.iter().sum();
+        let sum = bytes.iter().fold(0u64, |sum, &b| sum.saturating_add(b));
         if sum <= self.footprint_threshold {
             return Deal {
                 node: current,
@@ -187,6 +219,18 @@ impl LocalityModel {
         let max = known[node];
         (known.iter().filter(|&&b| b == max).count() == 1).then_some(node)
     }
+}
+
+/// The number of cores sharing one last-level cache (the most, when caches differ): the
+/// LLC's share per core is its size over these. `C` when the topology describes no cache.
+fn cores_per_llc(topology: &Topology) -> usize {
+    topology
+        .core_groups(CoreGroup::LastLevelCache)
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or_else(|| topology.cores_per_node())
+        .max(1)
 }
 
 /// `distance / local * C`, the queue length a victim must exceed; rounded down, so that with
@@ -427,6 +471,65 @@ mod tests {
             m.steal_order(0).iter().map(|c| c.node).collect::<Vec<_>>(),
             vec![1, 2, 4, 6, 3, 5, 7]
         );
+    }
+
+    #[test]
+    fn the_footprint_threshold_is_one_caches_share_per_core() {
+        // The paper's machine: one 5 MiB L3 per node of 6 cores.
+        let (t, m) = paper();
+        assert_eq!(m.footprint_threshold(), t.llc_bytes() / 6);
+        // Four 32 MiB L3 caches per node, each shared by 8 of the node's 32 cores.
+        let t = numatask_alloc::TopologyBuilder::synthetic(
+            "pack:2 numa:1 l3:4(size=33554432) core:8 pu:1",
+        )
+        .build()
+        .unwrap();
+        assert_eq!(t.cores_per_node(), 32);
+        assert_eq!(LocalityModel::new(&t, None).footprint_threshold(), 4 << 20);
+    }
+
+    #[test]
+    fn an_asymmetric_matrix_is_read_from_the_thief_to_the_victim_as_dealing_reads_it() {
+        // Row: the node running a task; column: the node holding its data.
+        let t = numatask_alloc::TopologyBuilder::synthetic("pack:3 numa:1 core:2 pu:1")
+            .distances(vec![10, 30, 20, 12, 10, 20, 20, 20, 10])
+            .build()
+            .unwrap();
+        let m = LocalityModel::new(&t, None);
+        // Node 0 reaches node 2's data at 20, node 1's at 30 (node 1 reaches node 0's at 12).
+        assert_eq!(
+            m.steal_order(0),
+            &[
+                StealCandidate {
+                    node: 2,
+                    distance: 20,
+                    threshold: 4
+                },
+                StealCandidate {
+                    node: 1,
+                    distance: 30,
+                    threshold: 6
+                },
+            ]
+        );
+        assert_eq!(m.steal_order(1)[0].node, 0, "1 reaches 0 at 12");
+        // Dealing: 4 MiB on nodes 0 and 1 costs 88 Mi from node 1, 160 Mi from 0 and 2.
+        let d = NodeBytes::from_bytes(vec![4 << 20, 4 << 20, 0]);
+        assert_eq!(m.deal(&d, 2, None).node, 1);
+    }
+
+    #[test]
+    fn a_footprint_summing_past_u64_is_dealt_not_wrapped() {
+        let (_, m) = paper();
+        let d = NodeBytes::from_bytes(vec![u64::MAX, 1 << 30, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            m.deal(&d, 3, None),
+            Deal {
+                node: 0,
+                reason: DealReason::LeastCost
+            }
+        );
+        assert_eq!(d.known(), u64::MAX);
     }
 
     #[test]

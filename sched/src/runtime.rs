@@ -566,9 +566,10 @@ impl RuntimeBuilder {
                 vicinity: self.vicinity,
             },
         );
-        let tracer = settings
-            .trace_summary
-            .then(|| Arc::new(Tracer::new(places.iter().map(|p| p.node).collect(), trace)));
+        let tracer = settings.trace_summary.then(|| {
+            let nodes = places.iter().map(|p| p.node).collect();
+            Arc::new(Tracer::new(nodes, topology.num_nodes(), trace))
+        });
         let registry = Arc::new(Registry {
             scheduler,
             sleep: Sleep::with_policy(num_threads, self.wait_policy),
@@ -638,6 +639,9 @@ impl RuntimeBuilder {
         if !self.env_applied {
             warn_of_unread_env();
         }
+        if let Some(warning) = vicinity_warning(self.vicinity, self.scheduler) {
+            eprintln!("{warning}");
+        }
         if runtime.settings().display_env != DisplayEnv::False {
             eprint!("{}", runtime.display_env());
         }
@@ -670,6 +674,20 @@ fn warn_of_unread_env() {
     {
         eprintln!("{warning}");
     }
+}
+
+/// The line that says a vicinity was given to a runtime whose scheduler has none (work
+/// stealing steals from everyone), if one was.
+fn vicinity_warning(vicinity: Option<u32>, scheduler: SchedulerKind) -> Option<String> {
+    let distance = vicinity?;
+    (scheduler != SchedulerKind::Locality).then(|| {
+        format!(
+            "numatask: the vicinity {distance} ({VICINITY_ENV} or RuntimeBuilder::vicinity) is \
+             not used: only the locality-aware scheduler ({SCHEDULER_ENV}=locality) bounds its \
+             steals, and this runtime's is {}",
+            scheduler.name()
+        )
+    })
 }
 
 /// The line [`warn_of_unread_env`] prints for the variables `set`, if any is.
@@ -1359,6 +1377,20 @@ mod tests {
                 .is_some_and(|w| w.starts_with(
                     "numatask: OMP_NUM_THREADS, OMP_PROC_BIND and NUMATASK_SCHEDULER are set"
                 ))
+        );
+    }
+
+    #[test]
+    fn a_vicinity_without_the_locality_scheduler_is_named() {
+        assert_eq!(vicinity_warning(None, SchedulerKind::WorkStealing), None);
+        assert_eq!(vicinity_warning(Some(16), SchedulerKind::Locality), None);
+        assert_eq!(
+            vicinity_warning(Some(16), SchedulerKind::WorkStealing).as_deref(),
+            Some(
+                "numatask: the vicinity 16 (NUMATASK_VICINITY or RuntimeBuilder::vicinity) is \
+                 not used: only the locality-aware scheduler (NUMATASK_SCHEDULER=locality) \
+                 bounds its steals, and this runtime's is ws"
+            )
         );
     }
 

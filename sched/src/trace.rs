@@ -169,6 +169,8 @@ pub struct Tracer {
     epoch: Instant,
     path: Option<PathBuf>,
     node_of_worker: Vec<usize>,
+    /// Number of NUMA nodes: the summary has a row for each, workers or not.
+    num_nodes: usize,
     buffers: Vec<CachePadded<Mutex<Vec<TaskRecord>>>>,
 }
 
@@ -182,17 +184,23 @@ impl fmt::Debug for Tracer {
 }
 
 impl Tracer {
-    /// A tracer for workers whose nodes are `node_of_worker`, writing to `path` on
+    /// A tracer for workers whose nodes are `node_of_worker`, on a machine of `num_nodes`
+    /// NUMA nodes (at least one more than the highest of those), writing to `path` on
     /// [`Tracer::finish`] (or nowhere: records can still be read with [`Tracer::records`]).
-    pub fn new(node_of_worker: Vec<usize>, path: Option<PathBuf>) -> Self {
+    pub fn new(node_of_worker: Vec<usize>, num_nodes: usize, path: Option<PathBuf>) -> Self {
         let buffers = node_of_worker
             .iter()
             .map(|_| CachePadded::new(Mutex::new(Vec::new())))
             .collect();
+        let num_nodes = node_of_worker
+            .iter()
+            .map(|&n| n + 1)
+            .fold(num_nodes, usize::max);
         Self {
             epoch: Instant::now(),
             path,
             node_of_worker,
+            num_nodes,
             buffers,
         }
     }
@@ -200,9 +208,16 @@ impl Tracer {
     /// The trace file named by `NUMATASK_TRACE`, if the variable is set and not blank (empty
     /// or only white space counts as unset, as for every other variable).
     pub fn path_from_env() -> Option<PathBuf> {
-        std::env::var_os(TRACE_ENV)
-            .filter(|v| !numatask_alloc::env::trim_blanks(&v.to_string_lossy()).is_empty())
-            .map(PathBuf::from)
+        let value = std::env::var_os(TRACE_ENV)?;
+        // Blanks around the name are dropped, as around every variable's value (a name
+        // that is not UTF-8 is taken as it is).
+        match value.to_str() {
+            Some(text) => {
+                let name = numatask_alloc::env::trim_blanks(text);
+                (!name.is_empty()).then(|| PathBuf::from(name))
+            }
+            None => Some(PathBuf::from(value)),
+        }
     }
 
     /// The file the trace is written to.
@@ -257,16 +272,11 @@ impl Tracer {
             .collect()
     }
 
-    /// Tasks and bytes local/remote per node, steals by distance.
+    /// Tasks and bytes local/remote per node (every node, those without workers too), steals
+    /// by distance.
     pub fn summary(&self) -> TraceSummary {
-        let nodes = self
-            .node_of_worker
-            .iter()
-            .copied()
-            .max()
-            .map_or(0, |m| m + 1);
         let mut s = TraceSummary {
-            per_node: vec![NodeSummary::default(); nodes],
+            per_node: vec![NodeSummary::default(); self.num_nodes],
             ..TraceSummary::default()
         };
         for r in self.records() {
@@ -482,7 +492,7 @@ mod tests {
 
     #[test]
     fn summary_adds_local_and_remote_bytes_per_executing_node_and_steals_by_distance() {
-        let t = Tracer::new(vec![0, 0, 1, 1], None);
+        let t = Tracer::new(vec![0, 0, 1, 1], 2, None);
         t.record(record(0, 0, Some(vec![300, 100]), None));
         t.record(record(2, 1, Some(vec![50, 150]), Some(16)));
         t.record(record(3, 1, None, Some(16)));
@@ -523,7 +533,7 @@ mod tests {
     fn summary_counts_a_task_run_away_from_its_bytes_as_remote() {
         // Run on node 0, nine tenths of its bytes on node 1: local and remote are measured
         // against the node that ran it, not the node holding most of its bytes.
-        let t = Tracer::new(vec![0, 1], None);
+        let t = Tracer::new(vec![0, 1], 2, None);
         t.record(record(0, 0, Some(vec![10, 90]), None));
         let s = t.summary();
         assert_eq!(
@@ -541,8 +551,19 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_has_a_row_for_every_node_those_without_workers_too() {
+        // Workers on nodes 0 and 2 of 4 (OMP_PROC_BIND=spread with 2 workers).
+        let t = Tracer::new(vec![0, 2], 4, None);
+        t.record(record(1, 2, Some(vec![0, 0, 100, 0]), None));
+        let s = t.summary();
+        assert_eq!(s.per_node.len(), 4);
+        assert_eq!(s.per_node[2].local_bytes, 100);
+        assert_eq!(s.per_node[3], NodeSummary::default());
+    }
+
+    #[test]
     fn chrome_json_has_thread_names_and_one_slice_per_task_named_by_remote_fraction() {
-        let t = Tracer::new(vec![0, 1], None);
+        let t = Tracer::new(vec![0, 1], 2, None);
         t.record(record(0, 0, Some(vec![100, 0]), None));
         t.record(record(1, 1, Some(vec![100, 0]), Some(20)));
         t.record(record(1, 1, None, None));
@@ -601,7 +622,7 @@ mod tests {
 
     #[test]
     fn a_started_task_is_recorded_at_once_and_its_end_set_later() {
-        let t = Tracer::new(vec![0, 1], None);
+        let t = Tracer::new(vec![0, 1], 2, None);
         let mut r = record(1, 1, None, None);
         r.end_ns = r.start_ns;
         let at = t.start(r);
@@ -614,7 +635,7 @@ mod tests {
     #[test]
     fn finish_writes_the_file() {
         let path = std::env::temp_dir().join(format!("numatask-trace-{}.json", std::process::id()));
-        let t = Tracer::new(vec![0], Some(path.clone()));
+        let t = Tracer::new(vec![0], 1, Some(path.clone()));
         t.record(record(0, 0, Some(vec![1]), None));
         let s = t.finish().unwrap();
         assert_eq!(s.tasks, 1);

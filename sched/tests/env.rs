@@ -63,11 +63,15 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     unset("OMP_PLACES");
     unset("OMP_MAX_TASK_PRIORITY");
 
-    // A trace file the variable names that cannot be created: the error names the variable.
+    // A trace file the variable names that cannot be created: the error names the variable,
+    // and the file without the blanks around the value.
     let bad = std::env::temp_dir()
         .join("numatask-no-such-dir")
         .join("t.json");
-    set("NUMATASK_TRACE", bad.to_str().expect("a UTF-8 temp dir"));
+    set(
+        "NUMATASK_TRACE",
+        &format!(" {}\t", bad.to_str().expect("a UTF-8 temp dir")),
+    );
     let err = Runtime::new().expect_err("the directory does not exist");
     assert!(
         matches!(err, SchedError::TraceFile { from_env: true, .. }),

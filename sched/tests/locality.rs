@@ -902,7 +902,7 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     for line in [
         "  NUMATASK_SCHEDULER = 'locality'",
         "  NUMATASK_VICINITY = '16'",
-        "  numatask locality footprint threshold = '873813B (LLC / 6 cores per node)'",
+        "  numatask locality footprint threshold = '873813B (LLC / 6 cores sharing it)'",
         "  numatask locality steal thresholds = 'distance 16: more than 9 tasks'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
@@ -935,37 +935,54 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
 }
 
 #[test]
-fn a_task_for_a_node_without_workers_goes_to_the_nearest_staffed_node_the_spawners_on_ties() {
+fn tasks_for_a_node_without_workers_take_turns_among_the_equally_near_staffed_nodes() {
     preset_process();
     // Twelve workers: nodes 0 and 1 only. Node 4 is at distance 16 from both.
     let topo = preset();
-    assert_eq!(topo.distance(4, 0), topo.distance(4, 1));
+    assert_eq!(topo.distance(0, 4), topo.distance(1, 4));
     within(60, || {
-        let rt = locality_runtime(12, None);
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .num_threads(12)
+            .proc_bind(false)
+            .trace_summary(true)
+            .build()
+            .expect("runtime starts");
         let (on1, on4) = (chunk_on(1), chunk_on(4));
-        let ran = Mutex::new(Vec::new());
         rt.scope(|s| {
-            // Dealt to node 1, whose worker spawns the two tasks below.
+            // Dealt to node 1, whose worker spawns the tasks below: a node without workers
+            // does not send all of its tasks to the spawner's node (or the lowest), but to
+            // each of the staffed nodes at the least cost in turn.
             s.spawn_with_footprint(footprint(&on1), |s| {
-                let (here, ran, on4) = (s.node(), &ran, &on4);
-                // Least cost among staffed nodes (0 and 1 tie): the spawner's node.
-                s.spawn_with_footprint(footprint(on4), move |s| {
-                    ran.lock().unwrap().push(("least cost", here, s.node()))
-                });
-                // Marked intensive, on a node without workers: the nearest staffed one, and
-                // of the two at equal distance the spawner's.
-                let marked = [Access::of_slice(on4, AccessKind::In).intensive()];
-                s.spawn_with_footprint(marked, move |s| {
-                    ran.lock().unwrap().push(("intensive", here, s.node()))
-                });
+                for _ in 0..8 {
+                    s.spawn_labeled("least cost", footprint(&on4), |_| {});
+                }
+                for _ in 0..8 {
+                    let marked = [Access::of_slice(&on4, AccessKind::In).intensive()];
+                    s.spawn_labeled("intensive", marked, |_| {});
+                }
                 s.taskwait();
             });
         });
-        let ran = ran.into_inner().unwrap();
-        assert_eq!(ran.len(), 2);
-        for (kind, spawner, node) in ran {
-            assert_eq!(spawner, 1, "the outer task was dealt to node 1");
-            assert_eq!(node, 1, "{kind}: ties go to the spawner's node");
+        let records = rt.tracer().expect("tracing").records();
+        for (label, intensive) in [("least cost", false), ("intensive", true)] {
+            let mut dealt = [0usize; 8];
+            for r in records.iter().filter(|r| r.label == label) {
+                let QueueChoice::Node { node, reason } = r.queue else {
+                    panic!("{label}: dealt to a node's queue, not {:?}", r.queue);
+                };
+                assert_eq!(
+                    reason,
+                    DealReason::Unstaffed {
+                        chosen: 4,
+                        intensive
+                    },
+                    "{label}"
+                );
+                dealt[node] += 1;
+            }
+            assert_eq!(dealt, [4, 4, 0, 0, 0, 0, 0, 0], "{label}");
         }
     });
 }

@@ -21,13 +21,16 @@ use crate::sync::{Arc, Mutex};
 /// tracker is dropped, or inside `submit` under the tracker's lock, halfway through updating
 /// its map. A panic of the payload's destructor is therefore caught and discarded wherever the
 /// node goes, so that the tracker stays consistent: give the payload a destructor that does
-/// not panic if the panic matters.
+/// not panic if the panic matters. Nor may that destructor call into the same tracker
+/// (`submit`, `prune`, `tracked_ranges`, its `Debug`): under the tracker's lock, the call
+/// waits for itself forever.
 ///
 /// A handle dropped without being completed leaves its successors parked; their nodes are
 /// freed with the tracker, except where a `mutexinoutset` set is involved: a set held by the
 /// abandoned task keeps the members waiting for it, and they keep the set (a reference cycle,
-/// leaked). Complete or cancel every handle (the runtime does) to free everything. (The runtime's payload,
-/// [`Task`](crate::Task), has no destructor, and the runtime completes every handle.)
+/// leaked). Complete or cancel every handle (the runtime does) to free everything. (The
+/// runtime's payload, [`Task`](crate::Task), has no destructor, and the runtime completes
+/// every handle.)
 pub struct DepTracker<T> {
     inner: Mutex<Inner<T>>,
 }

@@ -23,7 +23,9 @@
 //!
 //! A node without workers (a runtime with fewer workers than cores) would keep its queue
 //! forever, so a task dealt there goes to the node with workers of least distance-weighted cost
-//! (for an intensive dependence: the nearest node with workers).
+//! (for an intensive dependence: the nearest node with workers); the tasks dealt to one such
+//! node take turns among the staffed nodes that tie, and are traced as
+//! [`DealReason::Unstaffed`].
 //!
 //! Wake-ups: a task dealt to *another* node's queue is not run by the spawner, so the push
 //! wakes a sleeper of that node through [`Sleep::new_work_for`] with its fence, which is
@@ -86,6 +88,7 @@ use crate::scheduler::{
 };
 use crate::sleep::Sleep;
 use crate::sync::CachePadded;
+use crate::sync::atomic::{AtomicUsize, Ordering};
 use crate::trace::QueueChoice;
 
 /// The locality-aware policy (see the module docs).
@@ -116,6 +119,9 @@ pub struct Locality {
     worker_nodes: Box<[usize]>,
     injector: NodeQueue<Task>,
     vicinity: Option<u32>,
+    /// For each node, the turn among the equally good nodes with workers that a task dealt to
+    /// it, when it has no workers, goes to ([`Locality::best_staffed`]).
+    redirects: Box<[AtomicUsize]>,
 }
 
 /// Where a worker took its last task from.
@@ -220,9 +226,9 @@ impl Locality {
                     "0B (the topology reports no cache: every uneven footprint is dealt)".to_owned()
                 } else {
                     format!(
-                        "{} (LLC / {} cores per node)",
+                        "{} (LLC / {} cores sharing it)",
                         format_size(usize::try_from(m.footprint_threshold()).unwrap_or(usize::MAX)),
-                        m.cores_per_node()
+                        m.cores_per_llc()
                     )
                 },
             ),
@@ -298,14 +304,21 @@ impl Locality {
             if deal.reason.is_local() {
                 return self.push_local(local, ctx, task);
             }
-            let node = if self.has_workers(deal.node) {
-                deal.node
-            } else if deal.reason == DealReason::IntensiveDependence {
-                self.nearest_staffed(deal.node, here)
+            if self.has_workers(deal.node) {
+                (deal.node, deal.reason)
             } else {
-                self.least_cost_staffed(d, here)
-            };
-            (node, deal.reason)
+                let intensive = deal.reason == DealReason::IntensiveDependence;
+                let node = if intensive {
+                    self.nearest_staffed(deal.node)
+                } else {
+                    self.least_cost_staffed(d, deal.node)
+                };
+                let reason = DealReason::Unstaffed {
+                    chosen: u16::try_from(deal.node).unwrap_or(u16::MAX),
+                    intensive,
+                };
+                (node, reason)
+            }
         };
         let queue = &self.node_queues[node];
         queue.push(Dealt { task, reason });
@@ -340,33 +353,41 @@ impl Locality {
         self.node_workers.get(node).is_some_and(|r| !r.is_empty())
     }
 
-    /// The node with workers of least distance-weighted cost for `d`; on ties the spawner's
-    /// node `here`, then the lowest index (Algorithm 1's own tie rule).
-    fn least_cost_staffed(&self, d: &NodeBytes, here: usize) -> usize {
+    /// The node with workers of least distance-weighted cost for `d`, which Algorithm 1 dealt
+    /// to `chosen`, a node without workers (see [`best_staffed`](Self::best_staffed) for ties).
+    fn least_cost_staffed(&self, d: &NodeBytes, chosen: usize) -> usize {
         let n = self.num_nodes;
-        (0..n)
-            .filter(|&i| self.has_workers(i))
-            .min_by_key(|&i| {
-                let cost = d
-                    .per_node()
-                    .iter()
-                    .take(n)
-                    .enumerate()
-                    .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
-                    .sum::<u128>();
-                (cost, i != here, i)
-            })
-            .unwrap_or(here)
+        self.best_staffed(chosen, |i| {
+            d.per_node()
+                .iter()
+                .take(n)
+                .enumerate()
+                .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
+                .sum::<u128>()
+        })
     }
 
-    /// The node with workers nearest to `node` (which has none); on ties the spawner's node
-    /// `here`, then the lowest index.
-    fn nearest_staffed(&self, node: usize, here: usize) -> usize {
+    /// The node with workers nearest to `node`, which has none (see
+    /// [`best_staffed`](Self::best_staffed) for ties).
+    fn nearest_staffed(&self, node: usize) -> usize {
         let n = self.num_nodes;
-        (0..n)
-            .filter(|&j| self.has_workers(j))
-            .min_by_key(|&j| (self.distances[node * n + j], j != here, j))
-            .unwrap_or(here)
+        self.best_staffed(node, |j| u128::from(self.distances[j * n + node]))
+    }
+
+    /// The node with workers of least `cost`; of those that tie, each in turn (the turns of
+    /// the tasks dealt to `chosen`): the tasks that Algorithm 1 deals to a node without
+    /// workers spread over the nodes that are as good for them, rather than piling on one
+    /// (with 4 workers spread over 8 nodes, each unstaffed node has several staffed
+    /// neighbours at the same distance). Node 0 when no node has workers (never: a runtime
+    /// has a worker).
+    fn best_staffed(&self, chosen: usize, cost: impl Fn(usize) -> u128) -> usize {
+        let staffed = || (0..self.num_nodes).filter(|&i| self.has_workers(i));
+        let Some(best) = staffed().map(&cost).min() else {
+            return 0;
+        };
+        let tied = staffed().filter(|&i| cost(i) == best);
+        let turn = self.redirects[chosen].fetch_add(1, Ordering::Relaxed) % tied.clone().count();
+        tied.clone().nth(turn).unwrap_or(0)
     }
 
     /// Wakes a sleeping worker of `node` if there is one (reliably: see the module docs).
@@ -574,6 +595,7 @@ impl Scheduler for Locality {
             worker_nodes: places.iter().map(node_of).collect(),
             injector: NodeQueue::new(),
             vicinity: config.vicinity,
+            redirects: (0..n).map(|_| AtomicUsize::new(0)).collect(),
         };
         (shared, locals)
     }
