@@ -19,24 +19,31 @@
 //!
 //! | rayon / OpenMP | numatask |
 //! |---|---|
-//! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables |
+//! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables ([`sched::config`] lists them) |
 //! | `ThreadPoolBuilder::build_global` | [`RuntimeBuilder::build_global`] (else [`Runtime::global`] is made from the environment on first use) |
 //! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime ([`Runtime::global`]) |
 //! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
 //! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |
-//! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], `s.task()...priority(p)`; [`RuntimeBuilder::max_task_priority`] |
+//! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], [`TaskBuilder::priority`]; [`RuntimeBuilder::max_task_priority`] |
 //! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
-//! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] |
+//! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] ([`sched::taskloop`]) |
 //! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (the inputs of one element type) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
-//! | `depend(in: a) depend(inout: b)` | `s.task().reads(a).updates(b).spawn(...)` on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]) |
+//! | `depend(in: a) depend(inout: b)` | [`s.task()`](Scope::task)[`.reads(a)`](TaskBuilder::reads)[`.updates(b)`](TaskBuilder::updates)[`.spawn(...)`](TaskBuilder::spawn) on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]: the builder's other calls, why it is sound) |
+//! | `depend` on raw addresses, from C-like code | `unsafe` [`Scope::spawn_depend`] with [`prelude::Access`] ([`sched::depend`]: the dependence tracker) |
 //! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |
 //! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
 //! | the locality-aware scheduler | [`SchedulerKind::Locality`], `NUMATASK_SCHEDULER=locality` |
+//! | a timeline of the tasks | `NUMATASK_TRACE=file.json` ([`sched::trace`]), [`Runtime::finish_trace`] |
+//!
+//! The pages of [`sched`] and [`alloc`] (module docs, every type) are built with the facade by
+//! `cargo doc --workspace --no-deps --open`; `cargo doc --no-deps` documents this crate alone,
+//! and links into them lead nowhere.
 // `kernels/` (the OpenCL-model executor) is a workspace member not re-exported until it has
 // content.
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
+pub use numatask_sched::data::TaskBuilder;
 pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
 pub use numatask_sched::{
     DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
@@ -63,7 +70,7 @@ pub use numatask_sched::{
 /// ```
 pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
-    pub use numatask_sched::data::Blocks;
+    pub use numatask_sched::data::{Blocks, Region, TaskBuilder};
     pub use numatask_sched::depend::{Access, AccessKind};
     pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
     pub use numatask_sched::taskloop::Grain;

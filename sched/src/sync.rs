@@ -84,13 +84,18 @@ mod imp {
 
 #[cfg(not(loom))]
 mod imp {
+    // `no_inline`: std's pages, linked to, rather than copies of their text here, whose
+    // relative links into std lead nowhere in this crate's docs.
+    #[doc(no_inline)]
     pub use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    #[doc(no_inline)]
     pub use std::thread;
 
     pub use crossbeam_utils::Backoff;
 
     /// Atomic types and fences (`std`'s).
     pub mod atomic {
+        #[doc(no_inline)]
         pub use std::sync::atomic::{
             AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
         };
