@@ -6,6 +6,8 @@
 //! OMP_DATA_DISTRIBUTION=coarse cargo run --release --example placement
 //! NUMATASK_TOPOLOGY=preset:opteron6172 cargo run --release --example placement
 //! ```
+//! It takes no arguments: the environment chooses (`OMP_DATA_DISTRIBUTION` for `omp_malloc`,
+//! `NUMATASK_TOPOLOGY` for one topology in place of this machine and the preset).
 
 use std::process::ExitCode;
 
@@ -17,6 +19,10 @@ use numatask::alloc::{
 
 /// Set in the child process that shows the preset.
 const CHILD_FLAG: &str = "--preset-child";
+const USAGE: &str = "usage: placement (no arguments; the environment chooses)
+  OMP_DATA_DISTRIBUTION=standard|fine|coarse: the policy of omp_malloc (default standard)
+  NUMATASK_TOPOLOGY=system|preset:opteron6172|synthetic:...|xml:FILE: that topology alone
+    (unset: this machine, then the paper's 8-node preset)";
 const ALLOCATIONS: usize = 4;
 const PAGES: usize = 256;
 
@@ -26,20 +32,48 @@ fn main() -> ExitCode {
     // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
     // program starts any thread.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    match run() {
+    // Arguments that are not UTF-8 are refused as unknown, not a panic of `std::env::args`.
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let is_child = match parse_args(args) {
+        Ok(is_child) => is_child,
+        Err(e) => {
+            eprintln!("placement: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(is_child) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("placement: {e}");
             ExitCode::from(2)
         }
     }
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// Whether this is the child process that shows the preset: the one argument accepted.
+fn parse_args(args: Vec<String>) -> Result<bool, String> {
+    let mut is_child = false;
+    for arg in args {
+        match arg.as_str() {
+            CHILD_FLAG => is_child = true,
+            other if other.starts_with('-') => return Err(format!("unknown option '{other}'")),
+            other => return Err(format!("unexpected argument '{other}'")),
+        }
+    }
+    Ok(is_child)
+}
+
+fn run(is_child: bool) -> Result<(), Box<dyn std::error::Error>> {
     // Fail early and clearly on a bad OMP_DATA_DISTRIBUTION, before printing anything.
     let global = Distribution::from_env()?;
     show(global)?;
-    let is_child = std::env::args().any(|a| a == CHILD_FLAG);
     // An empty or blank NUMATASK_TOPOLOGY counts as unset, as every variable does.
     let topology_set =
         std::env::var_os(TOPOLOGY_ENV).is_some_and(|v| !v.to_string_lossy().trim().is_empty());
@@ -136,4 +170,26 @@ fn kernel_agreement(
     } else {
         "NO"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CHILD_FLAG, parse_args};
+
+    fn parse(line: &str) -> Result<bool, String> {
+        parse_args(line.split_whitespace().map(String::from).collect())
+    }
+
+    #[test]
+    fn only_the_child_flag_is_accepted() {
+        assert_eq!(parse(""), Ok(false));
+        assert_eq!(parse(CHILD_FLAG), Ok(true));
+        for (line, says) in [
+            ("--bogus-flag", "unknown option '--bogus-flag'"),
+            ("coarse", "unexpected argument 'coarse'"),
+            ("--preset-child extra", "unexpected argument 'extra'"),
+        ] {
+            assert_eq!(parse(line).err().as_deref(), Some(says), "{line}");
+        }
+    }
 }
