@@ -4,7 +4,8 @@
 #     machine (a synthetic preset): `cargo run --release --example placement`;
 #  2. the paper's six benchmarks (Table 4) with both schedulers and the three distributions at
 #     small sizes: measured on this machine, and as the NUMA cost MODEL on the 8-node preset
-#     (scripts/paper-demo.sh), about a minute on 2 cores.
+#     (scripts/paper-demo.sh), about a minute on 2 cores, after about another minute of
+#     compiling the first time.
 # Installs the build packages it needs when run as root (otherwise it stops with the apt-get
 # command to run).
 set -euo pipefail
