@@ -438,6 +438,15 @@ impl RuntimeBuilder {
                 expected: "from 1 to 4096 workers",
             });
         }
+        if self.num_threads.is_none()
+            && default_threads.min(self.thread_limit.unwrap_or(usize::MAX)) > num_threads
+        {
+            eprintln!(
+                "numatask: one worker per place would be {default_threads} workers; a runtime \
+                 starts at most {num_threads}, on the first {num_threads} places \
+                 ({NUM_THREADS_ENV} sets the number)"
+            );
+        }
         if self.max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
             return Err(SchedError::InvalidSetting {
                 setting: "max_task_priority",
