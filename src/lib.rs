@@ -27,7 +27,7 @@
 //! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], [`TaskBuilder::priority`]; [`RuntimeBuilder::max_task_priority`] |
 //! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
 //! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] ([`sched::taskloop`]) |
-//! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (the inputs of one element type) |
+//! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (inputs as an array, `[&b, &c]`, or a tuple of any types, `(&b, &mask)`) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
 //! | `depend(in: a) depend(inout: b)` | [`s.task()`](Scope::task)[`.reads(a)`](TaskBuilder::reads)[`.updates(b)`](TaskBuilder::updates)[`.spawn(...)`](TaskBuilder::spawn) on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]: the builder's other calls, why it is sound) |
 //! | `depend` on raw addresses, from C-like code | `unsafe` [`Scope::spawn_depend`] with [`prelude::Access`] ([`sched::depend`]: the dependence tracker) |

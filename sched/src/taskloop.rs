@@ -371,13 +371,14 @@ impl<'scope> Scope<'scope> {
 
     /// [`taskloop_mut`](Self::taskloop_mut) over `data` that also reads `inputs`, slices of
     /// `data`'s length, chunk by chunk (rayon's `par_chunks_mut` zipped with `par_chunks`):
-    /// `body(s, offset, chunk, [input_0, ...])` gets `chunk = &mut data[offset..]` and the
-    /// same elements of every input. Under the locality-aware scheduler a part's footprint is
-    /// its part of `data` (written) and of every input (read), so a loop is dealt by where
-    /// all of its operands live, not by its output's pages alone.
-    ///
-    /// The inputs share one element type (an array of slices); with none, use
-    /// [`taskloop_mut`](Self::taskloop_mut) (an empty array would need its type written out).
+    /// `body(s, offset, chunk, inputs)` gets `chunk = &mut data[offset..]` and the same
+    /// elements of every input, in the shape the inputs were given: an array of inputs of one
+    /// type (`[&b, &c]`, the body gets `[b, c]`) or a tuple of up to 4 inputs of any types
+    /// (`(&values, &mask)`, the body gets `(values, mask)`); an input is a slice, an array, a
+    /// `Vec`, a `Box<[T]>` or a [`NumaVec`](numatask_alloc::NumaVec) ([`LoopInput`]). Under
+    /// the locality-aware scheduler a part's footprint is its part of `data` (written) and of
+    /// every input (read), so a loop is dealt by where all of its operands live, not by its
+    /// output's pages alone. With no input, use [`taskloop_mut`](Self::taskloop_mut).
     ///
     /// The triad of STREAM, `a = b + 3 c`:
     ///
@@ -396,6 +397,18 @@ impl<'scope> Scope<'scope> {
     ///     });
     /// });
     /// assert_eq!(a[9_999], 1.0 + 3.0 * 9_999.0);
+    ///
+    /// // Inputs of different types, as a tuple: keep the entries the mask selects.
+    /// let mask: Vec<bool> = (0..10_000).map(|i| i % 2 == 0).collect();
+    /// let mut kept = vec![0.0; 10_000];
+    /// rt.scope(|s| {
+    ///     s.taskloop_zip(&mut kept, (&c, &mask), Grain::Auto, |_, _, kept, (c, mask)| {
+    ///         for ((k, &c), &m) in kept.iter_mut().zip(c).zip(mask) {
+    ///             *k = if m { c } else { 0.0 };
+    ///         }
+    ///     });
+    /// });
+    /// assert_eq!((kept[4], kept[5]), (4.0, 0.0));
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     ///
@@ -405,26 +418,21 @@ impl<'scope> Scope<'scope> {
     /// `Size(0)` or `Tasks(0)`; and with the panic of a chunk, or of a task it spawned, once
     /// every chunk has run.
     #[track_caller]
-    pub fn taskloop_zip<T, U, F, const N: usize>(
-        &self,
-        data: &mut [T],
-        inputs: [&[U]; N],
-        grain: Grain,
-        body: F,
-    ) where
+    pub fn taskloop_zip<T, I, F>(&self, data: &mut [T], inputs: I, grain: Grain, body: F)
+    where
         T: Send,
-        U: Sync,
-        F: Fn(&Scope<'scope>, usize, &mut [T], [&[U]; N]) + Sync,
+        I: ZipInputs,
+        F: Fn(&Scope<'scope>, usize, &mut [T], I::Parts) + Sync,
     {
-        if let Some((k, input)) = inputs
-            .iter()
+        if let Some((k, len)) = inputs
+            .lengths()
+            .into_iter()
             .enumerate()
-            .find(|(_, i)| i.len() != data.len())
+            .find(|&(_, len)| len != data.len())
         {
             panic!(
-                "taskloop_zip: input {k} holds {} elements and the output {}: every input must \
-                 be as long as the output",
-                input.len(),
+                "taskloop_zip: input {k} holds {len} elements and the output {}: every input \
+                 must be as long as the output",
                 data.len()
             );
         }
@@ -470,18 +478,127 @@ fn footprint_of<T>(s: &Scope<'_>, part: &[T], kind: AccessKind) -> Option<Box<Ta
 /// The inputs of a loop over a mutable slice that reads nothing else ([`Scope::taskloop_mut`]).
 const NO_INPUTS: [&[()]; 0] = [];
 
+/// A slice that [`Scope::taskloop_zip`] reads alongside the one it writes: a slice, an array,
+/// a `Vec`, a `Box<[T]>` or a [`NumaVec`](numatask_alloc::NumaVec).
+pub trait LoopInput: Sync {
+    /// The element type.
+    type Elem: Sync;
+
+    /// The elements.
+    fn as_loop_slice(&self) -> &[Self::Elem];
+}
+
+impl<T: Sync> LoopInput for [T] {
+    type Elem = T;
+
+    fn as_loop_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Sync, const M: usize> LoopInput for [T; M] {
+    type Elem = T;
+
+    fn as_loop_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Sync> LoopInput for Vec<T> {
+    type Elem = T;
+
+    fn as_loop_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Sync> LoopInput for Box<[T]> {
+    type Elem = T;
+
+    fn as_loop_slice(&self) -> &[T] {
+        self
+    }
+}
+
+impl<T: Sync> LoopInput for numatask_alloc::NumaVec<T> {
+    type Elem = T;
+
+    fn as_loop_slice(&self) -> &[T] {
+        self
+    }
+}
+
+/// The inputs of [`Scope::taskloop_zip`]: an array of [`LoopInput`]s of one type, or a tuple
+/// of 1 to 4 of any types. A chunk's body gets the same shape of slices, `Parts`.
+pub trait ZipInputs: Sync {
+    /// What a chunk's body gets: the chunk's elements of every input, as an array or tuple
+    /// of slices.
+    type Parts;
+
+    /// The length of every input, in order.
+    fn lengths(&self) -> Vec<usize>;
+
+    /// The elements `range` of every input.
+    fn parts(&self, range: Range<usize>) -> Self::Parts;
+
+    /// The elements `range` of every input, as accesses of `kind`.
+    fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access>;
+}
+
+impl<'a, V: LoopInput + ?Sized, const N: usize> ZipInputs for [&'a V; N] {
+    type Parts = [&'a [V::Elem]; N];
+
+    fn lengths(&self) -> Vec<usize> {
+        self.iter().map(|v| v.as_loop_slice().len()).collect()
+    }
+
+    fn parts(&self, range: Range<usize>) -> Self::Parts {
+        std::array::from_fn(|k| &self[k].as_loop_slice()[range.clone()])
+    }
+
+    fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access> {
+        self.iter()
+            .map(|v| Access::of_slice(&v.as_loop_slice()[range.clone()], kind))
+            .collect()
+    }
+}
+
+/// [`ZipInputs`] for a tuple of inputs, each of its own type.
+macro_rules! zip_inputs_tuple {
+    ($($input:ident $index:tt),+) => {
+        impl<'a, $($input: LoopInput + ?Sized),+> ZipInputs for ($(&'a $input,)+) {
+            type Parts = ($(&'a [$input::Elem],)+);
+
+            fn lengths(&self) -> Vec<usize> {
+                vec![$(self.$index.as_loop_slice().len()),+]
+            }
+
+            fn parts(&self, range: Range<usize>) -> Self::Parts {
+                ($(&self.$index.as_loop_slice()[range.clone()],)+)
+            }
+
+            fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access> {
+                vec![$(Access::of_slice(&self.$index.as_loop_slice()[range.clone()], kind)),+]
+            }
+        }
+    };
+}
+
+zip_inputs_tuple!(A 0);
+zip_inputs_tuple!(A 0, B 1);
+zip_inputs_tuple!(A 0, B 1, C 2);
+zip_inputs_tuple!(A 0, B 1, C 2, D 3);
+
 /// The footprint of a task of a loop over a mutable slice, if the runtime uses footprints:
 /// `part` (written) and the elements `range` of every input (read).
-fn zip_footprint<T, U, const N: usize>(
+fn zip_footprint<T, I: ZipInputs>(
     s: &Scope<'_>,
     part: &[T],
-    inputs: &[&[U]; N],
+    inputs: &I,
     range: Range<usize>,
 ) -> Option<Box<TaskMeta>> {
     s.uses_footprints().then(|| {
-        let reads = inputs
-            .iter()
-            .map(|input| Access::of_slice(&input[range.clone()], AccessKind::In));
+        let reads = inputs.accesses(range, AccessKind::In);
         Box::new(TaskMeta {
             footprint: std::iter::once(Access::of_slice(part, AccessKind::InOut))
                 .chain(reads)
@@ -708,17 +825,17 @@ where
 /// same elements of `inputs` (whole slices, indexed from the loop's start): split in two
 /// halves, the first a task with its half of `elements` and of the inputs as its footprint,
 /// or its chunks in place.
-fn split_slice<'scope, T, U, F, const N: usize>(
+fn split_slice<'scope, T, I, F>(
     s: &Scope<'scope>,
     chunking: Chunking,
     part: Part,
     elements: &mut [T],
-    inputs: &[&[U]; N],
+    inputs: &I,
     body: &F,
 ) where
     T: Send,
-    U: Sync,
-    F: Fn(&Scope<'scope>, usize, &mut [T], [&[U]; N]) + Sync,
+    I: ZipInputs,
+    F: Fn(&Scope<'scope>, usize, &mut [T], I::Parts) + Sync,
 {
     match part.halves(s) {
         Ok((first, second)) => {
@@ -739,12 +856,7 @@ fn split_slice<'scope, T, U, F, const N: usize>(
                 let range = chunking.bound(c)..chunking.bound(c + 1);
                 let (chunk, after) = std::mem::take(&mut rest).split_at_mut(range.len());
                 rest = after;
-                body(
-                    s,
-                    range.start,
-                    chunk,
-                    std::array::from_fn(|k| &inputs[k][range.clone()]),
-                );
+                body(s, range.start, chunk, inputs.parts(range.clone()));
             });
         }
     }

@@ -1176,6 +1176,24 @@ fn a_zipped_loop_runs_where_most_of_its_operands_live() {
         });
         assert_eq!(nodes.into_inner().unwrap(), vec![3; 8]);
         assert!(a.iter().all(|&x| x == 3));
+        // Inputs of two types, as a tuple, the larger on node 2: placed by both as well.
+        let wide = NumaVec::<u32>::filled(16 << 20, 4, Place::OnNode(2)).expect("node 2");
+        let nodes = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            s.taskloop_zip(
+                &mut a,
+                (&b, &wide),
+                Grain::Tasks(8),
+                |s, _, a, (b, wide)| {
+                    nodes.lock().unwrap().push(s.node());
+                    for ((a, b), &w) in a.iter_mut().zip(b).zip(wide) {
+                        *a = b + w as u8;
+                    }
+                },
+            );
+        });
+        assert_eq!(nodes.into_inner().unwrap(), vec![2; 8]);
+        assert!(a.iter().all(|&x| x == 5));
     });
 }
 

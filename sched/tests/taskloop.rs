@@ -146,6 +146,62 @@ fn a_zipped_loop_hands_each_chunk_the_same_elements_of_every_input() {
 }
 
 #[test]
+fn a_zipped_loop_over_a_tuple_hands_each_chunk_the_same_elements_of_inputs_of_other_types() {
+    within(120, || {
+        for workers in 1..=4 {
+            let rt = runtime(workers);
+            for len in [0usize, 1, 3, 100, 4099] {
+                for grain in GRAINS {
+                    let index: Vec<u32> = (0..len as u32).collect();
+                    let scale: Box<[f64]> = (0..len).map(|i| (i % 7) as f64).collect();
+                    let keep: Vec<bool> = (0..len).map(|i| i % 3 != 0).collect();
+                    let bias = numatask_alloc::NumaVec::<u8>::filled(
+                        len.max(1),
+                        5,
+                        numatask_alloc::Distribution::Standard,
+                    )
+                    .expect("memory");
+                    let bias = &bias[..len];
+                    let mut out = vec![0.0f64; len];
+                    rt.scope(|s| {
+                        s.taskloop_zip(
+                            &mut out,
+                            (&index, &scale, &keep[..], bias),
+                            grain,
+                            |_, offset, out, (index, scale, keep, bias)| {
+                                assert_eq!(
+                                    index.first().map(|&i| i as usize),
+                                    (len > 0).then_some(offset)
+                                );
+                                assert!(
+                                    [index.len(), scale.len(), keep.len(), bias.len()]
+                                        .iter()
+                                        .all(|&l| l == out.len())
+                                );
+                                for (k, o) in out.iter_mut().enumerate() {
+                                    if keep[k] {
+                                        *o += f64::from(index[k]) * scale[k] + f64::from(bias[k]);
+                                    }
+                                }
+                            },
+                        );
+                    });
+                    let what = format!("{len} elements, {grain:?}, {workers} workers");
+                    for (i, &o) in out.iter().enumerate() {
+                        let expected = if i % 3 != 0 {
+                            i as f64 * (i % 7) as f64 + 5.0
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(o, expected, "{what}: element {i}");
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[test]
 fn a_zipped_loop_with_an_input_of_another_length_is_refused_before_it_runs() {
     let rt = runtime(2);
     let mut a = vec![0u32; 10];
@@ -159,6 +215,18 @@ fn a_zipped_loop_with_an_input_of_another_length_is_refused_before_it_runs() {
         message,
         "taskloop_zip: input 1 holds 9 elements and the output 10: every input must be as long \
          as the output"
+    );
+    assert!(a.iter().all(|&x| x == 0), "no chunk ran");
+    // The same of a tuple's inputs, counted from 0.
+    let flags = vec![true; 11];
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| s.taskloop_zip(&mut a, (&b, &flags), Grain::Auto, |_, _, a, _| a.fill(7)));
+    }));
+    let payload = caught.expect_err("a longer input panics");
+    let message = payload.downcast_ref::<String>().expect("a message");
+    assert!(
+        message.starts_with("taskloop_zip: input 1 holds 11 elements and the output 10"),
+        "{message}"
     );
     assert!(a.iter().all(|&x| x == 0), "no chunk ran");
     rt.scope(|s| {
