@@ -33,6 +33,7 @@
 
 use std::fmt;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -420,9 +421,9 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
     }
     let (mut objects, mut nodes) = (1u64, 0u64);
     // The arities of the levels without a type: hwloc (2.9) names such levels itself and puts
-    // one NUMA node under each object of the second level (of the first when there are two,
-    // one for the machine when there is one), `2 3 4 5` being `Package:2 Group:3 [NUMANode]
-    // Core:4 PU:5`. (It refuses a description mixing levels with and without a type.)
+    // one NUMA node under each object of one of them (below), `2 3 4 5` being `Package:2
+    // Group:3 [NUMANode] Core:4 PU:5`. (It refuses a description mixing levels with and
+    // without a type.)
     let mut untyped: Vec<u64> = Vec::new();
     for word in plain.split_whitespace() {
         let memory_child = word.starts_with('[');
@@ -460,12 +461,22 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
             }
         }
     }
-    let above_numa = untyped.len().saturating_sub(1).min(2);
-    nodes = nodes.max(
-        untyped[..above_numa]
-            .iter()
-            .fold(1, |product: u64, &a| product.saturating_mul(a)),
-    );
+    // Without a memory child in brackets, hwloc adds its NUMA level under the untyped level
+    // it names Group or Package: none for one level, under the first of two, then under the
+    // second, and from nine levels on under the sixth from the end (`2 2 2 2 2 2 2 2 2 2` is
+    // `Group:2 Group:2 Package:2 Group:2 [NUMANode] L3Cache:2 ... Core:2 PU:2`).
+    if !plain.contains('[') {
+        let above_numa = match untyped.len() {
+            0 | 1 => 0,
+            2 => 1,
+            n => n.saturating_sub(6).max(2),
+        };
+        nodes = nodes.max(
+            untyped[..above_numa]
+                .iter()
+                .fold(1, |product: u64, &a| product.saturating_mul(a)),
+        );
+    }
     if nodes > MAX_SYNTHETIC_NODES || objects > MAX_SYNTHETIC_PUS {
         return Err(format!(
             "{nodes} NUMA node(s) and {objects} processing units: at most \
@@ -505,12 +516,19 @@ fn read_xml(path: &std::path::Path) -> Result<String, String> {
     /// Larger than any real topology export, and within what hwloc takes in one buffer.
     const MAX_XML_BYTES: u64 = 256 << 20;
     let cannot = |why: String| format!("cannot read the XML file {}: {why}", path.display());
-    let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+    // Opened without blocking (a pipe without a writer would wait forever), then checked
+    // through the handle, so that what is read is what was checked.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| cannot(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| cannot(e.to_string()))?;
     if meta.is_dir() {
         return Err(cannot("it is a directory".into()));
     }
     // A device or a pipe has no length to check (`/dev/zero` would be read until memory ran
-    // out, a pipe without a writer waited on forever).
+    // out).
     if !meta.is_file() {
         return Err(cannot("it is not a regular file".into()));
     }
@@ -524,8 +542,8 @@ fn read_xml(path: &std::path::Path) -> Result<String, String> {
     }
     // Read at most one byte past the limit: the file may grow after the check.
     let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_XML_BYTES + 1).read_to_string(&mut text))
+    file.take(MAX_XML_BYTES + 1)
+        .read_to_string(&mut text)
         .map_err(|e| cannot(e.to_string()))?;
     if text.len() as u64 > MAX_XML_BYTES {
         return Err(too_long(text.len() as u64));
@@ -1382,8 +1400,11 @@ mod tests {
             ("node:1024 pu:1", "1024 NUMA node(s)"),
             ("NUMANode:300 pu:1", "300 NUMA node(s)"),
             ("1024 1", "1024 NUMA node(s)"),
-            // hwloc puts NUMA nodes under the second of the levels without a type.
+            // hwloc puts NUMA nodes under the second of the levels without a type, from
+            // nine levels on under the sixth from the end.
             ("17 16 2 2", "272 NUMA node(s)"),
+            ("16 16 16 1 1 1 1 1 1 1", "4096 NUMA node(s)"),
+            ("1 16 1024 1 1 1 1 1 1 1", "16384 NUMA node(s)"),
             ("pack:200 [numa] [numa] core:1 pu:1", "400 NUMA node(s)"),
             (
                 "numa:4(memory=1GB) core:4096 pu:2",
@@ -1406,6 +1427,10 @@ mod tests {
             ("2 300", 2),
             ("2 3 4 5", 6),
             ("16 16 2 2", 256),
+            ("2 2 2 2 2 2 2 2 2 2", 16),
+            // A memory child in brackets: no NUMA level of hwloc's own.
+            ("[numa] 300 2", 1),
+            ("2 [numa] 200 2 1", 2),
         ] {
             let t = TopologyBuilder::synthetic(fits).build().unwrap();
             assert_eq!(t.num_nodes(), nodes, "{fits}");
@@ -1496,6 +1521,17 @@ mod tests {
             err.contains("cannot read the XML file /dev/zero: it is not a regular file"),
             "{err}"
         );
+        // A pipe nobody writes to: refused, not waited on.
+        let fifo = std::env::temp_dir().join(format!("numatask-fifo-{}", std::process::id()));
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = TopologyBuilder::xml_file(&fifo)
+            .build()
+            .unwrap_err()
+            .to_string();
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(err.contains("it is not a regular file"), "{err}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use numatask_alloc::{CoreGroup, NodeBytes, Topology};
 
 /// Why a task was dealt where it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DealReason {
     /// The footprint is at most `sizeof(LLC) / C` (module docs): not worth moving.
     SmallFootprint,
@@ -222,14 +223,15 @@ impl LocalityModel {
 }
 
 /// The number of cores sharing one last-level cache (the most, when caches differ): the
-/// LLC's share per core is its size over these. `C` when the topology describes no cache.
+/// LLC's share per core is its size over these. Every core when the topology describes no
+/// cache (whose size is then 0).
 fn cores_per_llc(topology: &Topology) -> usize {
     topology
         .core_groups(CoreGroup::LastLevelCache)
         .iter()
         .map(Vec::len)
         .max()
-        .unwrap_or_else(|| topology.cores_per_node())
+        .unwrap_or(1)
         .max(1)
 }
 

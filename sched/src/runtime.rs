@@ -439,13 +439,12 @@ impl RuntimeBuilder {
             });
         }
         if self.num_threads.is_none()
-            && default_threads.min(self.thread_limit.unwrap_or(usize::MAX)) > num_threads
+            && let Some(warning) = capped_warning(
+                default_threads.min(self.thread_limit.unwrap_or(usize::MAX)),
+                num_threads,
+            )
         {
-            eprintln!(
-                "numatask: one worker per place would be {default_threads} workers; a runtime \
-                 starts at most {num_threads}, on the first {num_threads} places \
-                 ({NUM_THREADS_ENV} sets the number)"
-            );
+            eprintln!("{warning}");
         }
         if self.max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
             return Err(SchedError::InvalidSetting {
@@ -683,6 +682,19 @@ fn warn_of_unread_env() {
     {
         eprintln!("{warning}");
     }
+}
+
+/// The line that says the default worker count, `wanted` (one per core or hardware thread
+/// of the places, within `OMP_THREAD_LIMIT`), was cut to the `started` a runtime starts, if it
+/// was.
+fn capped_warning(wanted: usize, started: usize) -> Option<String> {
+    (wanted > started).then(|| {
+        format!(
+            "numatask: the places hold {wanted} cores (or hardware threads), one worker each by \
+             default; a runtime starts at most {started}, on the first of them \
+             ({NUM_THREADS_ENV} sets the number)"
+        )
+    })
 }
 
 /// The line that says a vicinity was given to a runtime whose scheduler has none (work
@@ -1386,6 +1398,19 @@ mod tests {
                 .is_some_and(|w| w.starts_with(
                     "numatask: OMP_NUM_THREADS, OMP_PROC_BIND and NUMATASK_SCHEDULER are set"
                 ))
+        );
+    }
+
+    #[test]
+    fn a_default_worker_count_beyond_the_cap_is_named() {
+        assert_eq!(capped_warning(4096, 4096), None);
+        assert_eq!(
+            capped_warning(16384, 4096).as_deref(),
+            Some(
+                "numatask: the places hold 16384 cores (or hardware threads), one worker each \
+                 by default; a runtime starts at most 4096, on the first of them \
+                 (OMP_NUM_THREADS sets the number)"
+            )
         );
     }
 

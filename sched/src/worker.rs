@@ -470,7 +470,7 @@ impl WorkerThread {
         let node = self.place.node;
         let stolen_distance = origin.stolen_from.and_then(|from| {
             (from < topology.num_nodes() && node < topology.num_nodes())
-                .then(|| topology.distance(from, node))
+                .then(|| topology.distance(node, from))
         });
         let start_ns = tracer.now_ns();
         let at = tracer.start(TaskRecord {

@@ -1249,3 +1249,52 @@ fn a_taskloop_over_a_vector_on_node_k_runs_every_chunk_on_node_k() {
         }
     });
 }
+
+#[test]
+fn an_asymmetric_matrix_bounds_steals_by_the_thiefs_distance_to_the_victim() {
+    preset_process();
+    within(60, || {
+        // Node 0 reaches node 1's data at 30 (beyond the vicinity), node 1 node 0's at 12.
+        let asymmetric = numatask_alloc::TopologyBuilder::synthetic("pack:3 numa:1 core:2 pu:1")
+            .distances(vec![10, 30, 20, 12, 10, 20, 20, 20, 10])
+            .build()
+            .expect("an asymmetric matrix is valid");
+        let rt = Runtime::builder()
+            .topology(Arc::new(asymmetric))
+            .scheduler(SchedulerKind::Locality)
+            .num_threads(6)
+            .proc_bind(false)
+            .vicinity(Some(20))
+            .trace_summary(true)
+            .build()
+            .expect("runtime starts");
+        let ran = AtomicUsize::new(0);
+        rt.scope(|s| {
+            for _ in 0..64 {
+                s.spawn(|s| {
+                    for _ in 0..64 {
+                        s.spawn(|_| {
+                            ran.fetch_add(1, Ordering::Relaxed);
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(ran.into_inner(), 64 * 64);
+        let records = rt.tracer().expect("tracing").records();
+        for r in &records {
+            assert!(
+                r.stolen_distance.is_none_or(|d| d <= 20),
+                "stolen across {:?} by a worker of node {}",
+                r.stolen_distance,
+                r.node
+            );
+        }
+        let summary = rt.finish_trace().expect("tracing").expect("no file");
+        assert!(
+            !summary.steals_by_distance.contains_key(&30),
+            "{:?}",
+            summary.steals_by_distance
+        );
+    });
+}

@@ -43,7 +43,8 @@
 //! 2. (`steal`) the deques of the other workers of its node;
 //! 3. the other nodes within the vicinity in order of distance (ties by index), and of each
 //!    node `i`: the deques of its workers, then its queue, taking from the queue only if it
-//!    holds more than `distance(i, n) / local * C` tasks. The check and the take are two
+//!    holds more than `distance(n, i) / local * C` tasks (row `n`, the thief, reaching the
+//!    data dealt to `i`: see [`crate::locality_policy`]). The check and the take are two
 //!    steps: thieves that read the same length at once may take a queue below its threshold
 //!    by as many tasks as there are of them, less one (the threshold is a heuristic of load,
 //!    not an invariant; a lock per queue to make it exact would serialize every take).
@@ -515,9 +516,10 @@ impl Scheduler for Locality {
                     .unwrap_or(usize::MAX)
             })
             .collect();
-        // Distances are read victim row, thief column, as in the model's steal orders.
+        // Distances are read thief row, victim column (the thief reaching the victim's data),
+        // as in the model's steal orders, with which `remote_runs` below lines these up.
         let within = |victim: usize, thief: usize| {
-            config.vicinity.is_none_or(|max| dist(victim, thief) <= max)
+            config.vicinity.is_none_or(|max| dist(thief, victim) <= max)
         };
         let remote_workers = (0..n)
             .map(|node| {
@@ -525,7 +527,7 @@ impl Scheduler for Locality {
                     .iter()
                     .filter(|p| node_of(p) != node && within(node_of(p), node))
                     .collect();
-                others.sort_by_key(|p| (dist(node_of(p), node), node_of(p), p.index));
+                others.sort_by_key(|p| (dist(node, node_of(p)), node_of(p), p.index));
                 others.iter().map(|p| p.index).collect()
             })
             .collect();
@@ -551,7 +553,7 @@ impl Scheduler for Locality {
                 let mut thieves: Vec<usize> = (0..n)
                     .filter(|&thief| thief == victim || within(victim, thief))
                     .collect();
-                thieves.sort_by_key(|&thief| (thief != victim, dist(victim, thief), thief));
+                thieves.sort_by_key(|&thief| (thief != victim, dist(thief, victim), thief));
                 thieves
                     .into_iter()
                     .flat_map(|thief| node_workers[thief].iter().cloned())
@@ -689,7 +691,7 @@ impl Scheduler for Locality {
             || node >= n
             || self
                 .vicinity
-                .is_none_or(|max| self.distances[node * n + here] <= max)
+                .is_none_or(|max| self.distances[here * n + node] <= max)
     }
 
     fn has_work(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>) -> bool {
