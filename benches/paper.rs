@@ -278,7 +278,7 @@ fn runtime(args: &Args, config: Config, trace: Option<&Path>) -> Result<Runtime,
 
 fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
     /// Rounds at most, whatever `--min-time` asks.
-    const MAX_ROUNDS: usize = 30;
+    const MAX_ROUNDS: usize = 200;
     println!(
         "\n== measured: wall time of the parallel section; the six configurations take turns \
          (one run each per round, so that load from elsewhere hits them alike), median of >= {} \

@@ -33,11 +33,11 @@ peers)
     ;;
 overhead)
     section "fib 30 under both schedulers"
-    ./fib --bench --n 30 --threads "1,$T" --reps 5 --scheduler ws,locality,ws,locality --only numatask
+    ./fib --bench --n 30 --threads "1,$T" --reps 21 --scheduler ws,locality,ws,locality --only numatask
     section "the paper's benchmarks, locality-aware over work stealing, $T workers"
-    ./paper --bench --size medium --reps 10 --mode measure --threads "$T"
+    ./paper --bench --size medium --reps 10 --min-time 0.3 --mode measure --threads "$T"
     section "the same with work stealing in both places: the measurement's own noise (A/A)"
-    ./paper --bench --size medium --reps 10 --mode measure --threads "$T" --control
+    ./paper --bench --size medium --reps 10 --min-time 0.3 --mode measure --threads "$T" --control
     ;;
 loops)
     section "taskloop, 2^18 iterations"
