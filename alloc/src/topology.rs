@@ -405,9 +405,10 @@ const MAX_SYNTHETIC_ARITY: u64 = 4096;
 /// bare arity; the arity is read as hwloc reads it (C's `strtoul` in base 0: `0x` hexadecimal,
 /// a leading `0` octal), and one it cannot read is refused here; attributes in parentheses are
 /// skipped. A level is a NUMA level when its type is one hwloc reads as a NUMA node (a prefix of
-/// `numanode` or `node` of at least two letters); a memory child in brackets (`[numa]`) adds
-/// one NUMA node per object of the level above it; levels without types get NUMA nodes where
-/// hwloc puts them (see below).
+/// `numanode` or `node` of at least two letters, the name read up to its first character that
+/// is not a letter or `-`); a memory child in brackets (`[numa]`) adds one NUMA node per object
+/// of the level above it (times its arity, which hwloc 2.9 ignores: a count that errs on the
+/// safe side); levels without types get NUMA nodes where hwloc puts them (see below).
 fn check_synthetic_size(description: &str) -> Result<(), String> {
     let mut plain = String::with_capacity(description.len());
     let mut depth = 0usize;
@@ -415,6 +416,10 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
         match c {
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
+            // A memory child is a word of its own, spaces around its brackets or not
+            // (`pack:2[numa]core:1` is `pack:2 [numa] core:1` to hwloc).
+            '[' if depth == 0 => plain.push_str(" ["),
+            ']' if depth == 0 => plain.push_str("] "),
             _ if depth == 0 => plain.push(c),
             _ => {}
         }
@@ -448,8 +453,14 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
             objects = level;
             continue;
         }
+        // hwloc reads a type's name up to the first character that is not a letter or `-`
+        // (`numa_node`, `node2` and `nu1` are NUMA levels to it).
         let numa = kind.is_some_and(|k| {
-            let k = k.to_ascii_lowercase();
+            let k: String = k
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
             k.len() >= 2 && ("numanode".starts_with(&k) || "node".starts_with(&k))
         });
         if memory_child {
@@ -489,6 +500,7 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
 /// A synthetic level's arity as hwloc reads it, C's `strtoul(text, _, 0)` over the whole
 /// text: decimal, `0x` hexadecimal or `0` octal; `None` for anything else (or an overflow).
 fn c_arity(text: &str) -> Option<u64> {
+    let text = text.strip_prefix('+').unwrap_or(text);
     let (digits, radix) =
         if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
             (hex, 16)
@@ -1400,6 +1412,13 @@ mod tests {
             ("node:1024 pu:1", "1024 NUMA node(s)"),
             ("NUMANode:300 pu:1", "300 NUMA node(s)"),
             ("1024 1", "1024 NUMA node(s)"),
+            // Type names as hwloc reads them, up to a character other than a letter or `-`;
+            // memory children without spaces around them; a `+` before an arity.
+            ("numa_node:300 pu:1", "300 NUMA node(s)"),
+            ("node2:300 pu:1", "300 NUMA node(s)"),
+            ("pack:2 nu1:200 pu:1", "400 NUMA node(s)"),
+            ("pack:300[numa]core:1 pu:1", "300 NUMA node(s)"),
+            ("numa:+300 pu:1", "300 NUMA node(s)"),
             // hwloc puts NUMA nodes under the second of the levels without a type, from
             // nine levels on under the sixth from the end.
             ("17 16 2 2", "272 NUMA node(s)"),
@@ -1430,6 +1449,9 @@ mod tests {
             ("2 2 2 2 2 2 2 2 2 2", 16),
             // A memory child in brackets: no NUMA level of hwloc's own.
             ("[numa] 300 2", 1),
+            ("pack:2[numa]core:1 pu:1", 2),
+            ("numa_node:3 pu:1", 3),
+            ("pack:+2 [numa] core:1 pu:1", 2),
             ("2 [numa] 200 2 1", 2),
         ] {
             let t = TopologyBuilder::synthetic(fits).build().unwrap();

@@ -11,7 +11,7 @@
 //!   decision to the rest of Algorithm 1).
 //! - **Algorithm 2 (finding work)**: a worker takes from its own node's queue first, then visits
 //!   the other nodes in order of distance, and steals from node `i` only if its queue holds more
-//!   than `distance(i, n) * C` tasks, where distances are normalized so that local is 1 (an OS
+//!   than `distance(n, i) * C` tasks, where distances are normalized so that local is 1 (an OS
 //!   distance of 16 against a local 10 is 1.6). A vicinity bound forbids steals beyond a distance.
 //!
 //! `C` is the number of cores per node. `sizeof(LLC) / C` is, in the paper's words, "the LLC
@@ -459,7 +459,7 @@ mod tests {
                     .all(|w| (w[0].distance, w[0].node) < (w[1].distance, w[1].node))
             );
             for cand in order {
-                assert_eq!(cand.distance, t.distance(cand.node, thief));
+                assert_eq!(cand.distance, t.distance(thief, cand.node));
                 // distance / 10 * C with C = 6: 16 -> 9.6 -> more than 9 tasks; 22 -> 13.2 -> 13.
                 let expect = match cand.distance {
                     16 => 9,

@@ -373,7 +373,8 @@ impl<'scope> Scope<'scope> {
     /// `data`'s length, chunk by chunk (rayon's `par_chunks_mut` zipped with `par_chunks`):
     /// `body(s, offset, chunk, inputs)` gets `chunk = &mut data[offset..]` and the same
     /// elements of every input, in the shape the inputs were given: an array of inputs of one
-    /// type (`[&b, &c]`, the body gets `[b, c]`) or a tuple of up to 4 inputs of any types
+    /// type (`[&b, &c]`, the body gets `[b, c]`; a `Vec` and a `NumaVec` do not mix in one
+    /// array: write `&v[..]`, or use a tuple) or a tuple of up to 4 inputs of any types
     /// (`(&values, &mask)`, the body gets `(values, mask)`); an input is a slice, an array, a
     /// `Vec`, a `Box<[T]>` or a [`NumaVec`](numatask_alloc::NumaVec) ([`LoopInput`]). Under
     /// the locality-aware scheduler a part's footprint is its part of `data` (written) and of
@@ -479,13 +480,25 @@ fn footprint_of<T>(s: &Scope<'_>, part: &[T], kind: AccessKind) -> Option<Box<Ta
 const NO_INPUTS: [&[()]; 0] = [];
 
 /// A slice that [`Scope::taskloop_zip`] reads alongside the one it writes: a slice, an array,
-/// a `Vec`, a `Box<[T]>` or a [`NumaVec`](numatask_alloc::NumaVec).
+/// a `Vec`, a `Box<[T]>` or a [`NumaVec`](numatask_alloc::NumaVec), or a reference to one.
+///
+/// For a type of its own, `as_loop_slice` must give the same elements at every call (the loop
+/// checks the length once, then cuts the slice per chunk: a slice that shrank in between makes
+/// a chunk panic, as slice indexing does).
 pub trait LoopInput: Sync {
     /// The element type.
     type Elem: Sync;
 
     /// The elements.
     fn as_loop_slice(&self) -> &[Self::Elem];
+}
+
+impl<T: LoopInput + ?Sized> LoopInput for &T {
+    type Elem = T::Elem;
+
+    fn as_loop_slice(&self) -> &[T::Elem] {
+        (**self).as_loop_slice()
+    }
 }
 
 impl<T: Sync> LoopInput for [T] {
@@ -528,9 +541,12 @@ impl<T: Sync> LoopInput for numatask_alloc::NumaVec<T> {
     }
 }
 
-/// The inputs of [`Scope::taskloop_zip`]: an array of [`LoopInput`]s of one type, or a tuple
-/// of 1 to 4 of any types. A chunk's body gets the same shape of slices, `Parts`.
-pub trait ZipInputs: Sync {
+/// The inputs of [`Scope::taskloop_zip`]: an array of [`LoopInput`]s of one type (a `Vec`
+/// and a `NumaVec` in one array do not mix: write `&v[..]` for each, or give a tuple), or a
+/// tuple of 1 to 4 of any types. A chunk's body gets the same shape of slices, `Parts`.
+///
+/// Implemented for those shapes only (the trait is sealed: methods may be added to it).
+pub trait ZipInputs: Sync + sealed::Sealed {
     /// What a chunk's body gets: the chunk's elements of every input, as an array or tuple
     /// of slices.
     type Parts;
@@ -544,6 +560,13 @@ pub trait ZipInputs: Sync {
     /// The elements `range` of every input, as accesses of `kind`.
     fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access>;
 }
+
+/// Keeps [`ZipInputs`] to the shapes implemented here.
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl<V: ?Sized, const N: usize> sealed::Sealed for [&V; N] {}
 
 impl<'a, V: LoopInput + ?Sized, const N: usize> ZipInputs for [&'a V; N] {
     type Parts = [&'a [V::Elem]; N];
@@ -566,6 +589,8 @@ impl<'a, V: LoopInput + ?Sized, const N: usize> ZipInputs for [&'a V; N] {
 /// [`ZipInputs`] for a tuple of inputs, each of its own type.
 macro_rules! zip_inputs_tuple {
     ($($input:ident $index:tt),+) => {
+        impl<$($input: ?Sized),+> sealed::Sealed for ($(&$input,)+) {}
+
         impl<'a, $($input: LoopInput + ?Sized),+> ZipInputs for ($(&'a $input,)+) {
             type Parts = ($(&'a [$input::Elem],)+);
 

@@ -202,6 +202,34 @@ fn a_zipped_loop_over_a_tuple_hands_each_chunk_the_same_elements_of_inputs_of_ot
 }
 
 #[test]
+fn a_zipped_loop_takes_references_to_inputs_and_mixed_containers_as_slices() {
+    let rt = runtime(2);
+    let v: Vec<u32> = (0..100).collect();
+    let n = numatask_alloc::NumaVec::<u32>::filled(100, 1, numatask_alloc::Distribution::Fine)
+        .expect("memory");
+    let a: [u32; 100] = std::array::from_fn(|i| 2 * i as u32);
+    let by_ref = &v;
+    let mut out = vec![0u32; 100];
+    rt.scope(|s| {
+        // A reference to an input, and an array of inputs of other containers as slices.
+        s.taskloop_zip(&mut out, [&by_ref], Grain::Size(7), |_, _, o, [v]| {
+            o.copy_from_slice(v)
+        });
+        s.taskloop_zip(
+            &mut out,
+            [&v[..], &n[..], &a[..]],
+            Grain::Size(7),
+            |_, _, o, [v, n, a]| {
+                for (k, o) in o.iter_mut().enumerate() {
+                    *o += v[k] + n[k] + a[k];
+                }
+            },
+        );
+    });
+    assert!(out.iter().enumerate().all(|(i, &o)| o == 4 * i as u32 + 1));
+}
+
+#[test]
 fn a_zipped_loop_with_an_input_of_another_length_is_refused_before_it_runs() {
     let rt = runtime(2);
     let mut a = vec![0u32; 10];
