@@ -551,14 +551,17 @@ pub trait ZipInputs: Sync + sealed::Sealed {
     /// of slices.
     type Parts;
 
+    /// The number of inputs.
+    fn count(&self) -> usize;
+
     /// The length of every input, in order.
     fn lengths(&self) -> Vec<usize>;
 
     /// The elements `range` of every input.
     fn parts(&self, range: Range<usize>) -> Self::Parts;
 
-    /// The elements `range` of every input, as accesses of `kind`.
-    fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access>;
+    /// Appends the elements `range` of every input to `out`, as accesses of `kind`.
+    fn accesses(&self, range: Range<usize>, kind: AccessKind, out: &mut Vec<Access>);
 }
 
 /// Keeps [`ZipInputs`] to the shapes implemented here.
@@ -571,6 +574,10 @@ impl<V: ?Sized, const N: usize> sealed::Sealed for [&V; N] {}
 impl<'a, V: LoopInput + ?Sized, const N: usize> ZipInputs for [&'a V; N] {
     type Parts = [&'a [V::Elem]; N];
 
+    fn count(&self) -> usize {
+        N
+    }
+
     fn lengths(&self) -> Vec<usize> {
         self.iter().map(|v| v.as_loop_slice().len()).collect()
     }
@@ -579,10 +586,11 @@ impl<'a, V: LoopInput + ?Sized, const N: usize> ZipInputs for [&'a V; N] {
         std::array::from_fn(|k| &self[k].as_loop_slice()[range.clone()])
     }
 
-    fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access> {
-        self.iter()
-            .map(|v| Access::of_slice(&v.as_loop_slice()[range.clone()], kind))
-            .collect()
+    fn accesses(&self, range: Range<usize>, kind: AccessKind, out: &mut Vec<Access>) {
+        out.extend(
+            self.iter()
+                .map(|v| Access::of_slice(&v.as_loop_slice()[range.clone()], kind)),
+        );
     }
 }
 
@@ -594,6 +602,10 @@ macro_rules! zip_inputs_tuple {
         impl<'a, $($input: LoopInput + ?Sized),+> ZipInputs for ($(&'a $input,)+) {
             type Parts = ($(&'a [$input::Elem],)+);
 
+            fn count(&self) -> usize {
+                [$(stringify!($input)),+].len()
+            }
+
             fn lengths(&self) -> Vec<usize> {
                 vec![$(self.$index.as_loop_slice().len()),+]
             }
@@ -602,8 +614,8 @@ macro_rules! zip_inputs_tuple {
                 ($(&self.$index.as_loop_slice()[range.clone()],)+)
             }
 
-            fn accesses(&self, range: Range<usize>, kind: AccessKind) -> Vec<Access> {
-                vec![$(Access::of_slice(&self.$index.as_loop_slice()[range.clone()], kind)),+]
+            fn accesses(&self, range: Range<usize>, kind: AccessKind, out: &mut Vec<Access>) {
+                $(out.push(Access::of_slice(&self.$index.as_loop_slice()[range.clone()], kind));)+
             }
         }
     };
@@ -623,11 +635,12 @@ fn zip_footprint<T, I: ZipInputs>(
     range: Range<usize>,
 ) -> Option<Box<TaskMeta>> {
     s.uses_footprints().then(|| {
-        let reads = inputs.accesses(range, AccessKind::In);
+        // One allocation: the output's access, then the inputs'.
+        let mut footprint = Vec::with_capacity(1 + inputs.count());
+        footprint.push(Access::of_slice(part, AccessKind::InOut));
+        inputs.accesses(range, AccessKind::In, &mut footprint);
         Box::new(TaskMeta {
-            footprint: std::iter::once(Access::of_slice(part, AccessKind::InOut))
-                .chain(reads)
-                .collect(),
+            footprint: footprint.into_boxed_slice(),
             label: Some("taskloop"),
             priority: 0,
         })
