@@ -818,9 +818,12 @@ pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
     Ok(bytes)
 }
 
-/// Formats a byte count the way `OMP_STACKSIZE` is written (`2048K`, `16M`, `100B`).
+/// Formats a byte count the way `OMP_STACKSIZE` is written, in the largest unit that divides
+/// it (`2G`, `16M`, `2047K`, `100B`).
 pub fn format_size(bytes: usize) -> String {
-    if bytes != 0 && bytes % (1 << 20) == 0 {
+    if bytes != 0 && bytes % (1 << 30) == 0 {
+        format!("{}G", bytes >> 30)
+    } else if bytes != 0 && bytes % (1 << 20) == 0 {
         format!("{}M", bytes >> 20)
     } else if bytes % (1 << 10) == 0 {
         format!("{}K", bytes >> 10)
@@ -1141,6 +1144,8 @@ mod tests {
 
     #[test]
     fn sizes_format_in_the_largest_exact_unit() {
+        assert_eq!(format_size(16 << 30), "16G");
+        assert_eq!(format_size(1025 << 20), "1025M");
         assert_eq!(format_size(2 << 20), "2M");
         assert_eq!(format_size(512 << 10), "512K");
         assert_eq!(format_size(1000), "1000B");
