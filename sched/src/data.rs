@@ -80,8 +80,8 @@
 //!   references; only a task body receives them.
 //! - **Conflicting tasks never overlap in time.** All tasks that use one `Blocks` are children
 //!   of one task, ordered by one dependence tracker: a task starts only after every earlier
-//!   sibling whose declaration conflicts with its own (shares a byte, and one of them writes)
-//!   has finished, and `in` readers and `inoutset` members get shared references only. A
+//!   sibling whose declaration conflicts with its own (shares a byte, and one of them writes,
+//!   members of one `inoutset` or `mutexinoutset` run excepted) has finished, and `in` readers and `inoutset` members get shared references only. A
 //!   `Blocks` binds to the tracker of the first task it declares accesses for;
 //!   declarations for any other task's children fail with
 //!   [`SchedError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
@@ -89,7 +89,9 @@
 //!   `Send`); the binding also closes the paths through thread-locals.
 //! - **One task cannot alias itself.** A task whose own declarations overlap where at least
 //!   one gives `&mut` is refused: [`TaskBuilder::spawn`] returns
-//!   [`SchedError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine.
+//!   [`SchedError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine;
+//!   so is reading a region the task also updates concurrently (`concurrent_updates`, which
+//!   gives shared references too), the two merged into `inout` as OpenMP merges them.
 //! - **References do not outlive the task.** The body is `for<'t> FnOnce(&'t Scope, (&'t ..))`:
 //!   it cannot store the references anywhere that outlives its call, nor move them into the
 //!   tasks it spawns (those must be `'scope`). Successors start only after the body returned.
@@ -445,8 +447,9 @@ impl<'scope> Scope<'scope> {
     /// kinds as [`AccessKind`] says) finished, and the tasks spawned later that conflict with it
     /// wait for it. Like every child, it finishes before this task's next `taskwait` and the
     /// scope's end. If a task it depends on panicked, `f` is dropped without being run (see
-    /// [`crate::dependences`]). Declarations of one task that overlap are merged (the
-    /// stronger kind wins); [`Access::intensive`] marks the most access-intensive one.
+    /// [`crate::dependences`]). Declarations of one task that overlap are merged byte by byte
+    /// (one kind where they agree, `inout` where they differ: see [`crate::depend`]);
+    /// [`Access::intensive`] marks the most access-intensive one.
     ///
     /// This is the raw form, for data the runtime does not know: byte ranges from C, raw
     /// pointers. [`Scope::task`] is the safe form on [`Blocks`].

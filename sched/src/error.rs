@@ -49,9 +49,9 @@ pub enum SchedError {
     /// reads or writes through another.
     #[error(
         "regions {first} and {second} of one task overlap, declared as {} and {}: a task may \
-         read overlapping regions, but a region it writes must not overlap its other regions \
-         (declare the union once, with updates); regions count from 0 in declaration order, \
-         each region of an _each list by itself",
+         read overlapping regions, but a region it gets as &mut must not overlap its other \
+         regions (declare the union once, of the kind the task needs); regions count from 0 in \
+         declaration order, each region of an _each list by itself",
         .first_kind.describe(),
         .second_kind.describe()
     )]

@@ -48,7 +48,10 @@
 //!   accesses of another kind wait for every member. Members of an `inoutset` run run
 //!   concurrently; members of a `mutexinoutset` run are not ordered but never run at the same
 //!   time (the tracker releases a member only when it holds the run's mutual exclusion; see
-//!   `mutex_set.rs`).
+//!   `mutex_set.rs`). One exclusion covers a whole run, also where later members split its
+//!   range: two members on disjoint halves of an earlier member's range (or one task's
+//!   several ranges) may be kept from running at once, which OpenMP allows (members are
+//!   unordered) and costs concurrency only.
 //! - Ranges are compared byte by byte: overlapping but unequal ranges are ordered (libomp
 //!   compares only start addresses), disjoint ranges are not, even if adjacent.
 //!
