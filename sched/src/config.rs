@@ -94,7 +94,8 @@ pub const MAX_STACK_SIZE: usize = 16 << 30;
 pub const MIN_VICINITY: u32 = 10;
 
 const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096, or a comma-separated \
-     list of positive integers whose first is at most 4096 (the first is used)";
+     list of positive integers whose first is at most 4096 (the first is used; larger under an \
+     OMP_THREAD_LIMIT of at most 4096)";
 
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
@@ -245,13 +246,21 @@ impl EnvSettings {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
         let get = |var: &str| lookup(var).filter(|v| !trim_blanks(v).is_empty());
+        let thread_limit = get(THREAD_LIMIT_ENV)
+            .map(|v| parse_thread_limit(&v))
+            .transpose()?;
         Ok(EnvSettings {
+            // More than the most workers a runtime starts is accepted when the thread limit
+            // brings it within (as OpenMP would start the limit's number).
             num_threads: get(NUM_THREADS_ENV)
-                .map(|v| parse_num_threads(&v))
+                .map(|v| match thread_limit {
+                    Some(limit @ ..=MAX_NUM_THREADS) => {
+                        parse_num_threads_uncapped(&v).map(|n| n.min(limit))
+                    }
+                    _ => parse_num_threads(&v),
+                })
                 .transpose()?,
-            thread_limit: get(THREAD_LIMIT_ENV)
-                .map(|v| parse_thread_limit(&v))
-                .transpose()?,
+            thread_limit,
             max_task_priority: get(MAX_TASK_PRIORITY_ENV)
                 .map(|v| parse_max_task_priority(&v))
                 .transpose()?,
@@ -294,6 +303,15 @@ fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError
 /// Parses an `OMP_NUM_THREADS` value: a positive integer, or a comma-separated list of them
 /// (OpenMP's per-nesting-level list) of which the first is returned.
 pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
+    match parse_num_threads_uncapped(value)? {
+        n @ ..=MAX_NUM_THREADS => Ok(n),
+        _ => Err(invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED)),
+    }
+}
+
+/// [`parse_num_threads`] without the cap of [`MAX_NUM_THREADS`] (for a count that
+/// `OMP_THREAD_LIMIT` brings within it).
+fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
     let err = || invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED);
     let mut items = value
         .split(',')
@@ -304,9 +322,6 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
     // The first item is this runtime's worker count; the others (the counts of nested
     // levels, which numatask does not start) need only be well formed, as in libgomp.
     let first = items.next().unwrap_or_else(|| Err(err()))?;
-    if first > MAX_NUM_THREADS {
-        return Err(err());
-    }
     items.try_for_each(|item| item.map(drop))?;
     Ok(first)
 }
@@ -835,6 +850,30 @@ pub fn format_size(bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_count_beyond_the_cap_is_accepted_when_the_thread_limit_brings_it_within() {
+        let env = |vars: &'static [(&str, &str)]| {
+            EnvSettings::from_lookup(|var| {
+                vars.iter()
+                    .find(|(v, _)| *v == var)
+                    .map(|(_, value)| value.to_string())
+            })
+        };
+        let capped = env(&[(NUM_THREADS_ENV, "5000"), (THREAD_LIMIT_ENV, "3")]).unwrap();
+        assert_eq!(
+            (capped.num_threads, capped.thread_limit),
+            (Some(3), Some(3))
+        );
+        for vars in [
+            &[(NUM_THREADS_ENV, "5000")][..],
+            &[(NUM_THREADS_ENV, "5000"), (THREAD_LIMIT_ENV, "5000")][..],
+        ] {
+            let vars: &'static [(&str, &str)] = vars;
+            let err = env(vars).unwrap_err().to_string();
+            assert!(err.starts_with("OMP_NUM_THREADS='5000': expected"), "{err}");
+        }
+    }
 
     #[test]
     fn num_threads_takes_the_first_of_a_list() {
