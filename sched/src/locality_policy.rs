@@ -41,8 +41,8 @@ pub enum DealReason {
     IntensiveDependence,
     /// Algorithm 1 chose node `chosen` (for the reason it gives with `chosen`), which has no
     /// worker (`OMP_NUM_THREADS` or `OMP_PLACES` left it out): the task went to the node with
-    /// workers of least cost instead (the nearest one, for an intensive dependence), the
-    /// least loaded of those that tie.
+    /// workers of least cost instead (the nearest one, for an intensive dependence), each of
+    /// those that tie in turn.
     Unstaffed {
         /// The node Algorithm 1 chose.
         chosen: u16,
@@ -186,18 +186,10 @@ impl LocalityModel {
                 reason: DealReason::EvenFootprint,
             };
         }
-        let n = self.num_nodes;
-        let cost = |i: usize| -> u128 {
-            bytes
-                .iter()
-                .enumerate()
-                .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
-                .sum()
-        };
         // Least cost; ties go to the current node, then to the lowest index.
-        let mut best = (cost(current), current);
-        for i in 0..n {
-            let c = cost(i);
+        let mut best = (self.cost(d, current), current);
+        for i in 0..self.num_nodes {
+            let c = self.cost(d, i);
             if c < best.0 {
                 best = (c, i);
             }
@@ -210,6 +202,18 @@ impl LocalityModel {
 }
 
 impl LocalityModel {
+    /// Algorithm 1's cost of running a task with footprint `d` on node `i`:
+    /// `sum_j D[j] * distance(i, j)` (nodes beyond the topology left out).
+    pub(crate) fn cost(&self, d: &NodeBytes, i: usize) -> u128 {
+        let n = self.num_nodes;
+        d.per_node()
+            .iter()
+            .take(n)
+            .enumerate()
+            .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
+            .sum()
+    }
+
     /// The node holding strictly more of `bytes` than any other, if one does. An intensive
     /// dependence spread evenly (fine distribution) names no node: sending its tasks to the
     /// lowest of the tied nodes would pile every one of them on node 0, so Algorithm 1

@@ -5,8 +5,9 @@
 //! Exported as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open:
 //! one timeline per worker, as in the core paper's Figures 8 and 10. Perfetto colours a slice by its
 //! name, so each slice is *named for its remote-byte fraction* (`local`, `remote <25%`, ...,
-//! `remote >=90%`; `no footprint`, `footprint unknown` when no byte's node is known), which gives the paper's green-to-blue encoding a fixed colour per
-//! bucket; the task's own label and every number are in the slice's arguments. chrome://tracing
+//! `remote >=90%`; `no footprint`, `footprint unknown` when no byte's node is known), which
+//! gives the paper's green-to-blue encoding a fixed colour per bucket; the task's own label and
+//! every number are in the slice's arguments. chrome://tracing
 //! additionally gets a `cname`.
 //!
 //! Tracing costs nothing when off: the runtime holds an `Option<Arc<Tracer>>` and tests it once per

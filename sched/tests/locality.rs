@@ -50,6 +50,18 @@ fn locality_runtime(n: usize, vicinity: Option<u32>) -> Runtime {
         .expect("runtime starts")
 }
 
+/// [`locality_runtime`] without a vicinity, tracing its tasks in memory.
+fn traced_locality_runtime(n: usize) -> Runtime {
+    Runtime::builder()
+        .topology(preset())
+        .scheduler(SchedulerKind::Locality)
+        .num_threads(n)
+        .proc_bind(false)
+        .trace_summary(true)
+        .build()
+        .expect("runtime starts")
+}
+
 /// 1 MiB recorded on node `node`: above the preset's footprint threshold (5 MiB / 6).
 fn chunk_on(node: usize) -> NumaVec<u8> {
     NumaVec::zeroed(1 << 20, Place::OnNode(node)).expect("allocation on a preset node")
@@ -860,14 +872,7 @@ fn random_dependent_tasks_dealt_by_their_footprints_see_exactly_their_predecesso
         .expect("40 MiB");
     let specs = program(0x5EED_0003, 30_000, 0);
     let (observed, message, dealt) = within(300, move || {
-        let rt = Runtime::builder()
-            .topology(preset())
-            .scheduler(SchedulerKind::Locality)
-            .num_threads(12)
-            .proc_bind(false)
-            .trace_summary(true)
-            .build()
-            .expect("runtime starts");
+        let rt = traced_locality_runtime(12);
         let (observed, message) = run_on(&specs, &rt, &memory, stride);
         let dealt = rt
             .tracer()
@@ -941,14 +946,7 @@ fn tasks_for_a_node_without_workers_take_turns_among_the_equally_near_staffed_no
     let topo = preset();
     assert_eq!(topo.distance(0, 4), topo.distance(1, 4));
     within(60, || {
-        let rt = Runtime::builder()
-            .topology(preset())
-            .scheduler(SchedulerKind::Locality)
-            .num_threads(12)
-            .proc_bind(false)
-            .trace_summary(true)
-            .build()
-            .expect("runtime starts");
+        let rt = traced_locality_runtime(12);
         let (on1, on4) = (chunk_on(1), chunk_on(4));
         rt.scope(|s| {
             // Dealt to node 1, whose worker spawns the tasks below: a node without workers

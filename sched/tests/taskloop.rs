@@ -35,6 +35,19 @@ fn for_each_range_case(mut case: impl FnMut(&numatask_sched::Runtime, usize, usi
     }
 }
 
+/// Calls `case(rt, workers, len, grain)` for every worker count from 1 to 4 (one runtime
+/// each), slice length and grain of the slice tests.
+fn for_each_slice_case(mut case: impl FnMut(&numatask_sched::Runtime, usize, usize, Grain)) {
+    for workers in 1..=4 {
+        let rt = runtime(workers);
+        for len in [0usize, 1, 3, 100, 4099] {
+            for grain in GRAINS {
+                case(&rt, workers, len, grain);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_iteration_runs_exactly_once_in_chunks_the_grain_allows() {
     within(120, || {
@@ -76,128 +89,105 @@ fn every_iteration_runs_exactly_once_in_chunks_the_grain_allows() {
 #[test]
 fn a_slice_loop_hands_each_element_to_one_chunk_at_its_offset() {
     within(120, || {
-        for workers in 1..=4 {
-            let rt = runtime(workers);
-            for len in [0usize, 1, 3, 100, 4099] {
-                for grain in GRAINS {
-                    let mut v = vec![0usize; len];
-                    let calls = AtomicUsize::new(0);
-                    rt.scope(|s| {
-                        s.taskloop_mut(&mut v, grain, |_, offset, chunk| {
-                            calls.fetch_add(1, Ordering::Relaxed);
-                            for (i, x) in chunk.iter_mut().enumerate() {
-                                *x += offset + i + 1;
-                            }
-                        });
-                    });
-                    let what = format!("{len} elements, {grain:?}, {workers} workers");
-                    assert!(
-                        v.iter().enumerate().all(|(i, &x)| x == i + 1),
-                        "{what}: an element written other than once, or at a wrong offset"
-                    );
-                    let expected = if len == 0 {
-                        0
-                    } else {
-                        grain.chunks(len, workers)
-                    };
-                    assert_eq!(calls.into_inner(), expected, "{what}");
-                }
-            }
-        }
+        for_each_slice_case(|rt, workers, len, grain| {
+            let mut v = vec![0usize; len];
+            let calls = AtomicUsize::new(0);
+            rt.scope(|s| {
+                s.taskloop_mut(&mut v, grain, |_, offset, chunk| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    for (i, x) in chunk.iter_mut().enumerate() {
+                        *x += offset + i + 1;
+                    }
+                });
+            });
+            let what = format!("{len} elements, {grain:?}, {workers} workers");
+            assert!(
+                v.iter().enumerate().all(|(i, &x)| x == i + 1),
+                "{what}: an element written other than once, or at a wrong offset"
+            );
+            // An empty loop runs no chunk: `chunks` gives 0 for it.
+            assert_eq!(calls.into_inner(), grain.chunks(len, workers), "{what}");
+        });
     });
 }
 
 #[test]
 fn a_zipped_loop_hands_each_chunk_the_same_elements_of_every_input() {
     within(120, || {
-        for workers in 1..=4 {
-            let rt = runtime(workers);
-            for len in [0usize, 1, 3, 100, 4099] {
-                for grain in GRAINS {
-                    let b: Vec<usize> = (0..len).collect();
-                    let c: Vec<usize> = (0..len).map(|i| 3 * i).collect();
-                    let mut a = vec![0usize; len];
-                    let calls = AtomicUsize::new(0);
-                    rt.scope(|s| {
-                        s.taskloop_zip(&mut a, [&b, &c], grain, |_, offset, a, [b, c]| {
-                            calls.fetch_add(1, Ordering::Relaxed);
-                            assert_eq!((a.len(), b.len()), (c.len(), c.len()));
-                            assert_eq!(b.first(), (!b.is_empty()).then_some(&offset));
-                            for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
-                                *a += b + c + 1;
-                            }
-                        });
-                    });
-                    let what = format!("{len} elements, {grain:?}, {workers} workers");
-                    assert!(
-                        a.iter().enumerate().all(|(i, &x)| x == 4 * i + 1),
-                        "{what}: an element written other than once, or from other inputs"
-                    );
-                    let expected = if len == 0 {
-                        0
-                    } else {
-                        grain.chunks(len, workers)
-                    };
-                    assert_eq!(calls.into_inner(), expected, "{what}");
-                }
-            }
-        }
+        for_each_slice_case(|rt, workers, len, grain| {
+            let b: Vec<usize> = (0..len).collect();
+            let c: Vec<usize> = (0..len).map(|i| 3 * i).collect();
+            let mut a = vec![0usize; len];
+            let calls = AtomicUsize::new(0);
+            rt.scope(|s| {
+                s.taskloop_zip(&mut a, [&b, &c], grain, |_, offset, a, [b, c]| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    assert_eq!((a.len(), b.len()), (c.len(), c.len()));
+                    assert_eq!(b.first(), (!b.is_empty()).then_some(&offset));
+                    for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                        *a += b + c + 1;
+                    }
+                });
+            });
+            let what = format!("{len} elements, {grain:?}, {workers} workers");
+            assert!(
+                a.iter().enumerate().all(|(i, &x)| x == 4 * i + 1),
+                "{what}: an element written other than once, or from other inputs"
+            );
+            // An empty loop runs no chunk: `chunks` gives 0 for it.
+            assert_eq!(calls.into_inner(), grain.chunks(len, workers), "{what}");
+        });
     });
 }
 
 #[test]
 fn a_zipped_loop_over_a_tuple_hands_each_chunk_the_same_elements_of_inputs_of_other_types() {
     within(120, || {
-        for workers in 1..=4 {
-            let rt = runtime(workers);
-            for len in [0usize, 1, 3, 100, 4099] {
-                for grain in GRAINS {
-                    let index: Vec<u32> = (0..len as u32).collect();
-                    let scale: Box<[f64]> = (0..len).map(|i| (i % 7) as f64).collect();
-                    let keep: Vec<bool> = (0..len).map(|i| i % 3 != 0).collect();
-                    let bias = numatask_alloc::NumaVec::<u8>::filled(
-                        len.max(1),
-                        5,
-                        numatask_alloc::Distribution::Standard,
-                    )
-                    .expect("memory");
-                    let bias = &bias[..len];
-                    let mut out = vec![0.0f64; len];
-                    rt.scope(|s| {
-                        s.taskloop_zip(
-                            &mut out,
-                            (&index, &scale, &keep[..], bias),
-                            grain,
-                            |_, offset, out, (index, scale, keep, bias)| {
-                                assert_eq!(
-                                    index.first().map(|&i| i as usize),
-                                    (len > 0).then_some(offset)
-                                );
-                                assert!(
-                                    [index.len(), scale.len(), keep.len(), bias.len()]
-                                        .iter()
-                                        .all(|&l| l == out.len())
-                                );
-                                for (k, o) in out.iter_mut().enumerate() {
-                                    if keep[k] {
-                                        *o += f64::from(index[k]) * scale[k] + f64::from(bias[k]);
-                                    }
-                                }
-                            },
+        for_each_slice_case(|rt, workers, len, grain| {
+            let index: Vec<u32> = (0..len as u32).collect();
+            let scale: Box<[f64]> = (0..len).map(|i| (i % 7) as f64).collect();
+            let keep: Vec<bool> = (0..len).map(|i| i % 3 != 0).collect();
+            let bias = numatask_alloc::NumaVec::<u8>::filled(
+                len.max(1),
+                5,
+                numatask_alloc::Distribution::Standard,
+            )
+            .expect("memory");
+            let bias = &bias[..len];
+            let mut out = vec![0.0f64; len];
+            rt.scope(|s| {
+                s.taskloop_zip(
+                    &mut out,
+                    (&index, &scale, &keep[..], bias),
+                    grain,
+                    |_, offset, out, (index, scale, keep, bias)| {
+                        assert_eq!(
+                            index.first().map(|&i| i as usize),
+                            (len > 0).then_some(offset)
                         );
-                    });
-                    let what = format!("{len} elements, {grain:?}, {workers} workers");
-                    for (i, &o) in out.iter().enumerate() {
-                        let expected = if i % 3 != 0 {
-                            i as f64 * (i % 7) as f64 + 5.0
-                        } else {
-                            0.0
-                        };
-                        assert_eq!(o, expected, "{what}: element {i}");
-                    }
-                }
+                        assert!(
+                            [index.len(), scale.len(), keep.len(), bias.len()]
+                                .iter()
+                                .all(|&l| l == out.len())
+                        );
+                        for (k, o) in out.iter_mut().enumerate() {
+                            if keep[k] {
+                                *o += f64::from(index[k]) * scale[k] + f64::from(bias[k]);
+                            }
+                        }
+                    },
+                );
+            });
+            let what = format!("{len} elements, {grain:?}, {workers} workers");
+            for (i, &o) in out.iter().enumerate() {
+                let expected = if i % 3 != 0 {
+                    i as f64 * (i % 7) as f64 + 5.0
+                } else {
+                    0.0
+                };
+                assert_eq!(o, expected, "{what}: element {i}");
             }
-        }
+        });
     });
 }
 
@@ -286,12 +276,8 @@ fn a_read_only_slice_loop_and_reduction_see_each_element_once_at_its_offset() {
                 seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
                 "{what}: an element seen other than once"
             );
-            let expected = if len == 0 {
-                0
-            } else {
-                grain.chunks(len, workers)
-            };
-            assert_eq!(calls.into_inner(), expected, "{what}");
+            // An empty loop runs no chunk: `chunks` gives 0 for it.
+            assert_eq!(calls.into_inner(), grain.chunks(len, workers), "{what}");
             // The reduction keeps iteration order (concatenation is not commutative).
             let together: Vec<usize> = rt.scope(|s| {
                 s.taskloop_reduce_slice(

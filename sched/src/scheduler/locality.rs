@@ -357,15 +357,7 @@ impl Locality {
     /// The node with workers of least distance-weighted cost for `d`, which Algorithm 1 dealt
     /// to `chosen`, a node without workers (see [`best_staffed`](Self::best_staffed) for ties).
     fn least_cost_staffed(&self, d: &NodeBytes, chosen: usize) -> usize {
-        let n = self.num_nodes;
-        self.best_staffed(chosen, |i| {
-            d.per_node()
-                .iter()
-                .take(n)
-                .enumerate()
-                .map(|(j, &b)| u128::from(b) * u128::from(self.distances[i * n + j]))
-                .sum::<u128>()
-        })
+        self.best_staffed(chosen, |i| self.model.cost(d, i))
     }
 
     /// The node with workers nearest to `node`, which has none (see
@@ -382,13 +374,18 @@ impl Locality {
     /// neighbours at the same distance). Node 0 when no node has workers (never: a runtime
     /// has a worker).
     fn best_staffed(&self, chosen: usize, cost: impl Fn(usize) -> u128) -> usize {
-        let staffed = || (0..self.num_nodes).filter(|&i| self.has_workers(i));
-        let Some(best) = staffed().map(&cost).min() else {
+        let costs: Vec<(u128, usize)> = (0..self.num_nodes)
+            .filter(|&i| self.has_workers(i))
+            .map(|i| (cost(i), i))
+            .collect();
+        let Some(&(best, _)) = costs.iter().min() else {
             return 0;
         };
-        let tied = staffed().filter(|&i| cost(i) == best);
-        let turn = self.redirects[chosen].fetch_add(1, Ordering::Relaxed) % tied.clone().count();
-        tied.clone().nth(turn).unwrap_or(0)
+        let tied: Vec<usize> = costs
+            .into_iter()
+            .filter_map(|(c, i)| (c == best).then_some(i))
+            .collect();
+        tied[self.redirects[chosen].fetch_add(1, Ordering::Relaxed) % tied.len()]
     }
 
     /// Wakes a sleeping worker of `node` if there is one (reliably: see the module docs).
