@@ -164,22 +164,44 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
         what,
     };
     let machine = physical_memory();
-    let (limit, what) = match target {
-        // A synthetic node's memory is its description's (not bound, but what the program
-        // models: an allocation on one node cannot exceed it there either), unless the
-        // machine has less (a synthetic node may declare more than it).
-        Target::Node(node) => match topology.nodes()[node].memory_bytes {
-            m if m > 0 && m <= machine => (m, format!("node {node}")),
-            _ => (machine, "the machine".into()),
-        },
-        _ => (machine, "the machine".into()),
+    // What a node can hold: its memory when known (a synthetic node's is what its description
+    // declares: not bound, but what the program models), unless the machine has less.
+    let node_limit = |node: usize| match topology.nodes()[node].memory_bytes {
+        m if m > 0 && m <= machine => Some(m),
+        _ => None,
     };
-    if size as u64 > limit {
-        return Err(too_large(limit, what));
+    if size as u64 > machine {
+        return Err(too_large(machine, "the machine".into()));
+    }
+    match target {
+        Target::Node(node) => {
+            if let Some(m) = node_limit(node).filter(|&m| size as u64 > m) {
+                return Err(too_large(m, format!("node {node}")));
+            }
+        }
+        // Each node gets its share of the pages (the first ones one page more): a node that
+        // cannot hold it would leave the kernel to put pages elsewhere, and the registry's
+        // record of the interleave would be wrong.
+        Target::Interleave => {
+            let n = topology.num_nodes() as u64;
+            let share = (size as u64).div_ceil(ps as u64).div_ceil(n) * ps as u64;
+            if let Some((node, m)) = (0..topology.num_nodes())
+                .filter_map(|node| Some((node, node_limit(node)?)))
+                .find(|&(_, m)| share > m)
+            {
+                return Err(too_large(
+                    m,
+                    format!(
+                        "node {node}, given {share} bytes of it by the interleave over {n} nodes,"
+                    ),
+                ));
+            }
+        }
+        Target::FirstTouch => {}
     }
     size.checked_add(ps - 1)
         .map(|s| s / ps * ps)
-        .ok_or_else(|| too_large(limit, "the machine".into()))
+        .ok_or_else(|| too_large(machine, "the machine".into()))
 }
 
 fn allocate(
@@ -368,6 +390,43 @@ mod tests {
             err.to_string().contains("node 1 has 1048576 bytes"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_fine_allocation_must_fit_each_node_its_share_of_the_pages() {
+        let ps = page_size();
+        let mib = 1usize << 20;
+        let small = crate::TopologyBuilder::synthetic("numa:2(memory=1048576) core:1 pu:1")
+            .build()
+            .unwrap();
+        // 2 MiB over two 1 MiB nodes fits; one page more puts a page too many on node 0.
+        assert_eq!(check_size(&small, 2 * mib, Target::Interleave), Ok(2 * mib));
+        let err = check_size(&small, 2 * mib + 1, Target::Interleave).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot allocate {} bytes: node 0, given {} bytes of it by the interleave over \
+                 2 nodes, has 1048576 bytes",
+                2 * mib + 1,
+                mib + ps
+            )
+        );
+        // First touch is limited by the machine only.
+        assert_eq!(check_size(&small, 4 * mib, Target::FirstTouch), Ok(4 * mib));
+    }
+
+    #[test]
+    fn synthetic_nodes_without_declared_memory_have_no_limit_but_the_machine() {
+        let t = crate::TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .build()
+            .unwrap();
+        assert!(t.nodes().iter().all(|n| n.memory_bytes == 0), "{t:?}");
+        // Beyond the 1 GiB hwloc gives a synthetic node unless told, on either policy.
+        let size = 3usize << 29;
+        if (size as u64) < physical_memory() {
+            assert_eq!(check_size(&t, size, Target::Node(1)), Ok(size));
+            assert_eq!(check_size(&t, size * 2, Target::Interleave), Ok(size * 2));
+        }
     }
 
     #[test]

@@ -99,6 +99,9 @@ pub enum AllocError {
         /// The OS error.
         reason: String,
     },
+    /// Pinning a thread to an empty set of processing units was asked for.
+    #[error("cannot pin a thread to an empty set of processing units")]
+    EmptyPlace,
     /// Pinning a thread failed.
     #[error("pinning the thread to core {core} failed: {reason}")]
     Pin {

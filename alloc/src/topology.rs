@@ -66,7 +66,8 @@ pub struct NumaNode {
     pub os_index: usize,
     /// Cores attached to this node.
     pub cores: Vec<Core>,
-    /// Memory local to the node, in bytes (0 when unknown).
+    /// Memory local to the node, in bytes (0 when unknown, as for the nodes of a synthetic
+    /// description that gives none: `numa:2(memory=16GB)` gives them).
     pub memory_bytes: u64,
 }
 
@@ -271,7 +272,8 @@ impl TopologyBuilder {
         let trimmed = trim_blanks(spec);
         let (kind, rest) = trimmed.split_once(':').unwrap_or((trimmed, ""));
         match kind.to_ascii_lowercase().as_str() {
-            "system" | "" if rest.is_empty() => Ok(Self::system()),
+            // `system` alone: `system:` or a lone `:` is malformed, not the real machine.
+            "system" | "" if !trimmed.contains(':') => Ok(Self::system()),
             "preset" => match rest.parse() {
                 Ok(p) => Ok(Self::preset(p)),
                 // The whole description in the error, not only what follows `preset:`.
@@ -311,7 +313,15 @@ impl TopologyBuilder {
         };
         let builder = hwlocality::Topology::builder();
         let builder = match &self.source {
-            TopologySource::System => Ok(builder),
+            // hwloc reads a topology described by its own variables in place of the machine's;
+            // the check below refuses it, after a synthetic one passed the size check (hwloc
+            // would take minutes over a typo).
+            TopologySource::System => match hwloc_redirect() {
+                Some((var @ "HWLOC_SYNTHETIC", value)) => check_synthetic_size(&value)
+                    .map(|()| builder)
+                    .map_err(|why| format!("{var}='{value}' is set: {why}")),
+                _ => Ok(builder),
+            },
             TopologySource::Preset(p) => builder
                 .from_synthetic(p.synthetic())
                 .map_err(|e| e.to_string()),
@@ -340,8 +350,31 @@ impl TopologyBuilder {
                     _ => format!("hwloc could not build the topology: {why}"),
                 })
             })?;
-        let synthetic = self.source != TopologySource::System || !hw.is_this_system();
-        let nodes = read_nodes(&hw);
+        if self.source == TopologySource::System && !hw.is_this_system() {
+            // Pinning and binding would act on a machine that is not this one, and the labels
+            // (`system`, distances from the OS) would be wrong.
+            return Err(invalid(match hwloc_redirect() {
+                Some((var, value)) => format!(
+                    "{var}='{value}' is set, so hwloc describes that instead of this machine: \
+                     unset it, or simulate that topology with NUMATASK_TOPOLOGY=synthetic:<hwloc \
+                     string> or xml:<file>"
+                ),
+                None => "hwloc describes a topology that is not this machine's \
+                         (HWLOC_THISSYSTEM=0?)"
+                    .into(),
+            }));
+        }
+        let synthetic = self.source != TopologySource::System;
+        let mut nodes = read_nodes(&hw);
+        if let TopologySource::Synthetic(description) = &self.source
+            && !description.contains("memory=")
+        {
+            // hwloc gives every synthetic node 1 GiB unless told: not a size anybody declared
+            // (the allocator would enforce it), so unknown.
+            for node in &mut nodes {
+                node.memory_bytes = 0;
+            }
+        }
         if nodes.is_empty() {
             return Err(invalid("hwloc found no NUMA node".into()));
         }
@@ -387,6 +420,22 @@ impl TopologyBuilder {
             llc_bytes,
         })
     }
+}
+
+/// The variable, and its value, through which hwloc reads a topology other than the machine's
+/// when it is asked for the machine's: the first set of those hwloc looks at, in its order.
+fn hwloc_redirect() -> Option<(&'static str, String)> {
+    [
+        "HWLOC_FSROOT",
+        "HWLOC_CPUID_PATH",
+        "HWLOC_SYNTHETIC",
+        "HWLOC_XMLFILE",
+    ]
+    .into_iter()
+    .find_map(|var| {
+        let value = std::env::var_os(var)?;
+        Some((var, value.to_string_lossy().into_owned()))
+    })
 }
 
 /// The most NUMA nodes a synthetic topology may have.
@@ -609,7 +658,8 @@ impl Topology {
                                 value: spec.clone(),
                                 expected: match reason.strip_prefix("expected ") {
                                     Some(syntax) => syntax.to_owned(),
-                                    None => format!("{} (here: {reason})", spec_syntax()),
+                                    // Well formed, but what it names could not be built.
+                                    None => format!("a topology that can be built ({reason})"),
                                 },
                             },
                             other => other,
@@ -729,7 +779,7 @@ impl Topology {
     }
 
     /// Writes the topology, with its distance matrix, as an hwloc XML file that
-    /// `NUMATASK_TOPOLOGY=xml:<path>` (or `HWLOC_XMLFILE`) loads back.
+    /// `NUMATASK_TOPOLOGY=xml:<path>` (and hwloc's `lstopo --input <path>`) loads back.
     pub fn export_xml(&self, path: &std::path::Path) -> Result<(), AllocError> {
         self.hw
             .export_xml_file(Some(path), XMLExportFlags::empty())
@@ -877,10 +927,7 @@ impl Topology {
             cores.push(core_of(pu).ok_or(AllocError::NoSuchPu { pu })?);
         }
         let Some(&core) = cores.first() else {
-            return Err(AllocError::Pin {
-                core: 0,
-                reason: "an empty set of processing units".into(),
-            });
+            return Err(AllocError::EmptyPlace);
         };
         self.pin_inner(core, slot, |hw| {
             let mut set = within_binding(process_binding(hw), pus).unwrap_or_else(|| pus.to_vec());
@@ -915,7 +962,13 @@ impl Topology {
                 .as_ref()
                 .ok_or_else(|| AllocError::Pin {
                     core,
-                    reason: "the real machine's topology could not be read".into(),
+                    reason: match hwloc_redirect() {
+                        Some((var, _)) => format!(
+                            "the real machine's topology could not be read ({var} is set: \
+                             hwloc describes that instead)"
+                        ),
+                        None => "the real machine's topology could not be read".into(),
+                    },
                 })?;
             let real_cores = real_core_pus(real);
             if real_cores.is_empty() {
@@ -1348,6 +1401,11 @@ mod tests {
         );
         let err = TopologyBuilder::from_spec("bogus").unwrap_err().to_string();
         assert!(err.contains("bogus") && err.contains("synthetic:"), "{err}");
+        // A kind without its description is malformed, `system:` and a lone `:` included.
+        for spec in [":", "system:", " : ", "synthetic:", "xml: "] {
+            let err = TopologyBuilder::from_spec(spec).unwrap_err().to_string();
+            assert!(err.contains("synthetic:<hwloc string>"), "{spec:?}: {err}");
+        }
         let err = TopologyBuilder::from_spec("preset:nope")
             .unwrap_err()
             .to_string();
@@ -1793,7 +1851,8 @@ mod tests {
                 .to_string(),
             "processing unit 48 does not exist in the topology"
         );
-        assert!(t.pin_current_thread_to_pus(&[], 0).is_err());
+        let empty = t.pin_current_thread_to_pus(&[], 0).unwrap_err();
+        assert!(matches!(empty, AllocError::EmptyPlace), "{empty}");
         // On the real machine: bound to exactly the PUs asked for.
         let sys = Topology::system().unwrap();
         let pu = sys.usable_pus(sys.usable_cores()[0])[0];

@@ -1,0 +1,46 @@
+//! hwloc's own variables (`HWLOC_SYNTHETIC`, `HWLOC_XMLFILE`, ...) make it describe another
+//! topology when asked for the machine's: numatask refuses that for the real machine, naming
+//! the variable, instead of labelling the other topology `system`. Alone in its test binary:
+//! it sets the variables.
+
+use numatask_alloc::{AllocError, Preset, Topology};
+
+#[test]
+fn hwloc_variables_naming_another_topology_are_refused_for_the_real_machine() {
+    // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
+    unsafe { std::env::set_var("HWLOC_SYNTHETIC", "numa:600 core:1 pu:1") };
+    // Too large to simulate: refused before hwloc spends minutes on it.
+    let err = Topology::system().unwrap_err();
+    assert!(matches!(err, AllocError::InvalidTopology { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("HWLOC_SYNTHETIC='numa:600 core:1 pu:1' is set") && text.contains("600"),
+        "{text}"
+    );
+
+    // SAFETY: as above.
+    unsafe { std::env::set_var("HWLOC_SYNTHETIC", "numa:2 core:1 pu:1") };
+    let text = Topology::system().unwrap_err().to_string();
+    assert!(
+        text.contains("HWLOC_SYNTHETIC='numa:2 core:1 pu:1' is set")
+            && text.contains("NUMATASK_TOPOLOGY=synthetic:"),
+        "{text}"
+    );
+
+    // A topology asked for explicitly is not affected, but pinning cannot find the real
+    // machine, and says why.
+    let preset = Topology::preset(Preset::Opteron6172).unwrap();
+    assert_eq!(preset.num_nodes(), 8);
+    let err = preset.pin_current_thread(0).unwrap_err().to_string();
+    assert!(err.contains("HWLOC_SYNTHETIC is set"), "{err}");
+
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("HWLOC_SYNTHETIC") };
+    let xml = std::env::temp_dir().join(format!("numatask-hwloc-env-{}.xml", std::process::id()));
+    preset.export_xml(&xml).unwrap();
+    // SAFETY: as above.
+    unsafe { std::env::set_var("HWLOC_XMLFILE", &xml) };
+    let text = Topology::system().unwrap_err().to_string();
+    std::fs::remove_file(&xml).unwrap();
+    assert!(text.contains("HWLOC_XMLFILE='"), "{text}");
+}
