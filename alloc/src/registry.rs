@@ -277,7 +277,13 @@ fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &Page
 /// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no
 /// target nodes, which only reports.
 pub(crate) fn kernel_page_nodes(page_addrs: &[usize]) -> Result<Vec<Option<usize>>, AllocError> {
-    let mut out = Vec::with_capacity(page_addrs.len());
+    let mut out = Vec::new();
+    out.try_reserve_exact(page_addrs.len()).map_err(|_| {
+        AllocError::Query(format!(
+            "{} pages are too many to report one by one",
+            page_addrs.len()
+        ))
+    })?;
     for chunk in page_addrs.chunks(4096) {
         let pages: Vec<*mut libc::c_void> = chunk.iter().map(|&a| a as *mut libc::c_void).collect();
         let mut status = vec![0i32; chunk.len()];
