@@ -353,6 +353,11 @@ impl RuntimeBuilder {
     }
 
     /// The topology to place workers on (default [`Topology::current`]).
+    ///
+    /// The allocator places and records memory over the nodes of [`Topology::current`]
+    /// (`NUMATASK_TOPOLOGY`), whatever topology a runtime has: a locality-aware runtime on
+    /// another one reads footprints by node index, and leaves out bytes on nodes it does not
+    /// have.
     pub fn topology(mut self, topology: Arc<Topology>) -> Self {
         self.topology = Some(topology);
         self
