@@ -52,6 +52,11 @@ use crate::worker::WorkerThread;
 pub const CANCELLED: &str =
     "numatask: task cancelled: a task it depends on (or shares a mutexinoutset with) panicked";
 
+/// What a cancelled task's frame holds as its panic until a waiter resumes it: the waiter
+/// raises [`CANCELLED`] in its place, once, through the panic hook (the task never ran, so no
+/// hook reported anything); the levels it unwinds through after that resume it silently.
+pub(crate) struct Cancelled;
+
 /// The dependences among one task's children.
 pub(crate) struct ChildDeps {
     /// Unique over the process's lifetime, never 0: what data handles bind to (see

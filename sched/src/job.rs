@@ -645,7 +645,7 @@ unsafe fn cancel_heap<'scope, F, T, const HANDLE: bool>(
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| drop(func))) {
         header.panic.store(payload);
     }
-    header.panic.store(Box::new(crate::dependences::CANCELLED));
+    header.panic.store(Box::new(crate::dependences::Cancelled));
     if header.children.finish() {
         // SAFETY: a task that never ran has no children: its subtree is finished and ours.
         unsafe { finish_frame(frame, worker) };

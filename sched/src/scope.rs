@@ -758,18 +758,18 @@ impl<T> fmt::Debug for TaskHandle<'_, T> {
     }
 }
 
-/// Whether `payload` is the panic of a task cancelled behind a panicked predecessor.
+/// Whether `payload` is the panic of a task cancelled behind a panicked predecessor, not yet
+/// resumed by a waiter.
 fn is_cancellation(payload: &Payload) -> bool {
-    payload
-        .downcast_ref::<&'static str>()
-        .is_some_and(|m| *m == dependences::CANCELLED)
+    payload.is::<dependences::Cancelled>()
 }
 
 /// Resumes the panic of a task (or of its subtree) in the code that waits for it. A task's
 /// own panic was reported by the panic hook where it happened and resumes silently, as
 /// `resume_unwind` does; a cancellation never went through the hook (the task did not run),
-/// so it is raised as a new panic with the same payload, and the hook reports it here:
-/// uncaught, it would otherwise end the program without a word.
+/// so the first waiter raises [`CANCELLED`](dependences::CANCELLED) as a new panic, which the
+/// hook reports here (uncaught, it would otherwise end the program without a word), and the
+/// waiters it unwinds through next resume that silently, as any reported panic.
 #[track_caller]
 pub(crate) fn resume_task_panic(payload: Payload) -> ! {
     if is_cancellation(&payload) {

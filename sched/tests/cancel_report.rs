@@ -46,14 +46,38 @@ fn a_cancellation_resumed_at_a_taskwait_goes_through_the_panic_hook() {
             .expect("spawn");
         panic::catch_unwind(AssertUnwindSafe(|| s.taskwait()))
     });
+    let first_run: Vec<(String, String)> = reported.lock().unwrap().drain(..).collect();
+
+    // Uncaught, the cancellation unwinds through the taskwait, the taskgroup's end and the
+    // scope's end: reported once, by the first.
+    let mut more = vec![0u32; 8];
+    let uncaught = panic::catch_unwind(AssertUnwindSafe(|| {
+        rt.scope(|s| {
+            s.taskgroup(|g| {
+                let b = Blocks::new(&mut more, 4).expect("blocks");
+                g.task()
+                    .updates(&b[1])
+                    .spawn(|_, _| panic!("bang"))
+                    .expect("spawn");
+                let _ = panic::catch_unwind(AssertUnwindSafe(|| g.taskwait()));
+                g.task().reads(&b[1]).spawn(|_, _| ()).expect("spawn");
+                g.taskwait();
+            });
+        });
+    }));
     let _ = panic::take_hook();
+    let payload = uncaught.expect_err("the cancellation reaches the scope's caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&CANCELLED));
+    let messages: Vec<String> = reported.lock().unwrap().drain(..).map(|(m, _)| m).collect();
+    assert_eq!(messages, ["bang", CANCELLED], "each reported once");
+
     let payload = second.expect_err("the cancellation resumes at the second taskwait");
     assert_eq!(
         payload.downcast_ref::<&str>(),
         Some(&CANCELLED),
         "same payload"
     );
-    let reported = reported.lock().unwrap();
+    let reported = first_run;
     let messages: Vec<&str> = reported.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(
         messages,
