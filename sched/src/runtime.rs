@@ -761,8 +761,9 @@ pub struct Runtime {
 /// process-wide one, one kept in a `static`).
 struct TraceSink {
     tracer: Arc<Tracer>,
-    /// How many traced tasks the last written trace file held (`None`: none written yet).
-    written: Mutex<Option<u64>>,
+    /// The tracer's [`progress`](Tracer::progress) (records, and of them those ended) when
+    /// the trace file was last written (`None`: not yet).
+    written: Mutex<Option<(u64, u64)>>,
 }
 
 /// The traces of every runtime that traces, for the exit handler.
@@ -795,24 +796,27 @@ impl TraceSink {
         self.write(&mut written)
     }
 
-    /// [`finish`](Self::finish) unless the file already holds every traced task (also when
-    /// no task ran: the file created at start-up then gets an empty trace). The lock is held
+    /// [`finish`](Self::finish) unless the file already holds every traced task as it is now,
+    /// ends included (also when no task ran: the file created at start-up then gets an empty
+    /// trace). The lock is held
     /// from the check to the write, so a drop racing the exit handler writes once. Errors are
     /// reported on standard error: the callers (`drop`, the exit handler) cannot return them.
     fn finish_if_pending(&self) {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        if *written != Some(self.tracer.summary().tasks) {
+        if *written != Some(self.tracer.progress()) {
             let _ = self.write(&mut written);
         }
     }
 
     /// The write of [`finish`](Self::finish), under the `written` lock the caller holds.
-    fn write(&self, written: &mut Option<u64>) -> io::Result<TraceSummary> {
+    fn write(&self, written: &mut Option<(u64, u64)>) -> io::Result<TraceSummary> {
         let tracer = &self.tracer;
+        // Read before the write: a task that ends meanwhile makes the next check rewrite.
+        let progress = tracer.progress();
         let result = tracer.finish();
         match &result {
             Ok(summary) => {
-                *written = Some(summary.tasks);
+                *written = Some(progress);
                 if let Some(path) = tracer.path() {
                     eprintln!(
                         "numatask: trace of {} tasks written to {}",

@@ -19,6 +19,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -133,8 +134,8 @@ pub struct TaskRecord {
     pub stolen_distance: Option<u32>,
     /// Start, nanoseconds since the tracer was created.
     pub start_ns: u64,
-    /// End, nanoseconds since the tracer was created (equal to `start_ns` while the task runs).
-    pub end_ns: u64,
+    /// End, nanoseconds since the tracer was created; `None` while the task runs.
+    pub end_ns: Option<u64>,
     /// Bytes per node of the task's depend list, when it has one.
     pub footprint: Option<NodeBytes>,
 }
@@ -173,6 +174,8 @@ pub struct Tracer {
     /// Number of NUMA nodes: the summary has a row for each, workers or not.
     num_nodes: usize,
     buffers: Vec<CachePadded<Mutex<Vec<TaskRecord>>>>,
+    /// Records whose end [`end`](Tracer::end) set.
+    ended: AtomicU64,
 }
 
 impl fmt::Debug for Tracer {
@@ -203,6 +206,7 @@ impl Tracer {
             node_of_worker,
             num_nodes,
             buffers,
+            ended: AtomicU64::new(0),
         }
     }
 
@@ -241,8 +245,8 @@ impl Tracer {
         }
     }
 
-    /// Appends the record of a task that starts now on `record.worker` (its `end_ns` is a
-    /// placeholder until [`end`](Self::end)) and returns its position for `end`. Recording at
+    /// Appends the record of a task that starts now on `record.worker` (its `end_ns` is
+    /// `None` until [`end`](Self::end)) and returns its position for `end`. Recording at
     /// the start means a task is in the trace before anyone can see it finished: a trace
     /// written right after a scope returns holds all of its tasks.
     pub fn start(&self, record: TaskRecord) -> usize {
@@ -261,8 +265,22 @@ impl Tracer {
         if let Some(buffer) = self.buffers.get(worker)
             && let Some(r) = buffer.lock().unwrap_or_else(|p| p.into_inner()).get_mut(at)
         {
-            r.end_ns = end_ns;
+            r.end_ns = Some(end_ns);
+            self.ended.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Records appended, and of them those whose end is set (the rest are tasks still
+    /// running, or recorded without an end): what a trace written now would miss, if these
+    /// change later.
+    pub fn progress(&self) -> (u64, u64) {
+        let ended = self.ended.load(Ordering::Relaxed);
+        let records = self
+            .buffers
+            .iter()
+            .map(|b| b.lock().unwrap_or_else(|p| p.into_inner()).len() as u64)
+            .sum();
+        (records, ended)
     }
 
     /// Every record so far, worker by worker.
@@ -307,6 +325,7 @@ impl Tracer {
 
     /// Writes the Chrome trace-event JSON.
     pub fn write_chrome_json(&self, out: &mut impl Write) -> io::Result<()> {
+        let now = self.now_ns();
         writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
         let mut first = true;
         let mut sep = |out: &mut dyn Write| -> io::Result<()> {
@@ -343,12 +362,17 @@ impl Tracer {
                     )
                 },
             );
+            // A task still running is drawn up to now, and marked.
+            let (end_ns, unfinished) = match r.end_ns {
+                Some(end) => (end, ""),
+                None => (now.max(r.start_ns), ",\"unfinished\":true"),
+            };
             write!(
                 out,
-                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"name\":\"{}\",\"cname\":\"{}\",\"cat\":\"task\",\"args\":{{\"task\":\"{}\",\"node\":{},\"queue\":\"{}\",\"stolen_distance\":{},\"footprint_bytes_per_node\":{},\"local_fraction\":{}}}}}",
+                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"name\":\"{}\",\"cname\":\"{}\",\"cat\":\"task\",\"args\":{{\"task\":\"{}\",\"node\":{},\"queue\":\"{}\",\"stolen_distance\":{},\"footprint_bytes_per_node\":{},\"local_fraction\":{}{}}}}}",
                 r.worker,
                 r.start_ns as f64 / 1000.0,
-                r.end_ns.saturating_sub(r.start_ns) as f64 / 1000.0,
+                end_ns.saturating_sub(r.start_ns) as f64 / 1000.0,
                 name,
                 cname,
                 escape(r.label),
@@ -359,6 +383,7 @@ impl Tracer {
                 footprint,
                 r.local_fraction()
                     .map_or_else(|| "null".to_owned(), |l| format!("{l:.4}")),
+                unfinished,
             )?;
         }
         writeln!(out, "\n]}}")
@@ -486,7 +511,7 @@ mod tests {
             },
             stolen_distance: stolen,
             start_ns: 1_000,
-            end_ns: 3_500,
+            end_ns: Some(3_500),
             footprint: footprint.map(NodeBytes::from_bytes),
         }
     }
@@ -625,12 +650,20 @@ mod tests {
     fn a_started_task_is_recorded_at_once_and_its_end_set_later() {
         let t = Tracer::new(vec![0, 1], 2, None);
         let mut r = record(1, 1, None, None);
-        r.end_ns = r.start_ns;
+        r.end_ns = None;
         let at = t.start(r);
         assert_eq!(t.summary().tasks, 1, "in the trace while it runs");
-        assert_eq!(t.records()[0].end_ns, 1_000);
+        assert_eq!(t.progress(), (1, 0));
+        let mut json = Vec::new();
+        t.write_chrome_json(&mut json).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let slice = &json["traceEvents"].as_array().unwrap()[4];
+        assert_eq!(slice["args"]["unfinished"], true, "{slice}");
+        assert!(slice["dur"].as_f64().unwrap() >= 0.0, "{slice}");
+        assert_eq!(t.records()[0].end_ns, None);
         t.end(1, at, 9_000);
-        assert_eq!(t.records()[0].end_ns, 9_000);
+        assert_eq!(t.records()[0].end_ns, Some(9_000));
+        assert_eq!(t.progress(), (1, 1));
     }
 
     #[test]

@@ -480,7 +480,7 @@ impl WorkerThread {
             queue: origin.queue,
             stolen_distance,
             start_ns,
-            end_ns: start_ns,
+            end_ns: None,
             footprint,
         });
         task.execute(self);

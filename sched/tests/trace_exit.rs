@@ -76,6 +76,46 @@ fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
     assert_eq!(json.matches("\"ph\":\"X\"").count(), 0);
 }
 
+#[test]
+fn a_trace_written_while_a_task_runs_marks_it_and_is_rewritten_when_it_ends() {
+    let path = temp("running-trace");
+    let rt = numatask_sched::Runtime::builder()
+        .num_threads(1)
+        .proc_bind(false)
+        .trace(&path)
+        .build()
+        .expect("runtime starts");
+    rt.scope(|_| {
+        // Written while the scope body runs: its slice is drawn up to now and marked.
+        rt.finish_trace().expect("tracing").expect("written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    });
+    let read = |path: &std::path::Path| -> serde_json::Value {
+        let json = std::fs::read_to_string(path).expect("the trace file");
+        serde_json::from_str(&json).expect("valid JSON")
+    };
+    let slices = |trace: &serde_json::Value| -> Vec<serde_json::Value> {
+        trace["traceEvents"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .cloned()
+            .collect()
+    };
+    let during = slices(&read(&path));
+    assert_eq!(during.len(), 1);
+    assert_eq!(during[0]["args"]["unfinished"], true, "{}", during[0]);
+    // The body ended since: dropping the runtime writes the file again, with its duration.
+    drop(rt);
+    let after = slices(&read(&path));
+    std::fs::remove_file(&path).expect("the trace file");
+    assert_eq!(after.len(), 1);
+    assert!(after[0]["args"].get("unfinished").is_none(), "{}", after[0]);
+    let dur_us = after[0]["dur"].as_f64().expect("a duration");
+    assert!(dur_us >= 20_000.0, "the body slept 20 ms: {}", after[0]);
+}
+
 /// Set in the child process that `a_runtime_kept_in_a_static_writes_its_trace_at_exit` starts.
 const STATIC_CHILD: &str = "NUMATASK_TRACE_STATIC_CHILD";
 
