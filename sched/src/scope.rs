@@ -26,7 +26,7 @@
 //! A `Scope` is neither `Send` nor `Sync`: a task gets its own `&Scope` and cannot capture
 //! its parent's, so every spawn happens on the worker that runs the spawning task.
 
-use std::cell::{OnceCell, UnsafeCell};
+use std::cell::{Cell, OnceCell, UnsafeCell};
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem;
@@ -73,6 +73,10 @@ pub struct Scope<'scope> {
     /// The dependence tracker of the task's children, created by the first dependent spawn
     /// (a taskgroup's scope uses its task's: dependences order all children of a task).
     deps: OnceCell<Box<ChildDeps>>,
+    /// The scope of the taskgroup running now in this scope's body, if any: tasks spawned,
+    /// and waits, through this scope while it runs go to it, as in OpenMP, where every task
+    /// the current task creates during a `taskgroup` region belongs to the group.
+    group: Cell<Option<NonNull<Scope<'scope>>>>,
     /// Invariant in `'scope` (as `std::thread::Scope`), and neither `Send` nor `Sync`.
     _marker: PhantomData<(&'scope mut &'scope (), *const ())>,
 }
@@ -85,8 +89,30 @@ impl<'scope> Scope<'scope> {
             worker: NonNull::from(worker),
             enclosing: None,
             deps: OnceCell::new(),
+            group: Cell::new(None),
             _marker: PhantomData,
         }
+    }
+
+    /// The scope that spawns and waits through this one act on: this one, or the innermost
+    /// taskgroup running in its body.
+    #[inline]
+    fn current(&self) -> &Scope<'scope> {
+        match self.group.get() {
+            None => self,
+            Some(_) => self.innermost_group(),
+        }
+    }
+
+    #[cold]
+    fn innermost_group(&self) -> &Scope<'scope> {
+        let mut scope = self;
+        while let Some(group) = scope.group.get() {
+            // SAFETY: a group's scope is set here only while its `taskgroup` call runs on this
+            // thread, and unset before that call returns or unwinds (`GroupActive`).
+            scope = unsafe { group.as_ref() };
+        }
+        scope
     }
 
     #[inline]
@@ -110,9 +136,10 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.spawn_frame(job::heap_task::<F, (), false>(
-            self.frame,
-            self.worker(),
+        let this = self.current();
+        this.spawn_frame(job::heap_task::<F, (), false>(
+            this.frame,
+            this.worker(),
             None,
             f,
         ));
@@ -155,9 +182,10 @@ impl<'scope> Scope<'scope> {
                 ..TaskMeta::default()
             })
         });
-        self.spawn_frame(job::heap_task::<F, (), false>(
-            self.frame,
-            self.worker(),
+        let this = self.current();
+        this.spawn_frame(job::heap_task::<F, (), false>(
+            this.frame,
+            this.worker(),
             meta,
             f,
         ));
@@ -193,12 +221,13 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        let frame = job::heap_task::<F, T, true>(self.frame, self.worker(), None, f);
+        let this = self.current();
+        let frame = job::heap_task::<F, T, true>(this.frame, this.worker(), None, f);
         let handle = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
-        self.spawn_frame(frame);
+        this.spawn_frame(frame);
         handle
     }
 
@@ -261,10 +290,11 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let frame = job::heap_task::<F, (), false>(self.frame, self.worker(), None, f);
+        let this = self.current();
+        let frame = job::heap_task::<F, (), false>(this.frame, this.worker(), None, f);
         // SAFETY: the frame was made just above and is not published yet.
         unsafe { Header::mark_final(frame) };
-        self.spawn_frame(frame);
+        this.spawn_frame(frame);
     }
 
     /// Whether this task is a final task or runs inside one (OpenMP's `omp_in_final`): then
@@ -308,9 +338,10 @@ impl<'scope> Scope<'scope> {
             label: Some(label),
             priority: 0,
         });
-        self.spawn_frame(job::heap_task::<F, (), false>(
-            self.frame,
-            self.worker(),
+        let this = self.current();
+        this.spawn_frame(job::heap_task::<F, (), false>(
+            this.frame,
+            this.worker(),
             Some(meta),
             f,
         ));
@@ -377,16 +408,17 @@ impl<'scope> Scope<'scope> {
                 priority,
             })
         });
-        let frame = job::heap_task::<F, (), false>(self.frame, self.worker(), meta, f);
-        self.frame().children.on_spawn();
+        let this = self.current();
+        let frame = job::heap_task::<F, (), false>(this.frame, this.worker(), meta, f);
+        this.frame().children.on_spawn();
         // In a final task every earlier sibling was included and has finished, so the task
         // is ready at once (or cancelled, behind a sibling that panicked) and runs inline.
         dependences::submit(
-            &self.child_deps().tracker,
+            &this.child_deps().tracker,
             accesses,
             Task::from_header(frame),
-            self.worker(),
-            self.frame().is_final(),
+            this.worker(),
+            this.frame().is_final(),
         );
     }
 
@@ -398,10 +430,11 @@ impl<'scope> Scope<'scope> {
     /// [`TaskHandle::join`], or for the handle's drop.
     #[track_caller]
     pub fn taskwait(&self) {
-        for level in self.levels() {
+        let this = self.current();
+        for level in this.levels() {
             level.wait_children();
         }
-        if let Some(payload) = self.take_panic() {
+        if let Some(payload) = this.take_panic() {
             resume_task_panic(payload);
         }
     }
@@ -457,28 +490,38 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Runs `f` and then waits for every task spawned inside it, at any depth (OpenMP's
-    /// `taskgroup`). Tasks spawned before the group are not waited for. Resumes the first
+    /// `taskgroup`). Tasks spawned before the group are not waited for. Every task this task
+    /// spawns while `f` runs is in the group, through `f`'s scope or through this one (as in
+    /// OpenMP, where the group is a region of the task, not a scope of its own); a `taskwait`
+    /// inside `f` waits for the group's tasks and the task's earlier children. Resumes the first
     /// panic of `f` or of those tasks; when that is only the cancellation of a task of the
     /// group behind a panicked predecessor spawned before the group, it resumes instead the
     /// panic waiting in the task's frame, which is the predecessor's (or, if the program
     /// caught that one already, the panic of another earlier child).
     #[track_caller]
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
-        let worker = self.worker();
-        let group = LineAligned(Header::group(self.frame(), worker.index()));
+        let this = self.current();
+        let worker = this.worker();
+        let group = LineAligned(Header::group(this.frame(), worker.index()));
         let scope = Scope {
             frame: NonNull::from(&*group),
-            worker: self.worker,
-            enclosing: Some(NonNull::from(self)),
+            worker: this.worker,
+            enclosing: Some(NonNull::from(this)),
             deps: OnceCell::new(),
+            group: Cell::new(None),
             _marker: PhantomData,
         };
-        let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+        let result = {
+            // Spawns through `this` (or a scope it is the group of) while `f` runs go to the
+            // group.
+            let _active = GroupActive::enter(this, &scope);
+            panic::catch_unwind(AssertUnwindSafe(|| f(&scope)))
+        };
         scope.wait_children();
         let mut child_panic = group.panic.take();
         if result.is_ok()
             && child_panic.as_ref().is_some_and(is_cancellation)
-            && let Some(cause) = self.levels().find_map(|l| l.frame().panic.take())
+            && let Some(cause) = this.levels().find_map(|l| l.frame().panic.take())
         {
             // A task of the group was cancelled because a task spawned before the group
             // panicked: that panic, waiting in the task's frame (or an enclosing group's),
@@ -543,18 +586,19 @@ impl<'scope> Scope<'scope> {
         RA: Send,
         B: FnOnce(&Scope<'scope>) -> RB,
     {
+        let this = self.current();
         // SAFETY: the task is waited for below (`join_inner`) before this function returns or
         // unwinds: `b`'s panic is caught first, and the wait itself does not unwind (its one
         // panic, a check that cannot fail for a task made here, aborts instead: see below).
         let frame =
-            unsafe { job::heap_task_unchecked::<_, RA, true>(self.frame, self.worker(), meta, a) };
+            unsafe { job::heap_task_unchecked::<_, RA, true>(this.frame, this.worker(), meta, a) };
         // `a`'s panic stays in its frame for this call to resume (`join_inner`): through the
         // parent frame it could lose to a sibling's earlier panic (the frame keeps the first).
         let handle: TaskHandle<'_, RA> = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
-        self.spawn_frame(frame);
+        this.spawn_frame(frame);
         let rb = panic::catch_unwind(AssertUnwindSafe(|| b(self)));
         // `a` may borrow this call's stack: were the wait to unwind (its check that the task
         // is not buried under the caller, true of a task made here), the frame would go while
@@ -755,6 +799,25 @@ impl<T> fmt::Debug for TaskHandle<'_, T> {
         f.debug_struct("TaskHandle")
             .field("finished", &self.is_finished())
             .finish()
+    }
+}
+
+/// Directs the spawns and waits made through a scope to its taskgroup's scope while the
+/// group's body runs ([`Scope::taskgroup`]); undone on drop, unwinding included.
+struct GroupActive<'a, 'scope> {
+    outer: &'a Scope<'scope>,
+}
+
+impl<'a, 'scope> GroupActive<'a, 'scope> {
+    fn enter(outer: &'a Scope<'scope>, group: &'a Scope<'scope>) -> Self {
+        outer.group.set(Some(NonNull::from(group)));
+        GroupActive { outer }
+    }
+}
+
+impl Drop for GroupActive<'_, '_> {
+    fn drop(&mut self) {
+        self.outer.group.set(None);
     }
 }
 

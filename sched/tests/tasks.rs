@@ -120,6 +120,58 @@ fn taskwait_inside_a_taskgroup_also_waits_for_the_tasks_earlier_children() {
 }
 
 #[test]
+fn tasks_spawned_through_the_enclosing_scope_during_a_taskgroup_belong_to_it() {
+    let rt = runtime(2);
+    let mut data = vec![0u32; 4];
+    let slow_done = AtomicBool::new(false);
+    let dependent_done = AtomicBool::new(false);
+    let nested_done = AtomicBool::new(false);
+    rt.scope(|s| {
+        let blocks = numatask_sched::data::Blocks::new(&mut data, 2).expect("blocks");
+        s.taskgroup(|_g| {
+            // Through `s`, not the group's scope: still members, as in OpenMP.
+            s.spawn(|_| {
+                thread::sleep(Duration::from_millis(50));
+                slow_done.store(true, Ordering::Relaxed);
+            });
+            s.task()
+                .writes(&blocks[0])
+                .spawn(|_, (x,)| {
+                    thread::sleep(Duration::from_millis(50));
+                    x.fill(1);
+                    dependent_done.store(true, Ordering::Relaxed);
+                })
+                .expect("spawn");
+            // A group opened through `s` inside the group nests in it.
+            s.taskgroup(|_| {
+                s.spawn(|_| {
+                    thread::sleep(Duration::from_millis(30));
+                    nested_done.store(true, Ordering::Relaxed);
+                });
+            });
+            assert!(
+                nested_done.load(Ordering::Relaxed),
+                "the inner group waited"
+            );
+        });
+        assert!(
+            slow_done.load(Ordering::Relaxed),
+            "the group waited for s.spawn"
+        );
+        assert!(
+            dependent_done.load(Ordering::Relaxed),
+            "the group waited for s.task()"
+        );
+        // After the group, spawns through `s` are the task's own again.
+        s.taskgroup(|_| ());
+        s.spawn(|_| ());
+        Ok::<(), numatask_sched::SchedError>(())
+    })
+    .expect("scope");
+    assert_eq!(data[..2], [1, 1]);
+}
+
+#[test]
 fn results_come_out_of_tasks_through_handles() {
     for workers in [1, 2, 4] {
         let rt = runtime(workers);
