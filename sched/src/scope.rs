@@ -599,12 +599,12 @@ impl<'scope> Scope<'scope> {
             _marker: PhantomData,
         };
         this.spawn_frame(frame);
-        let rb = panic::catch_unwind(AssertUnwindSafe(|| b(self)));
+        let rb = panic::catch_unwind(AssertUnwindSafe(|| b(this)));
         // `a` may borrow this call's stack: were the wait to unwind (its check that the task
         // is not buried under the caller, true of a task made here), the frame would go while
         // `a` still ran. The process aborts instead.
         let guard = crate::worker::AbortOnUnwind;
-        let ra = handle.join_inner(Some(self.worker()));
+        let ra = handle.join_inner(Some(this.worker()));
         std::mem::forget(guard);
         // Before a panic resumes, the other side's result (or `a`'s panic payload) is dropped
         // with its destructor's panic contained: dropped while unwinding, a panicking
