@@ -399,6 +399,9 @@ impl RuntimeBuilder {
             Some(t) => t,
             None => Topology::current()?,
         };
+        if let Some(warning) = topology_warning(&topology, self.scheduler, self.trace.is_some()) {
+            eprintln!("{warning}");
+        }
         // The cores of the process's CPU binding (all of them unless a launcher, `taskset`
         // or `numactl` bound it): the default worker count, and the cores workers go to.
         let usable = topology.usable_cores();
@@ -712,6 +715,30 @@ fn vicinity_warning(vicinity: Option<u32>, scheduler: SchedulerKind) -> Option<S
              not used: only the locality-aware scheduler ({SCHEDULER_ENV}=locality) bounds its \
              steals, and this runtime's is {}",
             scheduler.name()
+        )
+    })
+}
+
+/// The line that says a runtime weighing footprints (locality-aware, or traced) runs on a
+/// topology whose nodes are not those the allocator places memory on
+/// ([`Topology::current`]), if it does: footprints are then read by node index against the
+/// wrong nodes.
+fn topology_warning(topology: &Topology, scheduler: SchedulerKind, traced: bool) -> Option<String> {
+    if scheduler != SchedulerKind::Locality && !traced {
+        return None;
+    }
+    let placed = Topology::current().ok()?;
+    let same = placed.num_nodes() == topology.num_nodes()
+        && placed.distance_matrix() == topology.distance_matrix();
+    (!same).then(|| {
+        format!(
+            "numatask: this runtime's topology ({} nodes, {}) is not the one memory is placed \
+             on ({} nodes, {}: NUMATASK_TOPOLOGY or the machine): task footprints are read \
+             against the wrong nodes",
+            topology.num_nodes(),
+            topology.source(),
+            placed.num_nodes(),
+            placed.source()
         )
     })
 }
@@ -1434,6 +1461,35 @@ mod tests {
                  not used: only the locality-aware scheduler (NUMATASK_SCHEDULER=locality) \
                  bounds its steals, and this runtime's is ws"
             )
+        );
+    }
+
+    #[test]
+    fn a_runtime_weighing_footprints_on_another_topology_than_the_allocators_is_named() {
+        let placed = Topology::current().unwrap();
+        let other = if placed.num_nodes() == 8 {
+            numatask_alloc::TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+                .build()
+                .unwrap()
+        } else {
+            Topology::preset(numatask_alloc::Preset::Opteron6172).unwrap()
+        };
+        let warning = topology_warning(&other, SchedulerKind::Locality, false).unwrap();
+        assert!(
+            warning.contains(&format!("({} nodes", other.num_nodes()))
+                && warning.contains(&format!("({} nodes", placed.num_nodes())),
+            "{warning}"
+        );
+        assert!(topology_warning(&other, SchedulerKind::WorkStealing, true).is_some());
+        // Work stealing without a trace reads no footprint; the allocator's own topology is
+        // what footprints are read against.
+        assert_eq!(
+            topology_warning(&other, SchedulerKind::WorkStealing, false),
+            None
+        );
+        assert_eq!(
+            topology_warning(&placed, SchedulerKind::Locality, true),
+            None
         );
     }
 
