@@ -1126,7 +1126,9 @@ impl Runtime {
     /// the worker runs the scope's tasks while it waits, so nesting scopes does not deadlock.
     /// From a worker of another runtime, the body runs on a worker of this one, as from an
     /// outside thread, while the calling worker keeps running tasks of its own pool until the
-    /// scope ends (so pools whose scopes nest in each other do not deadlock).
+    /// scope ends (so pools whose scopes nest in each other do not deadlock; scopes nested
+    /// back and forth between two pools need stack in proportion to their number, not to
+    /// their nesting: see [`crate::worker`], "Stack depth").
     ///
     /// A panic of `f` or of a task that no `taskwait` (or [`TaskHandle::join`](crate::TaskHandle::join)) resumed is
     /// resumed here, after all tasks finished.

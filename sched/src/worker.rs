@@ -53,7 +53,14 @@
 //!   keeping it would deadlock. Before it sleeps, a worker short of stack checks its own
 //!   queues as well as the list: a descendant may be dealt to its node's queue at any time.
 //!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
-//!   recursions.
+//!   recursions. This bound holds within one runtime. Scopes that nest across two runtimes
+//!   back and forth (a task of pool A enters a scope of pool B whose tasks enter scopes of A)
+//!   are not bounded by it: a worker waiting for a scope it sent to another pool takes any
+//!   scope sent to its own, short of stack or not (one of them may be what the other pool
+//!   waits for, and it cannot tell which), so unrelated scopes can pile up on its stack in
+//!   proportion to the number of such scopes, not to the nesting. Keep such programs on one
+//!   runtime (a scope entered from a task of the same runtime nests as a child), or give
+//!   their workers large stacks.
 //! - **No deadlock from waiting.** A worker waits only for descendants of the task it runs:
 //!   taskwait and taskgroups wait for its own children, and a `TaskHandle` borrows the
 //!   `Scope` of the task that spawned it, so no other task can join it. A task run on top
