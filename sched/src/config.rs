@@ -11,7 +11,7 @@
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 2147483647 (a C `int`): the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
-//! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` | `false` |
+//! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` (also `1`/`yes`/`on`, `0`/`no`/`off`) | `false` |
 //! | `NUMATASK_TRACE` | a file to write a Chrome trace of every task to (see [`crate::trace`]); each later runtime of the process writes its own, `t.2.json`, `t.3.json`, ... beside `t.json` | no tracing |
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
 //!
@@ -93,9 +93,9 @@ pub const MAX_STACK_SIZE: usize = 16 << 30;
 /// The least vicinity (`NUMATASK_VICINITY`, `vicinity`): an OS distance of 10 is a node's own.
 pub const MIN_VICINITY: u32 = 10;
 
-const NUM_THREADS_EXPECTED: &str = "a positive integer of at most 4096, or a comma-separated \
-     list of positive integers whose first is at most 4096 (the first is used; larger under an \
-     OMP_THREAD_LIMIT of at most 4096)";
+const NUM_THREADS_EXPECTED: &str = "a number of workers from 1 to 4096, or a comma-separated \
+     list of such numbers (the first is used; above 4096 only with OMP_THREAD_LIMIT at most \
+     4096)";
 
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
@@ -108,7 +108,7 @@ const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optio
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
 const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
-const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose";
+const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose (1, yes, on and 0, no, off too)";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
 const PLACES_EXPECTED: &str = "threads, cores, ll_caches, numa_domains or sockets, optionally \
@@ -138,8 +138,9 @@ impl FromStr for DisplayEnv {
 
     fn from_str(s: &str) -> Result<Self, SchedError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
-            "false" => Ok(Self::False),
-            "true" => Ok(Self::True),
+            // OpenMP names true, false and verbose; LLVM's libomp also reads these words.
+            "false" | "0" | "no" | "off" => Ok(Self::False),
+            "true" | "1" | "yes" | "on" => Ok(Self::True),
             "verbose" => Ok(Self::Verbose),
             _ => Err(invalid(DISPLAY_ENV_ENV, s, DISPLAY_ENV_EXPECTED)),
         }
@@ -894,7 +895,7 @@ mod tests {
             let err = parse_num_threads(bad).unwrap_err();
             assert!(
                 err.to_string()
-                    .starts_with(&format!("OMP_NUM_THREADS='{bad}': expected a positive")),
+                    .starts_with(&format!("OMP_NUM_THREADS='{bad}': expected a number of workers from 1 to 4096")),
                 "{err}"
             );
         }
@@ -1016,6 +1017,20 @@ mod tests {
         assert_eq!(env.scheduler, Some(SchedulerKind::WorkStealing));
         let env = EnvSettings::from_lookup(|v| (v == SCHEDULER_ENV).then(|| "Locality".into()));
         assert_eq!(env.unwrap().scheduler, Some(SchedulerKind::Locality));
+        // libomp's words for true and false.
+        for (word, display) in [
+            ("1", DisplayEnv::True),
+            ("On", DisplayEnv::True),
+            ("no", DisplayEnv::False),
+            ("0", DisplayEnv::False),
+        ] {
+            assert_eq!(word.parse::<DisplayEnv>().unwrap(), display, "{word}");
+        }
+        let err = "2".parse::<DisplayEnv>().unwrap_err().to_string();
+        assert!(
+            err.contains("OMP_DISPLAY_ENV='2'") && err.contains("verbose"),
+            "{err}"
+        );
     }
 
     #[test]
