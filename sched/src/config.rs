@@ -894,8 +894,9 @@ mod tests {
         ] {
             let err = parse_num_threads(bad).unwrap_err();
             assert!(
-                err.to_string()
-                    .starts_with(&format!("OMP_NUM_THREADS='{bad}': expected a number of workers from 1 to 4096")),
+                err.to_string().starts_with(&format!(
+                    "OMP_NUM_THREADS='{bad}': expected a number of workers from 1 to 4096"
+                )),
                 "{err}"
             );
         }

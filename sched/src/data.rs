@@ -280,10 +280,10 @@ impl<'a, T> Blocks<'a, T> {
     /// region. Regions may overlap: the runtime orders tasks byte by byte.
     pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, SchedError> {
         if range.start > range.end || range.end > self.whole.len {
-            return Err(SchedError::InvalidSetting {
-                setting: "region",
-                value: format!("{range:?}"),
-                expected: "a range within the data (start <= end <= length)",
+            return Err(SchedError::InvalidRegion {
+                start: range.start,
+                end: range.end,
+                len: self.whole.len,
             });
         }
         Ok(Region {
@@ -1130,7 +1130,21 @@ mod tests {
         let start = b.whole().access(AccessKind::In).addr;
         assert_eq!(b[2].access(AccessKind::In).addr, start + 8);
         assert!(b.get(3).is_none());
-        assert!(b.region(3..11).is_err());
+        let err = b.region(3..11).err().expect("beyond the end");
+        assert_eq!(
+            err.to_string(),
+            "region 3..11 is not within the data's 10 elements (expected start <= end <= 10)"
+        );
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = b.region(7..3).err().expect("reversed");
+        assert!(matches!(
+            reversed,
+            SchedError::InvalidRegion {
+                start: 7,
+                end: 3,
+                len: 10
+            }
+        ));
         assert_eq!(b.region(3..7).expect("in range").len(), 4);
     }
 

@@ -34,6 +34,19 @@ pub enum SchedError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// A region asked of data ([`Blocks::region`](crate::data::Blocks::region)) that is not
+    /// within it.
+    #[error(
+        "region {start}..{end} is not within the data's {len} elements (expected start <= end <= {len})"
+    )]
+    InvalidRegion {
+        /// The range's start.
+        start: usize,
+        /// The range's end.
+        end: usize,
+        /// The data's length, in elements.
+        len: usize,
+    },
     /// A scheduler name that is not known.
     #[error(
         "unknown scheduler '{}': expected ws (work stealing) or locality (locality-aware)",

@@ -1284,9 +1284,14 @@ impl Runtime {
                 },
                 topo.cores_per_node(),
                 if topo.is_synthetic() {
-                    " (synthetic: workers pinned round-robin onto the real cores)"
+                    format!(
+                        " (synthetic: its {} worker(s) pinned round-robin onto the machine's \
+                         cores, {} processor(s) here)",
+                        self.registry.places.len(),
+                        std::thread::available_parallelism().map_or(1, |n| n.get())
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             ),
         );
