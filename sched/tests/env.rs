@@ -134,7 +134,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("OMP_PROC_BIND", "scatter"),
         ("OMP_STACKSIZE", "12Q"),
         ("NUMATASK_SCHEDULER", "fifo"),
-        ("OMP_DISPLAY_ENV", "yes"),
+        ("OMP_DISPLAY_ENV", "maybe"),
         ("OMP_DATA_DISTRIBUTION", "bogus"),
         ("OMP_WAIT_POLICY", "spin"),
         ("OMP_PLACES", "chiplets"),
