@@ -230,6 +230,44 @@ impl<T> NumaVec<T> {
     }
 }
 
+/// At most `left` items of `items`, announced as exactly that many ([`NumaVec::from_iter_in`]
+/// keeps fewer if fewer come).
+struct Announced<I> {
+    items: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Announced<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        self.left = self.left.checked_sub(1)?;
+        self.items.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Announced<I> {}
+
+impl<T> NumaVec<T> {
+    /// Moves the elements out into a `Vec`, leaving this array empty.
+    fn take_all(&mut self) -> Vec<T> {
+        let len = std::mem::replace(&mut self.len, 0);
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: the first `len` slots are initialised and, with `len` now 0, no longer
+        // owned by `self` (its drop will not touch them); `out` has room for `len` elements,
+        // and the two allocations do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), out.as_mut_ptr(), len);
+            out.set_len(len);
+        }
+        out
+    }
+}
+
 impl<T> FromIterator<T> for NumaVec<T> {
     /// Collects with the process-wide distribution (`OMP_DATA_DISTRIBUTION`).
     ///
@@ -237,10 +275,36 @@ impl<T> FromIterator<T> for NumaVec<T> {
     ///
     /// If the allocation fails or the variable is invalid, with the error's message, as
     /// `Vec` does when it cannot allocate; [`NumaVec::from_iter_in`] returns the error instead.
+    ///
+    /// An iterator that knows its exact length (its `size_hint` bounds are equal: ranges, maps
+    /// of them, slices' iterators) is written straight into the array; any other goes through
+    /// a `Vec` first, which costs a copy and twice the memory for a moment.
     fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
-        let items: Vec<T> = items.into_iter().collect();
         let place = Distribution::from_env().unwrap_or_else(|e| panic!("{e}"));
-        Self::from_iter_in(items, place).unwrap_or_else(|e| panic!("{e}"))
+        let mut items = items.into_iter();
+        let exact = match items.size_hint() {
+            (lo, Some(hi)) if lo == hi => Some(lo),
+            _ => None,
+        };
+        let Some(len) = exact else {
+            let items: Vec<T> = items.collect();
+            return Self::from_iter_in(items, place).unwrap_or_else(|e| panic!("{e}"));
+        };
+        let announced = Announced {
+            items: items.by_ref(),
+            left: len,
+        };
+        let mut v = Self::from_iter_in(announced, place).unwrap_or_else(|e| panic!("{e}"));
+        match items.next() {
+            None => v,
+            // The iterator yielded more than it announced: start over with everything.
+            Some(extra) => {
+                let mut all = v.take_all();
+                all.push(extra);
+                all.extend(items);
+                Self::from_iter_in(all, place).unwrap_or_else(|e| panic!("{e}"))
+            }
+        }
     }
 }
 
@@ -456,6 +520,65 @@ mod tests {
         let c: NumaVec<i64> = (0..10).collect();
         assert_eq!(c.iter().sum::<i64>(), 45);
         assert_eq!(c.clone()[9], 9);
+    }
+
+    #[test]
+    fn collect_keeps_every_item_whatever_the_iterator_announces() {
+        // Exact (written straight in), inexact (through a Vec), and iterators whose size hint
+        // lies both ways: every item comes out, in order, each dropped once.
+        struct Lying<I> {
+            items: I,
+            says: usize,
+        }
+        impl<I: Iterator> Iterator for Lying<I> {
+            type Item = I::Item;
+            fn next(&mut self) -> Option<I::Item> {
+                self.items.next()
+            }
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                (self.says, Some(self.says))
+            }
+        }
+        let exact: NumaVec<String> = (0..100).map(|i| i.to_string()).collect();
+        assert_eq!(exact.len(), 100);
+        assert_eq!(exact[99], "99");
+        let filtered: NumaVec<u32> = (0..100).filter(|i| i % 3 == 0).collect();
+        assert_eq!(
+            &*filtered,
+            &(0..100).filter(|i| i % 3 == 0).collect::<Vec<u32>>()[..]
+        );
+        let drops = AtomicUsize::new(0);
+        struct Counted<'a>(u32, &'a AtomicUsize);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.1.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        for (yields, says) in [(10, 4), (4, 10), (0, 3), (3, 0)] {
+            drops.store(0, Ordering::Relaxed);
+            let v: NumaVec<Counted<'_>> = Lying {
+                items: (0..yields).map(|i| Counted(i, &drops)),
+                says: says as usize,
+            }
+            .collect();
+            let values: Vec<u32> = v.iter().map(|c| c.0).collect();
+            assert_eq!(
+                values,
+                (0..yields).collect::<Vec<_>>(),
+                "yields {yields}, says {says}"
+            );
+            assert_eq!(
+                drops.load(Ordering::Relaxed),
+                0,
+                "nothing dropped while moved"
+            );
+            drop(v);
+            assert_eq!(
+                drops.load(Ordering::Relaxed),
+                yields as usize,
+                "each dropped once"
+            );
+        }
     }
 
     #[test]
