@@ -325,8 +325,11 @@ impl TopologyBuilder {
             TopologySource::Preset(p) => builder
                 .from_synthetic(p.synthetic())
                 .map_err(|e| e.to_string()),
-            TopologySource::Synthetic(s) => check_synthetic_size(s)
-                .and_then(|()| builder.from_synthetic(s).map_err(|e| e.to_string())),
+            TopologySource::Synthetic(s) => check_synthetic_size(s).and_then(|()| {
+                builder
+                    .from_synthetic(s)
+                    .map_err(|e| with_synthetic_hint(s, e.to_string()))
+            }),
             // Read here rather than by hwloc, whose binding treats a missing or unreadable
             // file as an impossible error (a panic).
             TopologySource::Xml(path) => {
@@ -436,6 +439,34 @@ fn hwloc_redirect() -> Option<(&'static str, String)> {
         let value = std::env::var_os(var)?;
         Some((var, value.to_string_lossy().into_owned()))
     })
+}
+
+/// hwloc's refusal of a synthetic description (which gives no reason), with the likeliest
+/// one when the description shows it: a last level that is not of processing units.
+fn with_synthetic_hint(description: &str, refusal: String) -> String {
+    let mut plain = String::with_capacity(description.len());
+    let mut depth = 0usize;
+    for c in description.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            c if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let last_type = plain
+        .split_whitespace()
+        .next_back()
+        .and_then(|word| word.split_once(':'))
+        .map(|(kind, _)| kind.to_ascii_lowercase());
+    match last_type {
+        // hwloc reads `pu...` and `proc...` as processing units.
+        Some(kind) if !kind.starts_with("pu") && !kind.starts_with("proc") => format!(
+            "{refusal} (its last level, {kind}, must be pu: processing units, as in \
+             'numa:2 core:2 pu:1')"
+        ),
+        _ => refusal,
+    }
 }
 
 /// The most NUMA nodes a synthetic topology may have.
@@ -1414,6 +1445,21 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("opteron6172"), "{err}");
+    }
+
+    #[test]
+    fn a_synthetic_description_not_ending_in_processing_units_is_refused_saying_so() {
+        let err = TopologyBuilder::synthetic("node:2 core:2")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("its last level, core, must be pu"), "{err}");
+        // Other refusals get no such hint.
+        let err = TopologyBuilder::synthetic("numa:2 core:2 pu:x")
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("must be pu"), "{err}");
     }
 
     #[test]
