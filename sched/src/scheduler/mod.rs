@@ -15,11 +15,18 @@
 //! | [`inject`](Scheduler::inject) | a thread outside the pool | it enters the runtime |
 //! | [`pop`](Scheduler::pop) | a worker | first place to look: its own work |
 //! | [`steal`](Scheduler::steal) | a worker | its own work is gone: other workers' work |
-//! | [`take_injected`](Scheduler::take_injected) | an idle (not waiting) worker | last place to look |
+//! | [`take_injected`](Scheduler::take_injected) | a worker, idle or waiting | after stealing |
 //! | [`has_work`](Scheduler::has_work) | a worker about to sleep | after announcing itself |
 //!
-//! A worker waiting in `taskwait` uses only `pop` and `steal` and runs what they give (see
-//! [`crate::worker`] for the policy and its stack guard).
+//! A worker waiting in `taskwait` uses `pop` and `steal` and runs what they give, then scopes
+//! injected into the pool (another pool's waiting worker may need them), and tasks set aside
+//! or with a priority, which the runtime core keeps outside the policy (see [`crate::worker`]
+//! for the policy and its stack guard).
+//!
+//! The trait is public so that a policy can be read, built and tested on its own (its
+//! decisions on a preset topology, as `tests/locality.rs` does); a runtime runs one of the
+//! policies of [`SchedulerKind`], statically dispatched. Installing a policy of one's own is
+//! not supported: it would be one more variant, and a change to this crate.
 //!
 //! Work-stealing ([`WorkStealing`]) is the first policy. The locality-aware policy of the
 //! paper ([`Locality`]: one queue per NUMA node, Algorithm 1 deals each task to a node by its
