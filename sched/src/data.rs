@@ -6,7 +6,9 @@
 //!
 //! [`Blocks::new`] borrows a slice (a [`NumaVec`](numatask_alloc::NumaVec), a `Vec`, an array)
 //! mutably and cuts it into blocks; `blocks[i]` is the [`Region`] of block `i`, and
-//! [`Blocks::region`] any other element range. A task declares what it does with regions,
+//! [`Blocks::region`] any other element range. [`Blocks::shared`] does the same with a shared
+//! borrow, for data the tasks only read (their inputs): its regions give shared references
+//! only, and the data stays readable outside the tasks. A task declares what it does with regions,
 //! and its body receives the data as references, in declaration order:
 //!
 //! | builder call | `depend` type | the body gets |
@@ -77,7 +79,10 @@
 //!   of the data for `'a`, which outlives the scope (`'a: 'scope` at every declaration): from
 //!   the moment the blocks exist until the [`Runtime::scope`](crate::Runtime::scope) call
 //!   returns, code outside the tasks cannot touch the data, and regions cannot be turned into
-//!   references; only a task body receives them.
+//!   references; only a task body receives them. `Blocks::shared` holds a shared borrow
+//!   instead, which others may share too: its regions are refused for every declaration that
+//!   gives `&mut` ([`SchedError::ReadOnlyRegion`]), so everyone holds shared references to
+//!   that data (`T: Sync` for the tasks').
 //! - **Conflicting tasks never overlap in time.** All tasks that use one `Blocks` are children
 //!   of one task, ordered by one dependence tracker: a task starts only after every earlier
 //!   sibling whose declaration conflicts with its own (shares a byte, and one of them writes,
@@ -202,6 +207,9 @@ pub struct Region<'a, T> {
     /// The id of the tracker the `Blocks` is bound to (0: not yet bound), shared by all its
     /// regions; the `Rc` also keeps regions from leaving the thread.
     binding: Rc<Cell<u64>>,
+    /// Whether the data was borrowed mutably ([`Blocks::new`]) rather than shared
+    /// ([`Blocks::shared`], whose regions give shared references only).
+    writable: bool,
     _data: PhantomData<&'a mut [T]>,
 }
 
@@ -211,6 +219,59 @@ impl<'a, T> Blocks<'a, T> {
     /// Errors: `block_len` 0, or a zero-sized `T` (whose regions would cover no byte, so the
     /// runtime could not order them).
     pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, SchedError> {
+        let len = data.len();
+        Self::cut(NonNull::from(data).cast::<T>(), len, block_len, true)
+    }
+
+    /// Cuts data that is only read into blocks of `block_len` elements (the inputs of a
+    /// computation, OpenMP's `depend(in: ...)` on data nobody writes in the scope): a shared
+    /// borrow, so code outside the tasks may read the data meanwhile, and several scopes may
+    /// use it. Its regions can be declared with [`reads`](TaskBuilder::reads) and
+    /// [`concurrent_updates`](TaskBuilder::concurrent_updates) (shared references, for atomics)
+    /// and their `_each` forms; a declaration that would give `&mut` (`writes`, `updates`,
+    /// `mutex_updates`) makes [`spawn`](TaskBuilder::spawn) fail with
+    /// [`SchedError::ReadOnlyRegion`]. The declarations still order tasks among themselves
+    /// (`in` after `inoutset`) and are the tasks' footprints, which the locality-aware
+    /// scheduler weighs.
+    ///
+    /// ```
+    /// use numatask_sched::data::Blocks;
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// let a = vec![2u64; 1000];
+    /// let mut sums = vec![0u64; 10];
+    /// rt.scope(|s| {
+    ///     let input = Blocks::shared(&a, 100)?;
+    ///     let out = Blocks::new(&mut sums, 1)?;
+    ///     for i in 0..10 {
+    ///         s.task()
+    ///             .reads(&input[i])
+    ///             .writes(&out[i])
+    ///             .spawn(|_, (x, sum)| sum[0] = x.iter().sum())?;
+    ///     }
+    ///     assert_eq!(a[999], 2); // still readable outside the tasks
+    ///     Ok::<(), numatask_sched::SchedError>(())
+    /// })?;
+    /// assert_eq!(sums, [200; 10]);
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    ///
+    /// Errors: as for [`new`](Self::new).
+    pub fn shared(data: &'a [T], block_len: usize) -> Result<Self, SchedError> {
+        Self::cut(
+            NonNull::from(data).cast::<T>(),
+            data.len(),
+            block_len,
+            false,
+        )
+    }
+
+    /// The blocks of the `len` elements at `ptr`, borrowed for `'a` (mutably if `writable`).
+    fn cut(
+        ptr: NonNull<T>,
+        len: usize,
+        block_len: usize,
+        writable: bool,
+    ) -> Result<Self, SchedError> {
         if block_len == 0 {
             return Err(SchedError::InvalidSetting {
                 setting: "block length",
@@ -225,14 +286,13 @@ impl<'a, T> Blocks<'a, T> {
                 expected: "a type of non-zero size",
             });
         }
-        let len = data.len();
-        let ptr = NonNull::from(data).cast::<T>();
         let binding = Rc::new(Cell::new(0));
         let region = |start: usize, end: usize| Region {
             // SAFETY: `start <= len`: in bounds or one past the end of the slice.
             ptr: unsafe { ptr.add(start) },
             len: end - start,
             binding: Rc::clone(&binding),
+            writable,
             _data: PhantomData,
         };
         let regions = (0..len.div_ceil(block_len))
@@ -291,6 +351,7 @@ impl<'a, T> Blocks<'a, T> {
             ptr: unsafe { self.whole.ptr.add(range.start) },
             len: range.len(),
             binding: Rc::clone(&self.whole.binding),
+            writable: self.whole.writable,
             _data: PhantomData,
         })
     }
@@ -351,6 +412,7 @@ impl<T> Clone for Region<'_, T> {
             ptr: self.ptr,
             len: self.len,
             binding: Rc::clone(&self.binding),
+            writable: self.writable,
             _data: PhantomData,
         }
     }
@@ -382,10 +444,20 @@ pub struct TaskBuilder<'s, 'scope, A> {
     label: Option<&'static str>,
     /// OpenMP's `priority` clause ([`TaskBuilder::priority`]).
     priority: u32,
-    /// A region was bound to another task's children ([`SchedError::ForeignRegion`], reported
-    /// by `spawn`; a flag rather than the error, so that the builder moved by every call stays
+    /// Why `spawn` will refuse the task, if a declaration already says (reported by `spawn`;
+    /// a small value rather than the error, so that the builder moved by every call stays
     /// small).
-    foreign: bool,
+    refusal: Refusal,
+}
+
+/// What a declaration found wrong, for [`TaskBuilder::spawn`] to report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    None,
+    /// [`SchedError::ForeignRegion`].
+    Foreign,
+    /// [`SchedError::ReadOnlyRegion`], with the kind declared.
+    ReadOnly(AccessKind),
 }
 
 /// The most declarations one [`TaskBuilder`] makes (each may be a list of any length:
@@ -437,7 +509,7 @@ impl<'scope> Scope<'scope> {
             intensive: 0,
             label: None,
             priority: 0,
-            foreign: false,
+            refusal: Refusal::None,
         }
     }
 
@@ -547,7 +619,8 @@ macro_rules! access_methods {
                         ptr: region.ptr,
                         len: region.len,
                     };
-                    self.declare(std::iter::once(&*region.binding), view)
+                    let shared = !region.writable;
+                    self.declare(std::iter::once(&*region.binding), shared, AccessKind::$kind, view)
                 }
 
                 $(#[$each_doc])*
@@ -564,7 +637,8 @@ macro_rules! access_methods {
                     let view = $list {
                         parts: regions.iter().map(|r| (r.ptr, r.len)).collect(),
                     };
-                    self.declare(regions.iter().map(|r| &*r.binding), view)
+                    let shared = regions.iter().any(|r| !r.writable);
+                    self.declare(regions.iter().map(|r| &*r.binding), shared, AccessKind::$kind, view)
                 }
             )*
         }
@@ -607,10 +681,13 @@ access_methods! {
 }
 
 impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
-    /// Adds `view`, whose regions have the tracker `bindings`.
+    /// Adds `view`, an access of kind `kind` to regions whose trackers are `bindings` (and,
+    /// if `shared`, one of them of data borrowed shared, [`Blocks::shared`]).
     fn declare<'r, V>(
         self,
         bindings: impl Iterator<Item = &'r Cell<u64>>,
+        shared: bool,
+        kind: AccessKind,
         view: V,
     ) -> TaskBuilder<'s, 'scope, A::Output>
     where
@@ -623,16 +700,19 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             intensive,
             label,
             priority,
-            mut foreign,
+            mut refusal,
         } = self;
+        if refusal == Refusal::None && shared && kind.gives_mut() {
+            refusal = Refusal::ReadOnly(kind);
+        }
         for binding in bindings {
-            if foreign {
+            if refusal != Refusal::None {
                 break;
             }
             match binding.get() {
                 0 => binding.set(deps_id),
                 bound if bound == deps_id => {}
-                _ => foreign = true,
+                _ => refusal = Refusal::Foreign,
             }
         }
         TaskBuilder {
@@ -642,7 +722,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
             intensive,
             label,
             priority,
-            foreign,
+            refusal,
         }
     }
 
@@ -690,8 +770,10 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
         A: for<'t> Views<'t> + Send + 'scope,
         F: for<'t> FnOnce(&'t Scope<'scope>, <A as Views<'t>>::Out) + Send + 'scope,
     {
-        if self.foreign {
-            return Err(SchedError::ForeignRegion);
+        match self.refusal {
+            Refusal::None => {}
+            Refusal::Foreign => return Err(SchedError::ForeignRegion),
+            Refusal::ReadOnly(kind) => return Err(SchedError::ReadOnlyRegion { kind }),
         }
         let count = self.views.count();
         let mut fixed = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
@@ -722,12 +804,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
 /// which one gives the body `&mut`.
 #[inline]
 fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
-    let exclusive = |a: &Access| {
-        matches!(
-            a.kind,
-            AccessKind::Out | AccessKind::InOut | AccessKind::MutexInOutSet
-        )
-    };
+    let exclusive = |a: &Access| a.kind.gives_mut();
     if accesses.len() > 2 * MAX_ACCESSES {
         return check_conflicts_sorted(accesses, exclusive);
     }

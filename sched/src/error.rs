@@ -87,6 +87,18 @@ pub enum SchedError {
          task that spawns dependent tasks)"
     )]
     ForeignRegion,
+    /// A region of data borrowed shared ([`Blocks::shared`](crate::data::Blocks::shared)) was
+    /// declared with an access whose body would get `&mut`.
+    #[error(
+        "region of read-only data (Blocks::shared) declared as {}: its tasks get shared \
+         references only (reads, concurrent_updates); cut the data with Blocks::new(&mut ...) \
+         to write it",
+        .kind.describe()
+    )]
+    ReadOnlyRegion {
+        /// The access declared.
+        kind: AccessKind,
+    },
     /// The trace file (`NUMATASK_TRACE`, [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace))
     /// cannot be created: reported when the runtime starts, not when the trace is written.
     #[error("cannot create the trace file {path}{}: {reason}", named_by(.from_env))]

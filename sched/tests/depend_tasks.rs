@@ -869,3 +869,92 @@ fn a_dependent_tasks_footprint_is_its_depend_list() {
         assert_eq!(v[512 * 3], 3.0);
     });
 }
+
+#[test]
+fn shared_blocks_give_shared_references_only_and_refuse_writers() {
+    let rt = runtime(2);
+    let input: Vec<u64> = (0..100).collect();
+    let counters: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
+    let mut sums = vec![0u64; 10];
+    rt.scope(|s| {
+        let a = Blocks::shared(&input, 10)?;
+        let c = Blocks::shared(&counters, 1)?;
+        let out = Blocks::new(&mut sums, 1)?;
+        // Every kind that gives `&mut`, alone or in a list, and through `region`: refused,
+        // nothing spawned.
+        let refused = [
+            s.task().writes(&a[0]).spawn(|_, _| unreachable!()),
+            s.task().updates(&a[1]).spawn(|_, _| unreachable!()),
+            s.task().mutex_updates(&a[2]).spawn(|_, _| unreachable!()),
+            s.task()
+                .reads(&a[3])
+                .updates_each(&a)
+                .spawn(|_, _| unreachable!()),
+            s.task().writes_each([&a[4]]).spawn(|_, _| unreachable!()),
+            s.task()
+                .mutex_updates_each([&a[5]])
+                .spawn(|_, _| unreachable!()),
+            s.task()
+                .updates(&a.region(3..7)?)
+                .spawn(|_, _| unreachable!()),
+        ];
+        for (i, result) in refused.into_iter().enumerate() {
+            let err = result.expect_err("a writer of shared data");
+            assert!(
+                matches!(err, SchedError::ReadOnlyRegion { .. }),
+                "{i}: {err}"
+            );
+            assert!(err.to_string().contains("Blocks::shared"), "{err}");
+        }
+        // Readers, and concurrent updates through shared references (atomics).
+        for i in 0..10 {
+            s.task()
+                .reads(&a[i])
+                .concurrent_updates(&c[i % 4])
+                .writes(&out[i])
+                .spawn(|_, (x, counter, sum)| {
+                    counter[0].fetch_add(1, Ordering::Relaxed);
+                    sum[0] = x.iter().sum();
+                })?;
+        }
+        // The data stays readable outside the tasks meanwhile.
+        assert_eq!(input[99], 99);
+        Ok::<(), SchedError>(())
+    })
+    .expect("scope");
+    let expected: Vec<u64> = (0..10).map(|b| (b * 10..b * 10 + 10).sum()).collect();
+    assert_eq!(sums, expected);
+    let counts: Vec<usize> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    assert_eq!(counts, [3, 3, 2, 2]);
+}
+
+#[test]
+fn shared_data_serves_scopes_on_several_threads_at_once() {
+    let rt = runtime(2);
+    let input: Vec<u32> = vec![1; 4096];
+    thread::scope(|t| {
+        let results: Vec<_> = (0..3)
+            .map(|_| {
+                t.spawn(|| {
+                    let mut total = vec![0u32; 1];
+                    rt.scope(|s| {
+                        let a = Blocks::shared(&input, 512)?;
+                        let total = Blocks::new(&mut total, 1)?;
+                        s.task()
+                            .reads_each(&a)
+                            .updates(&total[0])
+                            .spawn(|_, (parts, t)| {
+                                t[0] = parts.iter().map(|p| p.iter().sum::<u32>()).sum()
+                            })?;
+                        Ok::<(), SchedError>(())
+                    })
+                    .expect("scope");
+                    total[0]
+                })
+            })
+            .collect();
+        for r in results {
+            assert_eq!(r.join().unwrap(), 4096);
+        }
+    });
+}

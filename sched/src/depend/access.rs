@@ -45,6 +45,22 @@ impl AccessKind {
         self != AccessKind::In
     }
 
+    /// Whether the safe API gives a task of this kind `&mut` to the data: [`Out`],
+    /// [`InOut`] and [`MutexInOutSet`] (whose tasks never run beside another task touching
+    /// the bytes), not [`In`] or [`InOutSet`] (shared references).
+    ///
+    /// [`Out`]: AccessKind::Out
+    /// [`InOut`]: AccessKind::InOut
+    /// [`MutexInOutSet`]: AccessKind::MutexInOutSet
+    /// [`In`]: AccessKind::In
+    /// [`InOutSet`]: AccessKind::InOutSet
+    pub fn gives_mut(self) -> bool {
+        matches!(
+            self,
+            AccessKind::Out | AccessKind::InOut | AccessKind::MutexInOutSet
+        )
+    }
+
     /// Whether the task may read the range (every kind but [`Out`](AccessKind::Out)).
     pub fn reads(self) -> bool {
         self != AccessKind::Out
