@@ -242,7 +242,7 @@ impl EnvSettings {
     ///
     /// let err = EnvSettings::from_lookup(|var| (var == "OMP_NUM_THREADS").then(|| "zero".into()))
     ///     .unwrap_err();
-    /// assert!(err.to_string().starts_with("OMP_NUM_THREADS='zero': expected a positive integer"));
+    /// assert!(err.to_string().starts_with("OMP_NUM_THREADS='zero': expected a number of workers"));
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {

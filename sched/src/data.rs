@@ -1207,13 +1207,13 @@ mod tests {
         let start = b.whole().access(AccessKind::In).addr;
         assert_eq!(b[2].access(AccessKind::In).addr, start + 8);
         assert!(b.get(3).is_none());
-        let err = b.region(3..11).err().expect("beyond the end");
+        let err = b.region(3..11).expect_err("beyond the end");
         assert_eq!(
             err.to_string(),
             "region 3..11 is not within the data's 10 elements (expected start <= end <= 10)"
         );
         #[allow(clippy::reversed_empty_ranges)]
-        let reversed = b.region(7..3).err().expect("reversed");
+        let reversed = b.region(7..3).expect_err("reversed");
         assert!(matches!(
             reversed,
             SchedError::InvalidRegion {
