@@ -521,3 +521,48 @@ fn a_task_panic_resumes_although_the_group_or_scope_value_it_replaces_panics_whe
         assert_eq!(rt.scope(|s| fib(s, 10)), fib_seq(10));
     });
 }
+
+#[test]
+fn join_waits_for_the_children_its_task_side_left_running_and_resumes_their_panic() {
+    within(60, || {
+        for workers in [1, 2] {
+            let rt = runtime(workers);
+            // `a` returns while its child still runs: join returns only once the child did.
+            let done = AtomicBool::new(false);
+            let (a, b) = rt.scope(|s| {
+                s.join(
+                    |s| {
+                        s.spawn(|_| {
+                            thread::sleep(Duration::from_millis(30));
+                            done.store(true, Ordering::Relaxed);
+                        });
+                        1
+                    },
+                    |_| 2,
+                )
+            });
+            assert_eq!((a, b), (1, 2));
+            assert!(done.load(Ordering::Relaxed), "{workers} workers");
+            // A child of `a` that panics while `a` returns a value: the child's panic, run
+            // by another worker before `a` returned or by the joiner after.
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                rt.scope(|s| {
+                    s.join(
+                        |s| {
+                            s.spawn(|_| panic!("child of a"));
+                            thread::sleep(Duration::from_millis(20));
+                            1
+                        },
+                        |_| 2,
+                    )
+                })
+            }));
+            assert_eq!(
+                message(r.expect_err("the child's panic")),
+                "child of a",
+                "{workers} workers"
+            );
+            assert_eq!(rt.scope(|s| s.join(|_| 1, |_| 2)), (1, 2));
+        }
+    });
+}
