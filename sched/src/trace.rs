@@ -471,6 +471,11 @@ impl fmt::Display for TraceSummary {
                 n.remote_bytes as f64 / (1 << 20) as f64
             )?;
         }
+        writeln!(
+            f,
+            "  (local / remote: tasks with most of their known footprint bytes on / off the node \
+             that ran them; tasks with no known byte, such as scope bodies, are in neither)"
+        )?;
         if let Some(l) = self.local_fraction() {
             writeln!(f, "  all: {:.1}% of footprint bytes local", 100.0 * l)?;
         }
