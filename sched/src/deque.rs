@@ -111,9 +111,11 @@ unsafe impl<T: Send> Sync for Inner<T> {}
 impl<T> Inner<T> {
     #[inline]
     fn slot(&self, index: usize) -> &Slot<T> {
-        // `index & mask < buffer.len()` because the length is `mask + 1`; the compiler sees
-        // the bound check as redundant only sometimes, so it is written out.
-        &self.buffer[index & self.mask]
+        debug_assert_eq!(self.buffer.len(), self.mask + 1);
+        // SAFETY: `index & mask <= mask < buffer.len()`: the buffer's length is `mask + 1`,
+        // both set once when the deque is made (the compiler does not see it, and kept two
+        // bound checks per push and per pop).
+        unsafe { self.buffer.get_unchecked(index & self.mask) }
     }
 
     #[inline]

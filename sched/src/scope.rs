@@ -29,7 +29,7 @@
 use std::cell::{Cell, OnceCell, UnsafeCell};
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem;
+use std::mem::{self, ManuallyDrop};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::thread;
@@ -72,7 +72,7 @@ pub struct Scope<'scope> {
     enclosing: Option<NonNull<Scope<'scope>>>,
     /// The dependence tracker of the task's children, created by the first dependent spawn
     /// (a taskgroup's scope uses its task's: dependences order all children of a task).
-    deps: OnceCell<Box<ChildDeps>>,
+    deps: ManuallyDrop<OnceCell<Box<ChildDeps>>>,
     /// The scope of the taskgroup running now in this scope's body, if any: tasks spawned,
     /// and waits, through this scope while it runs go to it, as in OpenMP, where every task
     /// the current task creates during a `taskgroup` region belongs to the group.
@@ -88,7 +88,7 @@ impl<'scope> Scope<'scope> {
             frame,
             worker: NonNull::from(worker),
             enclosing: None,
-            deps: OnceCell::new(),
+            deps: ManuallyDrop::new(OnceCell::new()),
             group: Cell::new(None),
             _marker: PhantomData,
         }
@@ -507,7 +507,7 @@ impl<'scope> Scope<'scope> {
             frame: NonNull::from(&*group),
             worker: this.worker,
             enclosing: Some(NonNull::from(this)),
-            deps: OnceCell::new(),
+            deps: ManuallyDrop::new(OnceCell::new()),
             group: Cell::new(None),
             _marker: PhantomData,
         };
@@ -636,6 +636,25 @@ impl<'scope> Scope<'scope> {
     pub fn num_workers(&self) -> usize {
         self.worker().registry().places.len()
     }
+}
+
+impl Drop for Scope<'_> {
+    /// Most tasks spawn no dependent task: their scope's drop is one check, inline (the
+    /// compiler's drop glue for the cell was a call per task).
+    #[inline]
+    fn drop(&mut self) {
+        if self.deps.get().is_some() {
+            drop_deps(&mut self.deps);
+        }
+    }
+}
+
+/// Drops a scope's dependence tracker.
+#[cold]
+#[inline(never)]
+fn drop_deps(deps: &mut ManuallyDrop<OnceCell<Box<ChildDeps>>>) {
+    // SAFETY: called once, from the scope's drop; the field is not used after.
+    unsafe { ManuallyDrop::drop(deps) }
 }
 
 impl fmt::Debug for Scope<'_> {
