@@ -221,13 +221,16 @@ impl<'scope> Scope<'scope> {
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
     {
-        let this = self.current();
-        let frame = job::heap_task::<F, T, true>(this.frame, this.worker(), None, f);
+        // Not redirected to a taskgroup running in this scope's body (unlike the other
+        // spawns): the handle borrows this scope and may outlive the group, and an unjoined
+        // handle passes its task's panic to the frame the task reports to, which must then
+        // still be alive. Its task is this task's child, whose handle waits for it.
+        let frame = job::heap_task::<F, T, true>(self.frame, self.worker(), None, f);
         let handle = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
-        this.spawn_frame(frame);
+        self.spawn_frame(frame);
         handle
     }
 
@@ -446,7 +449,9 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Takes the panic of a child of the task, at any of its levels: a real panic before a
-    /// cancellation (which a dependence on a panicked task caused: that panic is the news).
+    /// cancellation (which a dependence on a panicked task caused: that panic is the news). A
+    /// cancellation that a waiter deeper down already raised (and the hook reported) counts as
+    /// a real panic here: it is what that child's subtree ended with.
     fn take_panic(&self) -> Option<Payload> {
         let mut cancelled = None;
         for level in self.levels() {
@@ -492,12 +497,18 @@ impl<'scope> Scope<'scope> {
     /// Runs `f` and then waits for every task spawned inside it, at any depth (OpenMP's
     /// `taskgroup`). Tasks spawned before the group are not waited for. Every task this task
     /// spawns while `f` runs is in the group, through `f`'s scope or through this one (as in
-    /// OpenMP, where the group is a region of the task, not a scope of its own); a `taskwait`
-    /// inside `f` waits for the group's tasks and the task's earlier children. Resumes the first
-    /// panic of `f` or of those tasks; when that is only the cancellation of a task of the
-    /// group behind a panicked predecessor spawned before the group, it resumes instead the
-    /// panic waiting in the task's frame, which is the predecessor's (or, if the program
-    /// caught that one already, the panic of another earlier child).
+    /// OpenMP, where the group is a region of the task, not a scope of its own), but a task
+    /// with a result handle spawned through this one ([`spawn_with_result`]: its handle may
+    /// outlive the group, and is what waits for it); a `taskwait` inside `f` waits for the
+    /// group's tasks and the task's earlier children.
+    ///
+    /// Resumes the first panic of `f` or of those tasks; when that is only the cancellation
+    /// of a task of the group behind a panicked predecessor spawned before the group, it
+    /// resumes instead the panic waiting in the task's frame, which is the predecessor's (or,
+    /// if the program caught that one already, the panic of another earlier child). A
+    /// cancellation a waiter inside the group already raised counts as a panic of its own.
+    ///
+    /// [`spawn_with_result`]: Self::spawn_with_result
     #[track_caller]
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let this = self.current();

@@ -566,3 +566,27 @@ fn join_waits_for_the_children_its_task_side_left_running_and_resumes_their_pani
         }
     });
 }
+
+#[test]
+fn a_handle_made_through_the_scope_inside_a_taskgroup_outlives_it_and_keeps_its_panic() {
+    within(60, || {
+        let rt = runtime(2);
+        // The handle borrows `s`, so it may leave the group's closure; dropped unjoined after
+        // the group, its task's panic must still reach the scope end.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            rt.scope(|s| {
+                let h = s.taskgroup(|_g| s.spawn_with_result(|_| -> u32 { panic!("boom") }));
+                let mut pad = [0u8; 4096];
+                std::hint::black_box(&mut pad);
+                drop(h);
+            })
+        }));
+        assert_eq!(message(r.expect_err("the task's panic")), "boom");
+        // Joined after the group, its value.
+        let v = rt.scope(|s| {
+            let h = s.taskgroup(|_g| s.spawn_with_result(|_| 7u32));
+            h.join()
+        });
+        assert_eq!(v, 7);
+    });
+}
