@@ -173,18 +173,24 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
     if size as u64 > machine {
         return Err(too_large(machine, "the machine".into()));
     }
+    // What is mapped: whole pages.
+    let Some(len) = size.div_ceil(ps).checked_mul(ps) else {
+        return Err(too_large(machine, "the machine".into()));
+    };
     match target {
         Target::Node(node) => {
-            if let Some(m) = node_limit(node).filter(|&m| size as u64 > m) {
+            if let Some(m) = node_limit(node).filter(|&m| len as u64 > m) {
                 return Err(too_large(m, format!("node {node}")));
             }
         }
-        // Each node gets its share of the pages (the first ones one page more): a node that
-        // cannot hold it would leave the kernel to put pages elsewhere, and the registry's
-        // record of the interleave would be wrong.
+        // Each node gets its share of the pages, up to one page more than the others (which
+        // nodes do depends on where the interleave starts): a node that may not hold its
+        // share would leave the kernel to put pages elsewhere, and the registry's record of
+        // the interleave would be wrong.
         Target::Interleave => {
             let n = topology.num_nodes() as u64;
-            let share = (size as u64).div_ceil(ps as u64).div_ceil(n) * ps as u64;
+            let share = (len / ps) as u64;
+            let share = share.div_ceil(n) * ps as u64;
             if let Some((node, m)) = (0..topology.num_nodes())
                 .filter_map(|node| Some((node, node_limit(node)?)))
                 .find(|&(_, m)| share > m)
@@ -192,16 +198,15 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
                 return Err(too_large(
                     m,
                     format!(
-                        "node {node}, given {share} bytes of it by the interleave over {n} nodes,"
+                        "node {node}, which the interleave over {n} nodes may give up to {share} \
+                         bytes of it,"
                     ),
                 ));
             }
         }
         Target::FirstTouch => {}
     }
-    size.checked_add(ps - 1)
-        .map(|s| s / ps * ps)
-        .ok_or_else(|| too_large(machine, "the machine".into()))
+    Ok(len)
 }
 
 fn allocate(
@@ -405,14 +410,46 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "cannot allocate {} bytes: node 0, given {} bytes of it by the interleave over \
-                 2 nodes, has 1048576 bytes",
+                "cannot allocate {} bytes: node 0, which the interleave over 2 nodes may give \
+                 up to {} bytes of it, has 1048576 bytes",
                 2 * mib + 1,
                 mib + ps
             )
         );
+        // Both policies compare whole pages: a node of 1,000,000 bytes cannot hold 1,000,000
+        // bytes of mapping (245 pages of 4 KiB), on its own or as its share.
+        let odd = crate::TopologyBuilder::synthetic("numa:2(memory=1000000) core:1 pu:1")
+            .build()
+            .unwrap();
+        if ps == 4096 {
+            assert!(check_size(&odd, 1_000_000, Target::Node(0)).is_err());
+            assert!(check_size(&odd, 2_000_000, Target::Interleave).is_err());
+            assert_eq!(check_size(&odd, 995_328, Target::Node(0)), Ok(995_328));
+        }
         // First touch is limited by the machine only.
         assert_eq!(check_size(&small, 4 * mib, Target::FirstTouch), Ok(4 * mib));
+    }
+
+    #[test]
+    fn only_memory_given_to_numa_levels_counts_as_declared() {
+        let memory = |d: &str| {
+            crate::TopologyBuilder::synthetic(d)
+                .build()
+                .unwrap()
+                .nodes()
+                .iter()
+                .map(|n| n.memory_bytes)
+                .collect::<Vec<u64>>()
+        };
+        assert_eq!(memory("numa:2(memory=1048576) core:1 pu:1"), [1 << 20; 2]);
+        assert_eq!(memory("node:2(memory=1048576) pu:1"), [1 << 20; 2]);
+        assert_eq!(
+            memory("pack:2 [numa(memory=1048576)] core:1 pu:1"),
+            [1 << 20; 2]
+        );
+        // hwloc ignores memory on a package: its nodes get its 1 GiB, recorded as unknown.
+        assert_eq!(memory("pack:2(memory=4194304) numa:1 core:1 pu:1"), [0; 2]);
+        assert_eq!(memory("numa:2 core:1 pu:1"), [0; 2]);
     }
 
     #[test]

@@ -278,7 +278,8 @@ impl<T> FromIterator<T> for NumaVec<T> {
     ///
     /// An iterator that knows its exact length (its `size_hint` bounds are equal: ranges, maps
     /// of them, slices' iterators) is written straight into the array; any other goes through
-    /// a `Vec` first, which costs a copy and twice the memory for a moment.
+    /// a `Vec` first, which costs a copy and twice the memory for a moment (as does one whose
+    /// exact hint was short of the truth, which costs a second mapping too).
     fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
         let place = Distribution::from_env().unwrap_or_else(|e| panic!("{e}"));
         let mut items = items.into_iter();
@@ -295,11 +296,18 @@ impl<T> FromIterator<T> for NumaVec<T> {
             left: len,
         };
         let mut v = Self::from_iter_in(announced, place).unwrap_or_else(|e| panic!("{e}"));
+        // Fewer items than announced: the iterator ended (asked no further, as `collect`
+        // would not). As many: it may hold more than it said.
+        if v.len() < len {
+            return v;
+        }
         match items.next() {
             None => v,
-            // The iterator yielded more than it announced: start over with everything.
+            // The iterator yielded more than it announced: start over with everything (one
+            // more mapping, and for coarse memory one more turn of the round robin).
             Some(extra) => {
                 let mut all = v.take_all();
+                drop(v);
                 all.push(extra);
                 all.extend(items);
                 Self::from_iter_in(all, place).unwrap_or_else(|e| panic!("{e}"))
@@ -554,6 +562,20 @@ mod tests {
                 self.1.fetch_add(1, Ordering::Relaxed);
             }
         }
+        // An iterator that yields again after `None` is asked no further than `None`.
+        struct Resumes(u32);
+        impl Iterator for Resumes {
+            type Item = u32;
+            fn next(&mut self) -> Option<u32> {
+                self.0 += 1;
+                (self.0 != 3).then_some(self.0)
+            }
+            fn size_hint(&self) -> (usize, Option<usize>) {
+                (4, Some(4))
+            }
+        }
+        let v: NumaVec<u32> = Resumes(0).collect();
+        assert_eq!(&*v, &[1, 2]);
         for (yields, says) in [(10, 4), (4, 10), (0, 3), (3, 0)] {
             drops.store(0, Ordering::Relaxed);
             let v: NumaVec<Counted<'_>> = Lying {

@@ -356,21 +356,12 @@ impl TopologyBuilder {
         if self.source == TopologySource::System && !hw.is_this_system() {
             // Pinning and binding would act on a machine that is not this one, and the labels
             // (`system`, distances from the OS) would be wrong.
-            return Err(invalid(match hwloc_redirect() {
-                Some((var, value)) => format!(
-                    "{var}='{value}' is set, so hwloc describes that instead of this machine: \
-                     unset it, or simulate that topology with NUMATASK_TOPOLOGY=synthetic:<hwloc \
-                     string> or xml:<file>"
-                ),
-                None => "hwloc describes a topology that is not this machine's \
-                         (HWLOC_THISSYSTEM=0?)"
-                    .into(),
-            }));
+            return Err(invalid(not_this_system()));
         }
         let synthetic = self.source != TopologySource::System;
         let mut nodes = read_nodes(&hw);
         if let TopologySource::Synthetic(description) = &self.source
-            && !description.contains("memory=")
+            && !declares_node_memory(description)
         {
             // hwloc gives every synthetic node 1 GiB unless told: not a size anybody declared
             // (the allocator would enforce it), so unknown.
@@ -425,20 +416,59 @@ impl TopologyBuilder {
     }
 }
 
-/// The variable, and its value, through which hwloc reads a topology other than the machine's
-/// when it is asked for the machine's: the first set of those hwloc looks at, in its order.
+/// hwloc's variables that make it read another topology than the machine's when asked for the
+/// machine's, in the order it looks at them.
+const HWLOC_REDIRECTS: [&str; 4] = [
+    "HWLOC_FSROOT",
+    "HWLOC_CPUID_PATH",
+    "HWLOC_SYNTHETIC",
+    "HWLOC_XMLFILE",
+];
+
+/// The first of hwloc's redirecting variables that is set to something (hwloc moves on from
+/// an empty or unusable one), with its value.
 fn hwloc_redirect() -> Option<(&'static str, String)> {
-    [
-        "HWLOC_FSROOT",
-        "HWLOC_CPUID_PATH",
-        "HWLOC_SYNTHETIC",
-        "HWLOC_XMLFILE",
-    ]
-    .into_iter()
-    .find_map(|var| {
+    HWLOC_REDIRECTS.into_iter().find_map(|var| {
         let value = std::env::var_os(var)?;
-        Some((var, value.to_string_lossy().into_owned()))
+        (!value.is_empty()).then(|| (var, value.to_string_lossy().into_owned()))
     })
+}
+
+/// Why a topology hwloc built when asked for the machine's is not the machine's: the
+/// redirecting variables set to something (hwloc passes over an empty or unusable one, and
+/// the root's `Backend` information cannot tell: an XML file exported from a synthetic
+/// topology keeps saying `Synthetic`), or `HWLOC_THISSYSTEM`.
+fn not_this_system() -> String {
+    let set: Vec<(&str, String)> = HWLOC_REDIRECTS
+        .into_iter()
+        .filter_map(|var| {
+            let value = std::env::var_os(var)?;
+            (!value.is_empty()).then(|| (var, value.to_string_lossy().into_owned()))
+        })
+        .collect();
+    let cause = match set.as_slice() {
+        [(var, value)] => format!("{var}='{value}' is set, so hwloc describes that"),
+        [] => match std::env::var_os("HWLOC_THISSYSTEM") {
+            Some(v) => format!(
+                "hwloc describes a topology it does not take for this machine's \
+                 (HWLOC_THISSYSTEM='{}')",
+                v.to_string_lossy()
+            ),
+            None => "hwloc describes another topology".into(),
+        },
+        several => format!(
+            "hwloc describes the topology one of {} names",
+            several
+                .iter()
+                .map(|(var, value)| format!("{var}='{value}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        "{cause} instead of this machine: unset it, or simulate that topology with \
+         NUMATASK_TOPOLOGY=synthetic:<hwloc string> or xml:<file>"
+    )
 }
 
 /// hwloc's refusal of a synthetic description (which gives no reason), with the likeliest
@@ -533,16 +563,7 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
             objects = level;
             continue;
         }
-        // hwloc reads a type's name up to the first character that is not a letter or `-`
-        // (`numa_node`, `node2` and `nu1` are NUMA levels to it).
-        let numa = kind.is_some_and(|k| {
-            let k: String = k
-                .chars()
-                .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
-                .map(|c| c.to_ascii_lowercase())
-                .collect();
-            k.len() >= 2 && ("numanode".starts_with(&k) || "node".starts_with(&k))
-        });
+        let numa = kind.is_some_and(is_numa_type);
         if memory_child {
             nodes = nodes.saturating_add(level);
         } else {
@@ -575,6 +596,43 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Whether hwloc reads `kind` as a NUMA node: it reads a type's name up to the first character
+/// that is not a letter or `-` (`numa_node`, `node2` and `nu1` are NUMA levels to it), and
+/// takes any prefix of `numanode` or `node` of at least two letters.
+fn is_numa_type(kind: &str) -> bool {
+    let k: String = kind
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic() || *c == '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    k.len() >= 2 && ("numanode".starts_with(&k) || "node".starts_with(&k))
+}
+
+/// Whether a synthetic description gives its NUMA nodes their memory (`numa:2(memory=16GB)`,
+/// `[numa(memory=1GB)]`): hwloc gives each 1 GiB otherwise, and ignores `memory` on other
+/// levels.
+fn declares_node_memory(description: &str) -> bool {
+    // Each level's type and attributes: words outside parentheses (a bracket starts a word
+    // of its own), the text inside them.
+    let mut levels: Vec<(String, String)> = vec![(String::new(), String::new())];
+    let mut depth = 0usize;
+    for c in description.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => levels.last_mut().expect("never empty").1.push(c),
+            c if c.is_whitespace() || c == '[' || c == ']' => {
+                levels.push((String::new(), String::new()));
+            }
+            c => levels.last_mut().expect("never empty").0.push(c),
+        }
+    }
+    levels.iter().any(|(word, attributes)| {
+        let kind = word.split_once(':').map_or(word.as_str(), |(kind, _)| kind);
+        is_numa_type(kind) && attributes.to_ascii_lowercase().contains("memory=")
+    })
 }
 
 /// A synthetic level's arity as hwloc reads it, C's `strtoul(text, _, 0)` over the whole
@@ -810,7 +868,9 @@ impl Topology {
     }
 
     /// Writes the topology, with its distance matrix, as an hwloc XML file that
-    /// `NUMATASK_TOPOLOGY=xml:<path>` (and hwloc's `lstopo --input <path>`) loads back.
+    /// `NUMATASK_TOPOLOGY=xml:<path>` (and hwloc's `lstopo --input <path>`) loads back. A
+    /// synthetic node whose description gave no memory (0 here: unknown) is written with the
+    /// 1 GiB hwloc gives it, which the file then declares.
     pub fn export_xml(&self, path: &std::path::Path) -> Result<(), AllocError> {
         self.hw
             .export_xml_file(Some(path), XMLExportFlags::empty())
@@ -986,6 +1046,13 @@ impl Topology {
         } else {
             let real = REAL
                 .get_or_init(|| {
+                    // hwloc reads its own variables here too: one naming a synthetic topology
+                    // too large to simulate would take it minutes.
+                    if let Some(("HWLOC_SYNTHETIC", value)) = hwloc_redirect()
+                        && check_synthetic_size(&value).is_err()
+                    {
+                        return None;
+                    }
                     hwlocality::Topology::new()
                         .ok()
                         .filter(|t| t.is_this_system())

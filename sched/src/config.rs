@@ -94,8 +94,8 @@ pub const MAX_STACK_SIZE: usize = 16 << 30;
 pub const MIN_VICINITY: u32 = 10;
 
 const NUM_THREADS_EXPECTED: &str = "a number of workers from 1 to 4096, or a comma-separated \
-     list of such numbers (the first is used; above 4096 only with OMP_THREAD_LIMIT at most \
-     4096)";
+     list of positive numbers whose first is one (the first is used; above 4096 only with \
+     OMP_THREAD_LIMIT at most 4096)";
 
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
@@ -108,7 +108,7 @@ const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optio
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
 const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
-const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose (1, yes, on and 0, no, off too)";
+const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose (or 1, yes, on and 0, no, off)";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
 const PLACES_EXPECTED: &str = "threads, cores, ll_caches, numa_domains or sockets, optionally \
@@ -138,7 +138,8 @@ impl FromStr for DisplayEnv {
 
     fn from_str(s: &str) -> Result<Self, SchedError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
-            // OpenMP names true, false and verbose; LLVM's libomp also reads these words.
+            // OpenMP names true, false and verbose; LLVM's libomp reads these words too (and
+            // more).
             "false" | "0" | "no" | "off" => Ok(Self::False),
             "true" | "1" | "yes" | "on" => Ok(Self::True),
             "verbose" => Ok(Self::Verbose),

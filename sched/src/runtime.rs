@@ -400,7 +400,11 @@ impl RuntimeBuilder {
             None => Topology::current()?,
         };
         if let Some(warning) = topology_warning(&topology, self.scheduler, self.trace.is_some()) {
-            eprintln!("{warning}");
+            use std::sync::atomic::{AtomicBool, Ordering};
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                eprintln!("{warning}");
+            }
         }
         // The cores of the process's CPU binding (all of them unless a launcher, `taskset`
         // or `numactl` bound it): the default worker count, and the cores workers go to.
@@ -728,13 +732,25 @@ fn topology_warning(topology: &Topology, scheduler: SchedulerKind, traced: bool)
         return None;
     }
     let placed = Topology::current().ok()?;
-    let same = placed.num_nodes() == topology.num_nodes()
-        && placed.distance_matrix() == topology.distance_matrix();
+    // The same nodes, whatever the distances (a runtime may be given its own matrix): node
+    // indices mean the same to both.
+    let node_ids = |t: &Topology| -> Vec<(usize, Vec<usize>)> {
+        t.nodes()
+            .iter()
+            .map(|n| {
+                (
+                    n.os_index,
+                    n.cores.iter().flat_map(|c| c.pus.clone()).collect(),
+                )
+            })
+            .collect()
+    };
+    let same = node_ids(&placed) == node_ids(topology);
     (!same).then(|| {
         format!(
-            "numatask: this runtime's topology ({} nodes, {}) is not the one memory is placed \
-             on ({} nodes, {}: NUMATASK_TOPOLOGY or the machine): task footprints are read \
-             against the wrong nodes",
+            "numatask: this runtime's topology ({} node(s), {}) is not the one memory is \
+             placed on ({} node(s), {}: NUMATASK_TOPOLOGY or the machine): task footprints are \
+             read against the wrong nodes",
             topology.num_nodes(),
             topology.source(),
             placed.num_nodes(),
@@ -1284,12 +1300,19 @@ impl Runtime {
                 },
                 topo.cores_per_node(),
                 if topo.is_synthetic() {
-                    format!(
-                        " (synthetic: its {} worker(s) pinned round-robin onto the machine's \
-                         cores, {} processor(s) here)",
-                        self.registry.places.len(),
-                        std::thread::available_parallelism().map_or(1, |n| n.get())
-                    )
+                    let workers = self.registry.places.len();
+                    let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    if self.settings().proc_bind == ProcBind::False {
+                        format!(
+                            " (synthetic: its {workers} worker(s) unpinned on the machine's \
+                             {processors} processor(s))"
+                        )
+                    } else {
+                        format!(
+                            " (synthetic: its {workers} worker(s) pinned round-robin onto the \
+                             machine's cores, {processors} processor(s) here)"
+                        )
+                    }
                 } else {
                     String::new()
                 }
@@ -1483,9 +1506,27 @@ mod tests {
         };
         let warning = topology_warning(&other, SchedulerKind::Locality, false).unwrap();
         assert!(
-            warning.contains(&format!("({} nodes", other.num_nodes()))
-                && warning.contains(&format!("({} nodes", placed.num_nodes())),
+            warning.contains(&format!("({} node(s)", other.num_nodes()))
+                && warning.contains(&format!("({} node(s)", placed.num_nodes())),
             "{warning}"
+        );
+        // Another distance matrix over the same nodes is the same topology to footprints.
+        let n = placed.num_nodes();
+        let matrix: Vec<u32> = (0..n * n)
+            .map(|i| if i % (n + 1) == 0 { 10 } else { 17 })
+            .collect();
+        let spec = placed.source().to_string();
+        let builder = numatask_alloc::TopologyBuilder::from_spec(&spec).unwrap();
+        // (hwloc takes no matrix for one node: then the same nodes rebuilt.)
+        let builder = if n >= 2 {
+            builder.distances(matrix)
+        } else {
+            builder
+        };
+        let redistanced = builder.build().unwrap();
+        assert_eq!(
+            topology_warning(&redistanced, SchedulerKind::Locality, true),
+            None
         );
         assert!(topology_warning(&other, SchedulerKind::WorkStealing, true).is_some());
         // Work stealing without a trace reads no footprint; the allocator's own topology is
