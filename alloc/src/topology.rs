@@ -10,7 +10,7 @@
 //!
 //! | value | meaning |
 //! |---|---|
-//! | `system` | the real machine (the default) |
+//! | `system` | the real machine (the default); refused when one of hwloc's own variables (`HWLOC_SYNTHETIC`, `HWLOC_XMLFILE`, `HWLOC_FSROOT`, `HWLOC_CPUID_PATH`) makes hwloc describe another topology in its place |
 //! | `preset:opteron6172` (or just `opteron6172`) | the core paper's machine, see [`Preset`] |
 //! | `synthetic:<hwloc string>` | an hwloc synthetic description, e.g. `synthetic:pack:2 numa:2 core:4 pu:1`; at most 256 NUMA nodes, 16,384 processing units and 4,096 children per object |
 //! | `xml:<path>` | an hwloc XML export, with its `distances2` matrix if it has one (a latency matrix, such as hwloc's `NUMALatency`, rather than one of unstated meaning; bandwidth matrices are ignored; a matrix that does not cover every NUMA node or fails the checks of [`TopologyBuilder::distances`] is an error; only a file without one gets the default 10 local / 20 remote) |
@@ -731,8 +731,10 @@ static CURRENT: OnceLock<Result<Arc<Topology>, AllocError>> = OnceLock::new();
 static REAL: OnceLock<Option<hwlocality::Topology>> = OnceLock::new();
 
 impl Topology {
-    /// The process-wide topology: `NUMATASK_TOPOLOGY` when set, the real machine otherwise.
-    /// Read once; every later call returns the same topology (or the same error).
+    /// The process-wide topology: `NUMATASK_TOPOLOGY` when set, the real machine otherwise
+    /// (an error when hwloc's own variables make it describe another topology: see the
+    /// module docs). Read once; every later call returns the same topology (or the same
+    /// error).
     pub fn current() -> Result<Arc<Topology>, AllocError> {
         CURRENT
             .get_or_init(|| {

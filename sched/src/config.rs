@@ -2,7 +2,7 @@
 //!
 //! | variable | accepted values | default |
 //! |---|---|---|
-//! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of them (the first is used: numatask has one level of parallelism) | one worker per core the process may run on (its CPU binding) |
+//! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of positive integers whose first (the one used: numatask has one level of parallelism) is at most 4096, or larger when an `OMP_THREAD_LIMIT` of at most 4096 caps it | one worker per core the process may run on (its CPU binding) and the places hold; one per hardware thread for `OMP_PLACES=threads` |
 //! | `OMP_THREAD_LIMIT` | a positive integer | no limit beyond 4096 |
 //! | `OMP_PROC_BIND` | `true`, `false`, or `close` (the same as `true` here), `spread`, `primary` (or its old name `master`); case-insensitive; of a comma-separated list of the last three, the first (see [`ProcBind`]) | `true` |
 //! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |

@@ -191,7 +191,8 @@ use crate::scope::Scope;
 
 /// A slice cut into blocks for dependent tasks (see the [module documentation](self)).
 ///
-/// It borrows the slice mutably for `'a`; `blocks[i]` is the [`Region`] of block `i` (the last
+/// It borrows the slice for `'a`, mutably ([`new`](Blocks::new)) or shared
+/// ([`shared`](Blocks::shared)); `blocks[i]` is the [`Region`] of block `i` (the last
 /// block is shorter if the length is not a multiple of the block length).
 pub struct Blocks<'a, T> {
     regions: Vec<Region<'a, T>>,

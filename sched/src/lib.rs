@@ -1,8 +1,9 @@
 //! The scheduler: tasks, dependences, work-stealing and locality-aware scheduling.
 //!
-//! A [`Runtime`] is a pool of workers, one pinned per core (grouped by NUMA node), configured by
-//! the OpenMP environment (`OMP_NUM_THREADS`, `OMP_PROC_BIND`, `OMP_PLACES`, `OMP_STACKSIZE`,
-//! `OMP_WAIT_POLICY`, `OMP_DISPLAY_ENV`, `NUMATASK_SCHEDULER` and `NUMATASK_VICINITY` for the policy,
+//! A [`Runtime`] is a pool of workers, by default one pinned per core (grouped by NUMA node),
+//! configured by the OpenMP environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`,
+//! `OMP_PROC_BIND`, `OMP_PLACES`, `OMP_STACKSIZE`, `OMP_WAIT_POLICY`, `OMP_MAX_TASK_PRIORITY`,
+//! `OMP_DISPLAY_ENV`, `NUMATASK_SCHEDULER` and `NUMATASK_VICINITY` for the policy,
 //! `NUMATASK_TRACE` for a task trace ([`trace`]); see [`config`]) or a
 //! [`RuntimeBuilder`]. [`Runtime::scope`] runs a closure with a [`Scope`] in which tasks are
 //! spawned; tasks may borrow the caller's stack, spawn tasks themselves, wait for their
