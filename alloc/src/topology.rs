@@ -316,11 +316,9 @@ impl TopologyBuilder {
             // hwloc reads a topology described by its own variables in place of the machine's;
             // the check below refuses it, after a synthetic one passed the size check (hwloc
             // would take minutes over a typo).
-            TopologySource::System => match hwloc_redirect() {
-                Some((var @ "HWLOC_SYNTHETIC", value)) => check_synthetic_size(&value)
-                    .map(|()| builder)
-                    .map_err(|why| format!("{var}='{value}' is set: {why}")),
-                _ => Ok(builder),
+            TopologySource::System => match oversized_hwloc_synthetic() {
+                Some(refusal) => Err(refusal),
+                None => Ok(builder),
             },
             TopologySource::Preset(p) => builder
                 .from_synthetic(p.synthetic())
@@ -425,12 +423,38 @@ const HWLOC_REDIRECTS: [&str; 4] = [
     "HWLOC_XMLFILE",
 ];
 
-/// The first of hwloc's redirecting variables that is set to something (hwloc moves on from
-/// an empty or unusable one), with its value.
-fn hwloc_redirect() -> Option<(&'static str, String)> {
-    HWLOC_REDIRECTS.into_iter().find_map(|var| {
-        let value = std::env::var_os(var)?;
-        (!value.is_empty()).then(|| (var, value.to_string_lossy().into_owned()))
+/// hwloc's redirecting variables set to something, with their values (hwloc passes over an
+/// empty one, and over one it cannot use: an `HWLOC_FSROOT` it cannot open, then reading the
+/// next).
+fn hwloc_variables() -> Vec<(&'static str, String)> {
+    HWLOC_REDIRECTS
+        .into_iter()
+        .filter_map(|var| {
+            let value = std::env::var_os(var)?;
+            (!value.is_empty()).then(|| (var, value.to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+/// The refusal of an `HWLOC_SYNTHETIC` too large to simulate, whenever it is set: hwloc may
+/// read it in place of the machine (an earlier variable it cannot use does not stop it), and
+/// would take minutes over a typo.
+fn oversized_hwloc_synthetic() -> Option<String> {
+    let value = std::env::var_os("HWLOC_SYNTHETIC").filter(|v| !v.is_empty())?;
+    let value = value.to_string_lossy();
+    check_synthetic_size(&value)
+        .err()
+        .map(|why| format!("HWLOC_SYNTHETIC='{value}' is set: {why}"))
+}
+
+/// The redirecting variables set, as `VAR='value'` words joined with commas.
+fn hwloc_variables_named() -> Option<String> {
+    let set = hwloc_variables();
+    (!set.is_empty()).then(|| {
+        set.iter()
+            .map(|(var, value)| format!("{var}='{value}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
     })
 }
 
@@ -439,13 +463,7 @@ fn hwloc_redirect() -> Option<(&'static str, String)> {
 /// the root's `Backend` information cannot tell: an XML file exported from a synthetic
 /// topology keeps saying `Synthetic`), or `HWLOC_THISSYSTEM`.
 fn not_this_system() -> String {
-    let set: Vec<(&str, String)> = HWLOC_REDIRECTS
-        .into_iter()
-        .filter_map(|var| {
-            let value = std::env::var_os(var)?;
-            (!value.is_empty()).then(|| (var, value.to_string_lossy().into_owned()))
-        })
-        .collect();
+    let set = hwloc_variables();
     let cause = match set.as_slice() {
         [(var, value)] => format!("{var}='{value}' is set, so hwloc describes that"),
         [] => match std::env::var_os("HWLOC_THISSYSTEM") {
@@ -456,13 +474,9 @@ fn not_this_system() -> String {
             ),
             None => "hwloc describes another topology".into(),
         },
-        several => format!(
+        _ => format!(
             "hwloc describes the topology one of {} names",
-            several
-                .iter()
-                .map(|(var, value)| format!("{var}='{value}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            hwloc_variables_named().unwrap_or_default()
         ),
     };
     format!(
@@ -1050,9 +1064,7 @@ impl Topology {
                 .get_or_init(|| {
                     // hwloc reads its own variables here too: one naming a synthetic topology
                     // too large to simulate would take it minutes.
-                    if let Some(("HWLOC_SYNTHETIC", value)) = hwloc_redirect()
-                        && check_synthetic_size(&value).is_err()
-                    {
+                    if oversized_hwloc_synthetic().is_some() {
                         return None;
                     }
                     hwlocality::Topology::new()
@@ -1062,10 +1074,10 @@ impl Topology {
                 .as_ref()
                 .ok_or_else(|| AllocError::Pin {
                     core,
-                    reason: match hwloc_redirect() {
-                        Some((var, _)) => format!(
-                            "the real machine's topology could not be read ({var} is set: \
-                             hwloc describes that instead)"
+                    reason: match hwloc_variables_named() {
+                        Some(set) => format!(
+                            "the real machine's topology could not be read (hwloc reads {set} \
+                             in its place)"
                         ),
                         None => "the real machine's topology could not be read".into(),
                     },

@@ -11,7 +11,11 @@ use numatask_alloc::{AllocError, Preset, Topology};
 fn hwloc_variables_naming_another_topology_are_refused_for_the_real_machine() {
     // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
     unsafe { std::env::set_var("HWLOC_SYNTHETIC", "numa:600 core:1 pu:1") };
+    // An earlier variable hwloc cannot use (it moves on to the next) does not hide it.
+    // SAFETY: as above.
+    unsafe { std::env::set_var("HWLOC_FSROOT", "/nonexistent-numatask-fsroot") };
     // Too large to simulate: refused before hwloc spends minutes on it.
+    let started = Instant::now();
     let err = Topology::system().unwrap_err();
     assert!(matches!(err, AllocError::InvalidTopology { .. }), "{err}");
     let text = err.to_string();
@@ -23,13 +27,17 @@ fn hwloc_variables_naming_another_topology_are_refused_for_the_real_machine() {
     // machine (whose lookup skips the oversized description at once), and says why.
     let preset = Topology::preset(Preset::Opteron6172).unwrap();
     assert_eq!(preset.num_nodes(), 8);
-    let started = Instant::now();
     let err = preset.pin_current_thread(0).unwrap_err().to_string();
-    assert!(err.contains("HWLOC_SYNTHETIC is set"), "{err}");
+    assert!(
+        err.contains("HWLOC_SYNTHETIC='numa:600 core:1 pu:1'") && err.contains("HWLOC_FSROOT"),
+        "{err}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "not built by hwloc"
     );
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("HWLOC_FSROOT") };
 
     // SAFETY: as above.
     unsafe { std::env::set_var("HWLOC_SYNTHETIC", "numa:2 core:1 pu:1") };

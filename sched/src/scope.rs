@@ -655,16 +655,21 @@ impl Drop for Scope<'_> {
     #[inline]
     fn drop(&mut self) {
         if self.deps.get().is_some() {
-            drop_deps(&mut self.deps);
+            // SAFETY: the scope's drop, once; the field is not used after.
+            unsafe { drop_deps(&mut self.deps) };
         }
     }
 }
 
 /// Drops a scope's dependence tracker.
+///
+/// # Safety
+///
+/// Called once, from the scope's drop: `deps` is not used after.
 #[cold]
 #[inline(never)]
-fn drop_deps(deps: &mut ManuallyDrop<OnceCell<Box<ChildDeps>>>) {
-    // SAFETY: called once, from the scope's drop; the field is not used after.
+unsafe fn drop_deps(deps: &mut ManuallyDrop<OnceCell<Box<ChildDeps>>>) {
+    // SAFETY: the caller's promise.
     unsafe { ManuallyDrop::drop(deps) }
 }
 
@@ -731,7 +736,9 @@ impl<T> TaskHandle<'_, T> {
     /// If the task (or a task it spawned) panicked: its panic is resumed here, and is then
     /// no longer the scope's to report, as with [`std::thread::ScopedJoinHandle::join`]
     /// (the panic of a task whose handle is dropped unjoined reaches the spawning task's
-    /// next `taskwait`, its taskgroup's end or the scope end, as a spawned task's does).
+    /// next `taskwait` or the scope end, or the end of the taskgroup whose scope spawned it;
+    /// a task spawned with a handle through the enclosing scope while a group runs is not in
+    /// the group, see [`Scope::taskgroup`]).
     #[track_caller]
     pub fn join(self) -> T {
         match self.join_inner(WorkerThread::current()) {
