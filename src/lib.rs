@@ -30,6 +30,7 @@
 //! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (inputs as an array, `[&b, &c]`, or a tuple of any types, `(&b, &mask)`) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
 //! | `depend(in: a) depend(inout: b)` | [`s.task()`](Scope::task)[`.reads(a)`](TaskBuilder::reads)[`.updates(b)`](TaskBuilder::updates)[`.spawn(...)`](TaskBuilder::spawn) on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]: the builder's other calls, why it is sound) |
+//! | `depend(in: a)` on inputs nobody writes in the scope | [`prelude::Blocks::shared`] over `&a`: regions for [`.reads`](TaskBuilder::reads) only, the data still readable outside the tasks |
 //! | `depend` on raw addresses, from C-like code | `unsafe` [`Scope::spawn_depend`] with [`prelude::Access`] ([`sched::depend`]: the dependence tracker) |
 //! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |
 //! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
