@@ -17,7 +17,7 @@
 //! and notifies (under the lock, hence after the waiter is waiting, or after it has seen
 //! `done`), or the waiter sees `done` and does not wait. No wake-up is lost, and the setter of
 //! a latch whose waiter never blocked makes no system call (the waiter may have yielded its
-//! core, up to 64 times, between its spin and its block).
+//! core, for up to 100 us from the start of its wait, between its spin and its block).
 
 use std::sync::PoisonError;
 
@@ -29,15 +29,22 @@ use crate::sync::{spin_loop, thread};
 /// How long the waiter spins (by the clock: a pause hint takes from 10 to 140 cycles depending
 /// on the CPU; 2 us covers a scope on awake workers, about 1 us, and longer spins delayed a
 /// sleeping worker's wake-up on a machine with no core to spare: 10 us added 7 us to
-/// `benches/wakeup.rs`'s `one` on 2 cores), and how many times it then yields (which gives the core to a worker when the
-/// machine has none to spare for the waiter), before it blocks. Neither under loom: loom runs
+/// `benches/wakeup.rs`'s `one` on 2 cores); then it polls between yields (which give the core
+/// to a worker when the machine has none to spare for the waiter) until [`POLL_FOR`] has
+/// passed, before it blocks. Neither under loom: loom runs
 /// the other threads to a standstill at a yield (its model of a spin too), so the waiter
 /// would always find the latch set and the blocking path, where the protocol is, would go
 /// unexplored. Both phases only poll `is_set`.
 #[cfg(not(loom))]
 const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(2);
+/// How long, counted from the start of the wait, the waiter polls between yields of its core
+/// before it blocks: a scope of tens of microseconds (a loop of a few hundred chunks on many
+/// cores) ends within it, where a block would add the waiter's own wake-up, tens of
+/// microseconds more on the virtual machines measured (64 yields, the earlier bound, lasted
+/// about as long as such a loop, and its time doubled or tripled whenever the loop took
+/// longer: BENCHMARKS.md, fifteenth session).
 #[cfg(not(loom))]
-const YIELDS: u32 = 64;
+const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// A one-shot latch: [`set`](Self::set) once, [`wait`](Self::wait) until it is.
 #[derive(Debug, Default)]
@@ -88,7 +95,7 @@ impl BlockingLatch {
                     spin_loop();
                 }
             }
-            for _ in 0..YIELDS {
+            while start.elapsed() < POLL_FOR {
                 if self.is_set() {
                     return;
                 }
