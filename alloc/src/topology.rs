@@ -488,21 +488,9 @@ fn not_this_system() -> String {
 /// hwloc's refusal of a synthetic description (which gives no reason), with the likeliest
 /// one when the description shows it: a last level that is not of processing units.
 fn with_synthetic_hint(description: &str, refusal: String) -> String {
-    let mut plain = String::with_capacity(description.len());
-    let mut depth = 0usize;
-    for c in description.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            c if depth == 0 => plain.push(c),
-            _ => {}
-        }
-    }
-    let last_type = plain
-        .split_whitespace()
-        .next_back()
-        .and_then(|word| word.split_once(':'))
-        .map(|(kind, _)| kind.to_ascii_lowercase());
+    let last_type = synthetic_levels(description)
+        .pop()
+        .and_then(|(word, _)| Some(word.split_once(':')?.0.to_ascii_lowercase()));
     match last_type {
         // hwloc reads `pu...` and `proc...` as processing units.
         Some(kind) if !kind.starts_with("pu") && !kind.starts_with("proc") => format!(
@@ -534,27 +522,14 @@ const MAX_SYNTHETIC_ARITY: u64 = 4096;
 /// of the level above it (times its arity, which hwloc 2.9 ignores: a count that errs on the
 /// safe side); levels without types get NUMA nodes where hwloc puts them (see below).
 fn check_synthetic_size(description: &str) -> Result<(), String> {
-    let mut plain = String::with_capacity(description.len());
-    let mut depth = 0usize;
-    for c in description.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            // A memory child is a word of its own, spaces around its brackets or not
-            // (`pack:2[numa]core:1` is `pack:2 [numa] core:1` to hwloc).
-            '[' if depth == 0 => plain.push_str(" ["),
-            ']' if depth == 0 => plain.push_str("] "),
-            _ if depth == 0 => plain.push(c),
-            _ => {}
-        }
-    }
+    let levels = synthetic_levels(description);
     let (mut objects, mut nodes) = (1u64, 0u64);
     // The arities of the levels without a type: hwloc (2.9) names such levels itself and puts
     // one NUMA node under each object of one of them (below), `2 3 4 5` being `Package:2
     // Group:3 [NUMANode] Core:4 PU:5`. (It refuses a description mixing levels with and
     // without a type.)
     let mut untyped: Vec<u64> = Vec::new();
-    for word in plain.split_whitespace() {
+    for (word, _) in &levels {
         let memory_child = word.starts_with('[');
         let word = word.trim_matches(|c| c == '[' || c == ']');
         let (kind, arity) = match word.split_once(':') {
@@ -591,7 +566,7 @@ fn check_synthetic_size(description: &str) -> Result<(), String> {
     // it names Group or Package: none for one level, under the first of two, then under the
     // second, and from nine levels on under the sixth from the end (`2 2 2 2 2 2 2 2 2 2` is
     // `Group:2 Group:2 Package:2 Group:2 [NUMANode] L3Cache:2 ... Core:2 PU:2`).
-    if !plain.contains('[') {
+    if !levels.iter().any(|(word, _)| word.starts_with('[')) {
         let above_numa = match untyped.len() {
             0 | 1 => 0,
             2 => 1,
@@ -628,25 +603,44 @@ fn is_numa_type(kind: &str) -> bool {
 /// `[numa(memory=1GB)]`): hwloc gives each 1 GiB otherwise, and ignores `memory` on other
 /// levels.
 fn declares_node_memory(description: &str) -> bool {
-    // Each level's type and attributes: words outside parentheses (a bracket starts a word
-    // of its own), the text inside them.
-    let mut levels: Vec<(String, String)> = vec![(String::new(), String::new())];
+    synthetic_levels(description)
+        .iter()
+        .any(|(word, attributes)| {
+            let word = word.trim_start_matches('[');
+            let kind = word.split_once(':').map_or(word, |(kind, _)| kind);
+            is_numa_type(kind) && attributes.to_ascii_lowercase().contains("memory=")
+        })
+}
+
+/// The levels of a synthetic description as hwloc splits them: each word (`type:arity`, a bare
+/// arity, or a memory child, kept with its opening `[`) with the text of its attributes, in
+/// parentheses after it. A memory child is a word of its own, spaces around its brackets or
+/// not (`pack:2[numa]core:1` is `pack:2 [numa] core:1` to hwloc).
+fn synthetic_levels(description: &str) -> Vec<(String, String)> {
+    let mut levels = Vec::new();
+    let mut level = (String::new(), String::new());
+    let mut end_level = |level: &mut (String, String)| {
+        if !level.0.is_empty() || !level.1.is_empty() {
+            levels.push(std::mem::take(level));
+        }
+    };
     let mut depth = 0usize;
     for c in description.chars() {
         match c {
             '(' => depth += 1,
             ')' => depth = depth.saturating_sub(1),
-            _ if depth > 0 => levels.last_mut().expect("never empty").1.push(c),
-            c if c.is_whitespace() || c == '[' || c == ']' => {
-                levels.push((String::new(), String::new()));
+            _ if depth > 0 => level.1.push(c),
+            '[' => {
+                end_level(&mut level);
+                level.0.push('[');
             }
-            c => levels.last_mut().expect("never empty").0.push(c),
+            ']' => end_level(&mut level),
+            c if c.is_whitespace() => end_level(&mut level),
+            c => level.0.push(c),
         }
     }
-    levels.iter().any(|(word, attributes)| {
-        let kind = word.split_once(':').map_or(word.as_str(), |(kind, _)| kind);
-        is_numa_type(kind) && attributes.to_ascii_lowercase().contains("memory=")
-    })
+    end_level(&mut level);
+    levels
 }
 
 /// A synthetic level's arity as hwloc reads it, C's `strtoul(text, _, 0)` over the whole
