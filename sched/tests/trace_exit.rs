@@ -18,6 +18,16 @@ fn spawn_empty(s: &numatask_sched::Scope<'_>, n: usize) {
     }
 }
 
+/// A runtime of one unpinned worker tracing to `path`.
+fn one_traced_worker(path: &std::path::Path) -> numatask_sched::Runtime {
+    numatask_sched::Runtime::builder()
+        .num_threads(1)
+        .proc_bind(false)
+        .trace(path)
+        .build()
+        .expect("runtime starts")
+}
+
 /// Runs this binary's `test` alone in a child process with `CHILD=role`, traced to `trace`
 /// by `NUMATASK_TRACE`, on 2 unpinned workers; returns the child's output.
 fn run_child(test: &str, role: &str, trace: &std::path::Path) -> std::process::Output {
@@ -60,12 +70,7 @@ fn the_global_runtime_writes_its_trace_at_exit() {
 #[test]
 fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
     let path = temp("empty-trace");
-    let rt = numatask_sched::Runtime::builder()
-        .num_threads(1)
-        .proc_bind(false)
-        .trace(&path)
-        .build()
-        .expect("runtime starts");
+    let rt = one_traced_worker(&path);
     drop(rt);
     let json = std::fs::read_to_string(&path).expect("the trace file");
     std::fs::remove_file(&path).expect("the trace file");
@@ -79,12 +84,7 @@ fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
 #[test]
 fn a_trace_written_while_a_task_runs_marks_it_and_is_rewritten_when_it_ends() {
     let path = temp("running-trace");
-    let rt = numatask_sched::Runtime::builder()
-        .num_threads(1)
-        .proc_bind(false)
-        .trace(&path)
-        .build()
-        .expect("runtime starts");
+    let rt = one_traced_worker(&path);
     rt.scope(|_| {
         // Written while the scope body runs: its slice is drawn up to now and marked.
         rt.finish_trace().expect("tracing").expect("written");
