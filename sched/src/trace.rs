@@ -19,7 +19,6 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
@@ -174,8 +173,6 @@ pub struct Tracer {
     /// Number of NUMA nodes: the summary has a row for each, workers or not.
     num_nodes: usize,
     buffers: Vec<CachePadded<Mutex<Vec<TaskRecord>>>>,
-    /// Records whose end [`end`](Tracer::end) set.
-    ended: AtomicU64,
 }
 
 impl fmt::Debug for Tracer {
@@ -206,7 +203,6 @@ impl Tracer {
             node_of_worker,
             num_nodes,
             buffers,
-            ended: AtomicU64::new(0),
         }
     }
 
@@ -266,7 +262,6 @@ impl Tracer {
             && let Some(r) = buffer.lock().unwrap_or_else(|p| p.into_inner()).get_mut(at)
         {
             r.end_ns = Some(end_ns);
-            self.ended.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -274,13 +269,11 @@ impl Tracer {
     /// running, or recorded without an end): what a trace written now would miss, if these
     /// change later.
     pub fn progress(&self) -> (u64, u64) {
-        let ended = self.ended.load(Ordering::Relaxed);
-        let records = self
-            .buffers
-            .iter()
-            .map(|b| b.lock().unwrap_or_else(|p| p.into_inner()).len() as u64)
-            .sum();
-        (records, ended)
+        self.buffers.iter().fold((0, 0), |(records, ended), b| {
+            let buffer = b.lock().unwrap_or_else(|p| p.into_inner());
+            let done = buffer.iter().filter(|r| r.end_ns.is_some()).count();
+            (records + buffer.len() as u64, ended + done as u64)
+        })
     }
 
     /// Every record so far, worker by worker.
