@@ -447,15 +447,12 @@ fn oversized_hwloc_synthetic() -> Option<String> {
         .map(|why| format!("HWLOC_SYNTHETIC='{value}' is set: {why}"))
 }
 
-/// The redirecting variables set, as `VAR='value'` words joined with commas.
-fn hwloc_variables_named() -> Option<String> {
-    let set = hwloc_variables();
-    (!set.is_empty()).then(|| {
-        set.iter()
-            .map(|(var, value)| format!("{var}='{value}'"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    })
+/// Variables and values as `VAR='value'` words joined with commas.
+fn named(set: &[(&str, String)]) -> String {
+    set.iter()
+        .map(|(var, value)| format!("{var}='{value}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Why a topology hwloc built when asked for the machine's is not the machine's: the
@@ -474,10 +471,7 @@ fn not_this_system() -> String {
             ),
             None => "hwloc describes another topology".into(),
         },
-        _ => format!(
-            "hwloc describes the topology one of {} names",
-            hwloc_variables_named().unwrap_or_default()
-        ),
+        _ => format!("hwloc describes the topology one of {} names", named(&set)),
     };
     format!(
         "{cause} instead of this machine: unset it, or simulate that topology with \
@@ -1068,12 +1062,13 @@ impl Topology {
                 .as_ref()
                 .ok_or_else(|| AllocError::Pin {
                     core,
-                    reason: match hwloc_variables_named() {
-                        Some(set) => format!(
-                            "the real machine's topology could not be read (hwloc reads {set} \
-                             in its place)"
+                    reason: match hwloc_variables().as_slice() {
+                        [] => "the real machine's topology could not be read".into(),
+                        set => format!(
+                            "the real machine's topology could not be read (hwloc reads {} \
+                             in its place)",
+                            named(set)
                         ),
-                        None => "the real machine's topology could not be read".into(),
                     },
                 })?;
             let real_cores = real_core_pus(real);
