@@ -136,13 +136,7 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        let this = self.current();
-        this.spawn_frame(job::heap_task::<F, (), false>(
-            this.frame,
-            this.worker(),
-            None,
-            f,
-        ));
+        self.spawn_task(None, f);
     }
 
     /// Spawns a task running `f` with a priority (OpenMP's `priority(p)` clause, a hint as
@@ -182,13 +176,7 @@ impl<'scope> Scope<'scope> {
                 ..TaskMeta::default()
             })
         });
-        let this = self.current();
-        this.spawn_frame(job::heap_task::<F, (), false>(
-            this.frame,
-            this.worker(),
-            meta,
-            f,
-        ));
+        self.spawn_task(meta, f);
     }
 
     /// `priority` capped at the runtime's `OMP_MAX_TASK_PRIORITY` (0 when that is 0).
@@ -341,11 +329,21 @@ impl<'scope> Scope<'scope> {
             label: Some(label),
             priority: 0,
         });
+        self.spawn_task(Some(meta), f);
+    }
+
+    /// Spawns `f` with `meta` as a child of the current scope (this one, or the taskgroup
+    /// running in its body): the plain spawns end here.
+    #[inline]
+    fn spawn_task<F>(&self, meta: Option<Box<TaskMeta>>, f: F)
+    where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
         let this = self.current();
         this.spawn_frame(job::heap_task::<F, (), false>(
             this.frame,
             this.worker(),
-            Some(meta),
+            meta,
             f,
         ));
     }
