@@ -219,10 +219,12 @@ impl LocalityModel {
     /// lowest of the tied nodes would pile every one of them on node 0, so Algorithm 1
     /// decides them as if nothing were marked.
     fn sole_dominant_node(&self, bytes: &NodeBytes) -> Option<usize> {
+        // Among the topology's nodes only: bytes on nodes it lacks are left out, as in `cost`.
         let known = &bytes.per_node()[..bytes.per_node().len().min(self.num_nodes)];
-        let node = bytes.dominant_node().filter(|&n| n < known.len())?;
-        let max = known[node];
-        (known.iter().filter(|&&b| b == max).count() == 1).then_some(node)
+        let max = known.iter().copied().max().filter(|&m| m > 0)?;
+        let mut holders = known.iter().enumerate().filter(|&(_, &b)| b == max);
+        let (node, _) = holders.next()?;
+        holders.next().is_none().then_some(node)
     }
 }
 
@@ -447,6 +449,26 @@ mod tests {
             Deal {
                 node: 2,
                 reason: DealReason::EvenFootprint
+            }
+        );
+    }
+
+    #[test]
+    fn an_intensive_dependence_is_placed_among_the_runtimes_own_nodes() {
+        // A two-node runtime on data whose registry knows a third node (another topology):
+        // the bytes on node 2 are left out, so node 1, which holds the most of the rest,
+        // decides, as the intensive dependence's node.
+        let t = numatask_alloc::TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+            .build()
+            .unwrap();
+        let m = LocalityModel::new(&t, None);
+        let intensive = NodeBytes::from_bytes(vec![0, 5 << 20, 9 << 20]);
+        let d = NodeBytes::from_bytes(vec![64 << 20, 5 << 20, 9 << 20]);
+        assert_eq!(
+            m.deal(&d, 1, Some(&intensive)),
+            Deal {
+                node: 1,
+                reason: DealReason::IntensiveDependence
             }
         );
     }

@@ -287,11 +287,15 @@ impl Tracer {
     /// Tasks and bytes local/remote per node (every node, those without workers too), steals
     /// by distance.
     pub fn summary(&self) -> TraceSummary {
+        self.summary_of(&self.records())
+    }
+
+    fn summary_of(&self, records: &[TaskRecord]) -> TraceSummary {
         let mut s = TraceSummary {
             per_node: vec![NodeSummary::default(); self.num_nodes],
             ..TraceSummary::default()
         };
-        for r in self.records() {
+        for r in records {
             s.tasks += 1;
             if let Some(d) = r.stolen_distance {
                 *s.steals_by_distance.entry(d).or_default() += 1;
@@ -302,10 +306,11 @@ impl Tracer {
             node.tasks += 1;
             if let Some(f) = &r.footprint {
                 let (local, known) = (f.on(r.node), f.known());
-                node.local_bytes += local;
-                node.remote_bytes += known - local;
+                node.local_bytes = node.local_bytes.saturating_add(local);
+                node.remote_bytes = node.remote_bytes.saturating_add(known - local);
                 if known > 0 {
-                    if 2 * local > known {
+                    // `local > known - local`: most bytes local, without overflowing.
+                    if local > known - local {
                         node.local_tasks += 1;
                     } else {
                         node.remote_tasks += 1;
@@ -318,6 +323,10 @@ impl Tracer {
 
     /// Writes the Chrome trace-event JSON.
     pub fn write_chrome_json(&self, out: &mut impl Write) -> io::Result<()> {
+        self.write_chrome_json_of(&self.records(), out)
+    }
+
+    fn write_chrome_json_of(&self, records: &[TaskRecord], out: &mut impl Write) -> io::Result<()> {
         let now = self.now_ns();
         writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
         let mut first = true;
@@ -339,7 +348,7 @@ impl Tracer {
                 "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":1,\"tid\":{w},\"args\":{{\"sort_index\":{w}}}}}"
             )?;
         }
-        for r in self.records() {
+        for r in records {
             sep(out)?;
             let (name, cname) = r.bucket();
             let footprint = r.footprint.as_ref().map_or_else(
@@ -382,14 +391,16 @@ impl Tracer {
         writeln!(out, "\n]}}")
     }
 
-    /// Writes the trace file (if a path was given) and returns the summary.
+    /// Writes the trace file (if a path was given) and returns the summary, both of the same
+    /// tasks (those recorded when it is called).
     pub fn finish(&self) -> io::Result<TraceSummary> {
+        let records = self.records();
         if let Some(path) = &self.path {
             let mut file = io::BufWriter::new(std::fs::File::create(path)?);
-            self.write_chrome_json(&mut file)?;
+            self.write_chrome_json_of(&records, &mut file)?;
             file.flush()?;
         }
-        Ok(self.summary())
+        Ok(self.summary_of(&records))
     }
 }
 
@@ -434,9 +445,10 @@ pub struct TraceSummary {
 impl TraceSummary {
     /// Fraction of all known footprint bytes that were local to the executing node.
     pub fn local_fraction(&self) -> Option<f64> {
-        let local: u64 = self.per_node.iter().map(|n| n.local_bytes).sum();
-        let remote: u64 = self.per_node.iter().map(|n| n.remote_bytes).sum();
-        (local + remote > 0).then(|| local as f64 / (local + remote) as f64)
+        // In f64: byte totals near u64::MAX must not overflow a sum.
+        let local: f64 = self.per_node.iter().map(|n| n.local_bytes as f64).sum();
+        let remote: f64 = self.per_node.iter().map(|n| n.remote_bytes as f64).sum();
+        (local + remote > 0.0).then(|| local / (local + remote))
     }
 }
 
@@ -448,9 +460,9 @@ impl fmt::Display for TraceSummary {
             "  node    tasks    local   remote     local MiB    remote MiB   local"
         )?;
         for (i, n) in self.per_node.iter().enumerate() {
-            let total = n.local_bytes + n.remote_bytes;
-            let pct = if total > 0 {
-                format!("{:.1}%", 100.0 * n.local_bytes as f64 / total as f64)
+            let total = n.local_bytes as f64 + n.remote_bytes as f64;
+            let pct = if total > 0.0 {
+                format!("{:.1}%", 100.0 * n.local_bytes as f64 / total)
             } else {
                 "-".into()
             };
@@ -512,6 +524,23 @@ mod tests {
             end_ns: Some(3_500),
             footprint: footprint.map(NodeBytes::from_bytes),
         }
+    }
+
+    #[test]
+    fn summary_byte_totals_saturate_rather_than_overflow() {
+        let t = Tracer::new(vec![0], 1, None);
+        // More than half of u64 local: a local task, which `2 * local` would miscount.
+        t.record(record(0, 0, Some(vec![u64::MAX / 2 + 1]), None));
+        let s = t.summary();
+        assert_eq!(s.per_node[0].local_tasks, 1);
+        for _ in 0..3 {
+            t.record(record(0, 0, Some(vec![u64::MAX / 3 + 1]), None));
+        }
+        let s = t.summary();
+        assert_eq!(s.per_node[0].local_bytes, u64::MAX);
+        assert_eq!(s.per_node[0].local_tasks, 4);
+        assert_eq!(s.local_fraction(), Some(1.0));
+        assert!(s.to_string().contains("100.0%"), "{s}");
     }
 
     #[test]
