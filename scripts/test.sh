@@ -27,6 +27,14 @@ cargo test --workspace --quiet
 step "the allocator's C API from C, through its header (feature c-api)"
 cargo test -p numatask --features c-api --test c_api --quiet
 
+step "the allocator's C API from a C program linked against the static library"
+target_dir=${CARGO_TARGET_DIR:-target}
+cargo rustc -p numatask-alloc --features c-api --release --crate-type staticlib --quiet
+cc -O2 -Wall -Werror -Ialloc/include tests/c/alloc_api.c tests/c/alloc_api_main.c \
+    "$target_dir/release/libnumatask_alloc.a" -lhwloc -ludev -lpthread -ldl -lm \
+    -o "$target_dir/release/alloc_api_c"
+"$target_dir/release/alloc_api_c"
+
 step "API docs build without warnings (broken links)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 

@@ -36,6 +36,71 @@
 //! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
 //! | the locality-aware scheduler | [`SchedulerKind::Locality`], `NUMATASK_SCHEDULER=locality` |
 //! | a timeline of the tasks | `NUMATASK_TRACE=file.json` ([`sched::trace`]), [`Runtime::finish_trace`] |
+//! | data used again after `taskwait` (the task's borrow ended there) | [`Scope::join`], a scope of its own ([`scope()`]) or a result: see below |
+//! | not here: parallel iterators (`map`, `filter`, `collect`), `par_sort`, `broadcast`; `taskyield`, `detach`, `cancel`, `taskwait depend` | taskloops and tasks as above |
+//!
+//! # Data used again after a `taskwait`
+//!
+//! A task spawned with [`Scope::spawn`] may borrow the caller's data for the whole scope
+//! (`'scope`), and the compiler cannot see that a `taskwait` ended the task. So the OpenMP
+//! pattern of a task on part of the data, a `taskwait`, then the data again does not compile:
+//!
+//! ```compile_fail,E0499
+//! let rt = numatask::Runtime::builder().num_threads(2).build().unwrap();
+//! let mut v = vec![3u32, 1, 4, 1, 5, 9, 2, 6];
+//! rt.scope(|s| {
+//!     let (a, b) = v.split_at_mut(4);
+//!     s.spawn(move |_| a.sort());
+//!     b.sort();
+//!     s.taskwait();
+//!     v.rotate_left(1); // error[E0499]: `v` is still borrowed by the task
+//! });
+//! ```
+//!
+//! Three ways that compile: [`Scope::join`], whose two closures borrow only until it returns
+//! (the divide-and-conquer shape); a scope of its own, [`scope()`], which waits for its tasks
+//! before it returns, on the same runtime when called from a task (for the data a task makes
+//! and then hands to tasks, too); or a task that owns its data and gives it back through
+//! [`Scope::spawn_with_result`].
+//!
+//! ```
+//! fn merge_sort(s: &numatask::Scope<'_>, v: &mut [u32]) {
+//!     if v.len() <= 1 {
+//!         return;
+//!     }
+//!     let mid = v.len() / 2;
+//!     let (a, b) = v.split_at_mut(mid);
+//!     s.join(|s| merge_sort(s, a), |s| merge_sort(s, b));
+//!     // Both halves are sorted and no longer borrowed: merge them.
+//!     let mut merged = Vec::with_capacity(v.len());
+//!     let (mut i, mut j) = (0, mid);
+//!     while i < mid && j < v.len() {
+//!         if v[i] <= v[j] { merged.push(v[i]); i += 1 } else { merged.push(v[j]); j += 1 }
+//!     }
+//!     merged.extend_from_slice(&v[i..mid]);
+//!     merged.extend_from_slice(&v[j..]);
+//!     v.copy_from_slice(&merged);
+//! }
+//!
+//! let rt = numatask::Runtime::builder().num_threads(2).build()?;
+//! let mut v: Vec<u32> = (0..1000).rev().collect();
+//! rt.scope(|s| merge_sort(s, &mut v));
+//! assert!(v.windows(2).all(|w| w[0] <= w[1]));
+//!
+//! // A scope of its own: the data is free again when it returns.
+//! let mut w = vec![0u32; 8];
+//! rt.scope(|_| {
+//!     numatask::scope(|s| {
+//!         let (a, b) = w.split_at_mut(4);
+//!         s.spawn(move |_| a.fill(1));
+//!         b.fill(2);
+//!     })?;
+//!     w.rotate_left(2);
+//!     Ok::<_, numatask::SchedError>(())
+//! })?;
+//! assert_eq!(w, [1, 1, 2, 2, 2, 2, 1, 1]);
+//! # Ok::<(), numatask::SchedError>(())
+//! ```
 //!
 //! The pages of [`sched`] and [`alloc`] (module docs, every type) are built with the facade by
 //! `cargo doc --workspace --no-deps --open`; `cargo doc --no-deps` documents this crate alone,

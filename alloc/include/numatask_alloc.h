@@ -9,6 +9,15 @@
  * Errors: NULL (or -1), errno ENOMEM (more memory than the machine or the node has) or EINVAL
  * (size 0, an unknown distribution code, a pointer the allocator did not return), and the
  * message for numatask_last_error. Memory comes zeroed, in whole pages.
+ *
+ * Building and linking a C program (as scripts/test.sh does with tests/c/):
+ *
+ *   cargo rustc -p numatask-alloc --features c-api --release --crate-type staticlib
+ *   cc -Ialloc/include prog.c target/release/libnumatask_alloc.a \
+ *      -lhwloc -ludev -lpthread -ldl -lm
+ *
+ * (`--crate-type cdylib` instead gives libnumatask_alloc.so.) OMP_DATA_DISTRIBUTION and
+ * NUMATASK_TOPOLOGY are read as for Rust programs.
  */
 #ifndef NUMATASK_ALLOC_H
 #define NUMATASK_ALLOC_H

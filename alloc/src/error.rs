@@ -56,7 +56,7 @@ pub enum AllocError {
         what: String,
     },
     /// A NUMA node index that is not in the topology.
-    #[error("NUMA node {node} does not exist: the topology has nodes 0..{num_nodes}")]
+    #[error("NUMA node {node} does not exist: {}", numbered("node", *.num_nodes))]
     NoSuchNode {
         /// The index asked for.
         node: usize,
@@ -64,7 +64,7 @@ pub enum AllocError {
         num_nodes: usize,
     },
     /// A core index that is not in the topology.
-    #[error("core {core} does not exist: the topology has cores 0..{num_cores}")]
+    #[error("core {core} does not exist: {}", numbered("core", *.num_cores))]
     NoSuchCore {
         /// The index asked for.
         core: usize,
@@ -113,4 +113,47 @@ pub enum AllocError {
     /// The kernel could not report where pages are.
     #[error("querying page locations failed: {0}")]
     Query(String),
+}
+
+/// "the topology has 8 nodes, 0 to 7": how many there are and their numbers, in words (Rust's
+/// `0..8` reads as including 8 to a C or OpenMP user).
+fn numbered(what: &str, count: usize) -> String {
+    match count {
+        0 => format!("the topology has no {what}s"),
+        1 => format!("the topology has 1 {what}, 0"),
+        n => format!("the topology has {n} {what}s, 0 to {}", n - 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_node_or_core_names_how_many_there_are_and_their_numbers() {
+        let e = AllocError::NoSuchNode {
+            node: 8,
+            num_nodes: 8,
+        };
+        assert_eq!(
+            e.to_string(),
+            "NUMA node 8 does not exist: the topology has 8 nodes, 0 to 7"
+        );
+        let e = AllocError::NoSuchNode {
+            node: 2,
+            num_nodes: 1,
+        };
+        assert_eq!(
+            e.to_string(),
+            "NUMA node 2 does not exist: the topology has 1 node, 0"
+        );
+        let e = AllocError::NoSuchCore {
+            core: 3,
+            num_cores: 2,
+        };
+        assert_eq!(
+            e.to_string(),
+            "core 3 does not exist: the topology has 2 cores, 0 to 1"
+        );
+    }
 }

@@ -94,8 +94,10 @@ pub const MAX_STACK_SIZE: usize = 16 << 30;
 pub const MIN_VICINITY: u32 = 10;
 
 const NUM_THREADS_EXPECTED: &str = "a number of workers from 1 to 4096, or a comma-separated \
-     list of positive numbers whose first is one (the first is used; above 4096 only with \
-     OMP_THREAD_LIMIT at most 4096)";
+     list of positive whole numbers, one per nesting level, of which the first is the number of \
+     workers";
+const NUM_THREADS_TOO_MANY: &str = "a number of workers from 1 to 4096; a larger count only \
+     with an OMP_THREAD_LIMIT of at most 4096, which caps it";
 
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
@@ -307,7 +309,7 @@ fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError
 pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
     match parse_num_threads_uncapped(value)? {
         n @ ..=MAX_NUM_THREADS => Ok(n),
-        _ => Err(invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED)),
+        _ => Err(invalid(NUM_THREADS_ENV, value, NUM_THREADS_TOO_MANY)),
     }
 }
 
@@ -890,13 +892,20 @@ mod tests {
             Ok(4),
             "C's blanks around the value"
         );
-        for bad in [
-            "0", "-1", "four", "4,", "4,0", "", "1.5", "4097", "100000", "5000,4", "4\u{a0}",
-        ] {
-            let err = parse_num_threads(bad).unwrap_err();
+        for bad in ["0", "-1", "four", "4,", "4,0", "", "1.5", "4\u{a0}"] {
+            let err = parse_num_threads(bad).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("OMP_NUM_THREADS='{bad}': expected {NUM_THREADS_EXPECTED}")
+            );
+        }
+        // A well-formed count that is too large says what would allow it.
+        for bad in ["4097", "100000", "5000,4"] {
+            let err = parse_num_threads(bad).unwrap_err().to_string();
             assert!(
-                err.to_string().starts_with(&format!(
-                    "OMP_NUM_THREADS='{bad}': expected a number of workers from 1 to 4096"
+                err.starts_with(&format!(
+                    "OMP_NUM_THREADS='{bad}': expected a number of workers from 1 to 4096; \
+                     a larger count only with an OMP_THREAD_LIMIT"
                 )),
                 "{err}"
             );

@@ -12,7 +12,9 @@
 //!
 //! Tracing costs nothing when off: the runtime holds an `Option<Arc<Tracer>>` and tests it once per
 //! task. When on, each worker appends to its own buffer (an uncontended lock), so workers do not
-//! share cache lines while recording.
+//! share cache lines while recording. Every record stays in memory until the trace is written,
+//! about 270 bytes a task (485,570 tasks of `examples/fib 25 1 spawn`: 129 MB of memory, a
+//! 114 MB file): trace runs of a size to look at, not a service that runs for days.
 
 use std::collections::BTreeMap;
 use std::fmt;
