@@ -15,7 +15,7 @@ if ! cargo +nightly miri --version >/dev/null 2>&1; then
 fi
 flags="${MIRIFLAGS:--Zmiri-disable-isolation}"
 MIRIFLAGS="$flags" cargo +nightly miri test -p numatask-sched --lib -- \
-    deque:: node_queue:: latch:: blocking:: sleep:: depend:: dependences:: taskloop:: \
+    deque:: node_queue:: child_counter:: latch:: blocking:: sleep:: depend:: dependences:: taskloop:: \
     --skip memory_follows_the_ranges_in_use_when_streaming \
     --skip ranges_used_again_and_again_are_kept
 # The block cache's test leaks its pool on purpose.

@@ -56,8 +56,9 @@ use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use crate::blocks::{class_layout, class_of};
+use crate::child_counter::{ChildCounter, ChildDone};
 use crate::depend::{Access, DepHandle};
-use crate::latch::{ChildCounter, ChildDone, DROPPED, JOINING, PanicSlot, ResultState};
+use crate::latch::{DROPPED, JOINING, PanicSlot, ResultState};
 use crate::scope::Scope;
 use crate::worker::WorkerThread;
 
@@ -133,7 +134,8 @@ pub(crate) struct Header {
 // The counter's shared part starts the second cache line (64-bit targets; loom's atomics
 // have other sizes).
 #[cfg(all(target_pointer_width = "64", not(loom)))]
-const _: () = assert!(std::mem::offset_of!(Header, children) + crate::latch::PENDING_OFFSET == 64);
+const _: () =
+    assert!(std::mem::offset_of!(Header, children) + crate::child_counter::PENDING_OFFSET == 64);
 
 /// A header on a stack (scope roots, taskgroups), aligned like heap frames (see [`Header`]).
 #[repr(C, align(64))]

@@ -69,7 +69,8 @@
 //!
 //! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
-//! [`latch`] (completion counters and their memory orderings), `blocking` (the latch a thread
+//! `child_counter` (the count of a task's unfinished children behind `taskwait`, and its memory
+//! orderings), [`latch`] (the other completion signals), `blocking` (the latch a thread
 //! outside the pool waits on), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles), [`taskloop`] (loops split into tasks).
@@ -77,6 +78,9 @@
 // a latch keeps its core from every task.
 #[doc(hidden)]
 pub mod blocking;
+// Public for the loom models, as `blocking`: the counter is the runtime's own.
+#[doc(hidden)]
+pub mod child_counter;
 // Under loom only the block sizes are used (the task code that allocates is not built).
 #[cfg_attr(loom, allow(dead_code))]
 mod blocks;

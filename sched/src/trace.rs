@@ -696,6 +696,24 @@ mod tests {
     }
 
     #[test]
+    fn labels_with_backslashes_and_control_characters_stay_valid_json() {
+        let t = Tracer::new(vec![0], 1, None);
+        let label = "dir\\file\n\tcol\u{1}\"q\"";
+        let mut r = record(0, 0, None, None);
+        r.label = label;
+        t.record(r);
+        let mut out = Vec::new();
+        t.write_chrome_json(&mut out).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_slice(&out).expect("escaped labels keep the trace valid JSON");
+        let slice = &json["traceEvents"].as_array().unwrap()[2];
+        assert_eq!(
+            slice["args"]["task"], label,
+            "the label round-trips exactly"
+        );
+    }
+
+    #[test]
     fn finish_writes_the_file() {
         let path = std::env::temp_dir().join(format!("numatask-trace-{}.json", std::process::id()));
         let t = Tracer::new(vec![0], 1, Some(path.clone()));

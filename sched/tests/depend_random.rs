@@ -17,6 +17,8 @@ use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod common;
+use common::within;
 use numatask_sched::depend::{Access, AccessKind, DepTracker, Ready, Released, Submitted};
 
 /// Bytes of the address space the ranges are drawn from.
@@ -398,24 +400,29 @@ fn versions_are_exact(workers: usize, tasks: usize, seed: u64) {
 /// Tasks of 1 to 3 accesses each; 100,000 of them, as the issue asks.
 const TASKS: usize = 100_000;
 
+/// The most seconds one test may take before it fails rather than hang: the watchdog above
+/// catches a lost release, this a tracker stuck in a loop (whose threads the scope would
+/// otherwise wait for forever).
+const DEADLINE_S: u64 = 120;
+
 #[test]
 fn every_task_sees_exactly_its_predecessors_writes_with_1_worker() {
-    versions_are_exact(1, TASKS, 1);
+    within(DEADLINE_S, || versions_are_exact(1, TASKS, 1));
 }
 
 #[test]
 fn every_task_sees_exactly_its_predecessors_writes_with_2_workers() {
-    versions_are_exact(2, TASKS, 2);
+    within(DEADLINE_S, || versions_are_exact(2, TASKS, 2));
 }
 
 #[test]
 fn every_task_sees_exactly_its_predecessors_writes_with_3_workers() {
-    versions_are_exact(3, TASKS, 3);
+    within(DEADLINE_S, || versions_are_exact(3, TASKS, 3));
 }
 
 #[test]
 fn every_task_sees_exactly_its_predecessors_writes_with_4_workers() {
-    versions_are_exact(4, TASKS, 4);
+    within(DEADLINE_S, || versions_are_exact(4, TASKS, 4));
 }
 
 /// One task's view of a cell, for the group oracle.
@@ -597,17 +604,19 @@ fn groups_are_ordered(workers: usize, tasks: usize, seed: u64, panic_one_in: Opt
 
 #[test]
 fn set_kinds_are_ordered_and_mutexinoutset_members_exclusive_with_1_worker() {
-    groups_are_ordered(1, 30_000, 11, None);
+    within(DEADLINE_S, || groups_are_ordered(1, 30_000, 11, None));
 }
 
 #[test]
 fn set_kinds_are_ordered_and_mutexinoutset_members_exclusive_with_4_workers() {
-    groups_are_ordered(4, 30_000, 14, None);
+    within(DEADLINE_S, || groups_are_ordered(4, 30_000, 14, None));
 }
 
 #[test]
 fn panics_cancel_exactly_the_dependent_tasks() {
-    for workers in 1..=4 {
-        groups_are_ordered(workers, 10_000, 20 + workers as u64, Some(2_000));
-    }
+    within(DEADLINE_S, || {
+        for workers in 1..=4 {
+            groups_are_ordered(workers, 10_000, 20 + workers as u64, Some(2_000));
+        }
+    });
 }

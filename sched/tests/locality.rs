@@ -1300,3 +1300,31 @@ fn an_asymmetric_matrix_bounds_steals_by_the_thiefs_distance_to_the_victim() {
         );
     });
 }
+
+#[test]
+fn a_small_intensive_access_still_decides_the_node() {
+    preset_process();
+    within(60, || {
+        let rt = locality_runtime(48, None);
+        // 64 KiB on node 6: far below the footprint threshold (5 MiB / 6), which alone would
+        // keep the task on the spawner's deque; the intensive mark must send it to node 6.
+        let hot = NumaVec::<u8>::zeroed(64 << 10, Place::OnNode(6)).unwrap();
+        let (spawner, nodes) = rt.scope(|s| {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            for _ in 0..8 {
+                let seen = Arc::clone(&seen);
+                let access = [Access::of_slice(&hot, AccessKind::InOut).intensive()];
+                s.spawn_with_footprint(access, move |s| seen.lock().unwrap().push(s.node()));
+            }
+            s.taskwait();
+            let nodes = seen.lock().unwrap().clone();
+            (s.node(), nodes)
+        });
+        assert_ne!(spawner, 6, "the test needs a spawner off node 6");
+        assert_eq!(
+            nodes,
+            vec![6; 8],
+            "every task ran on the intensive access's node"
+        );
+    });
+}
