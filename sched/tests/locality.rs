@@ -1309,18 +1309,27 @@ fn a_small_intensive_access_still_decides_the_node() {
         // 64 KiB on node 6: far below the footprint threshold (5 MiB / 6), which alone would
         // keep the task on the spawner's deque; the intensive mark must send it to node 6.
         let hot = NumaVec::<u8>::zeroed(64 << 10, Place::OnNode(6)).unwrap();
-        let (spawner, nodes) = rt.scope(|s| {
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            for _ in 0..8 {
-                let seen = Arc::clone(&seen);
-                let access = [Access::of_slice(&hot, AccessKind::InOut).intensive()];
-                s.spawn_with_footprint(access, move |s| seen.lock().unwrap().push(s.node()));
-            }
-            s.taskwait();
-            let nodes = seen.lock().unwrap().clone();
-            (s.node(), nodes)
+        let on0 = chunk_on(0);
+        let seen = Mutex::new(Vec::new());
+        let spawner = AtomicUsize::new(usize::MAX);
+        rt.scope(|s| {
+            // The spawner runs on node 0 (its footprint is there), off node 6.
+            s.spawn_with_footprint(footprint(&on0), |s| {
+                spawner.store(s.node(), Ordering::SeqCst);
+                for _ in 0..8 {
+                    let access = [Access::of_slice(&hot, AccessKind::InOut).intensive()];
+                    let seen = &seen;
+                    s.spawn_with_footprint(access, move |s| seen.lock().unwrap().push(s.node()));
+                }
+                s.taskwait();
+            });
         });
-        assert_ne!(spawner, 6, "the test needs a spawner off node 6");
+        assert_eq!(
+            spawner.load(Ordering::SeqCst),
+            0,
+            "the spawner ran on node 0"
+        );
+        let nodes = seen.into_inner().unwrap();
         assert_eq!(
             nodes,
             vec![6; 8],
