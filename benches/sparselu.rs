@@ -3,8 +3,9 @@
 //! `depend` on the blocks, fill-in blocks allocated by the creating task), in one run against
 //! the same program in C with OpenMP `depend` clauses under libgomp and LLVM libomp
 //! (`bench/c/sparselu_omp.c`, built by `scripts/bench-sparselu.sh`). Both drivers call the same
-//! C kernels (`bench/c/sparselu_kernels.c`, compiled by `build.rs` with `-O3`), so the runtime
-//! is the only difference; the checksums must agree, and the run fails if they do not.
+//! C kernels (`bench/c/sparselu_kernels.c`, compiled by `build.rs` with `-O3`) on the same
+//! memory layout, one of two (below), so the runtime is the only difference; the checksums
+//! must agree, and the run fails if they do not.
 //!
 //! ```text
 //! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
@@ -22,10 +23,15 @@
 //!   line apart, and every page of the arena is written when the matrix is generated (outside
 //!   the timing, as the C driver's heap is warm from its previous run). A fill-in block is the
 //!   next free (zero) slot of the arena, claimed by the creating task.
+//!   The C peers' rows `libgomp` and `libomp` run on the same layout (`SPARSELU_LAYOUT=arena`
+//!   of the C driver: one aligned allocation, slots a cache line apart, every page written
+//!   before the timing, a fill-in the next free zero slot).
 //! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
-//! - `numatask-raw-c`: the raw program on the C driver's memory layout (a `malloc` per block,
-//!   fill-ins `calloc`ed by the creating task), so that nothing but the runtime differs from
-//!   the C rows.
+//! - `numatask-malloc`: the raw program on BOTS' own layout, a `malloc` per block and fill-ins
+//!   `calloc`ed by the creating task; its peers are the rows `libgomp-malloc` and
+//!   `libomp-malloc` (`SPARSELU_LAYOUT=malloc`), which run when this row does (until the
+//!   sixteenth session the only C layout, and this row, then `numatask-raw-c`, was left out
+//!   of the published runs).
 //! - `numatask-empty`, `numatask-nodeps-empty`: the same task graph with empty kernels, with
 //!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
 //!   their difference the cost of dependence tracking (printed as `ns_per_task`).
@@ -198,9 +204,9 @@ impl Matrix {
 
 /// The matrix as the C driver holds it (`genmat` in `bench/c/sparselu_omp.c`): one `malloc`
 /// per present block, in row-major order, and each fill-in block `calloc`ed by the creating
-/// task just before the `bmod` that needs it. The `numatask-raw-c` rows run on it, so that
-/// their memory layout, and with it the kernels' speed, is the C peers' own: the runtime is
-/// then the only difference.
+/// task just before the `bmod` that needs it. The `numatask-malloc` rows run on it, against
+/// the C driver's `SPARSELU_LAYOUT=malloc` rows (`libgomp-malloc`, `libomp-malloc`): the
+/// runtime is then the only difference.
 struct CMatrix {
     nb: usize,
     bs: usize,
@@ -596,7 +602,7 @@ enum Program {
     Raw,
     /// The same tasks without `depend` accesses (empty kernels only).
     NoDeps,
-    /// The raw API on the C driver's layout (`sparselu_raw_c`).
+    /// The raw API on the malloc layout (`sparselu_raw_c`).
     RawC,
 }
 
@@ -604,7 +610,7 @@ enum Program {
 const ROWS: [(&str, Program, Work); 6] = [
     ("numatask", Program::Safe, Work::Kernels),
     ("numatask-raw", Program::Raw, Work::Kernels),
-    ("numatask-raw-c", Program::RawC, Work::Kernels),
+    ("numatask-malloc", Program::RawC, Work::Kernels),
     ("numatask-empty", Program::Safe, Work::Empty),
     ("numatask-raw-empty", Program::Raw, Work::Empty),
     ("numatask-nodeps-empty", Program::NoDeps, Work::Empty),
@@ -826,7 +832,29 @@ fn main() {
                 }
             }
         }
-        entries.extend(args.omp.iter().map(Entry::Peer));
+        // The C peers run on the layouts of the numatask rows that run (the arena when only
+        // peers do), so that each row has peers on its own layout.
+        let malloc_rows = entries.iter().any(|e| {
+            matches!(
+                e,
+                Entry::Numatask {
+                    program: Program::RawC,
+                    ..
+                }
+            )
+        });
+        let arena_rows = entries.iter().any(
+            |e| matches!(e, Entry::Numatask { program, .. } if !matches!(program, Program::RawC)),
+        );
+        for layout in [MatrixLayout::Arena, MatrixLayout::Malloc] {
+            let runs = match layout {
+                MatrixLayout::Arena => arena_rows || !malloc_rows,
+                MatrixLayout::Malloc => malloc_rows,
+            };
+            if runs {
+                entries.extend(args.omp.iter().map(|bin| Entry::Peer(bin, layout)));
+            }
+        }
         // Each row's median of every round (`None`: a peer's line without a time).
         let mut cells: Vec<(String, Vec<Option<f64>>)> = Vec::new();
         // With `--rounds R`, every row runs its repetitions R times, one turn per round, so that
@@ -869,9 +897,11 @@ fn main() {
                         }
                         (name.clone(), Some(r.median.as_secs_f64()))
                     }
-                    Entry::Peer(bin) => {
+                    Entry::Peer(bin, layout) => {
                         let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
-                        let line = common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+                        let env = [("SPARSELU_LAYOUT", layout.name())];
+                        let line =
+                            common::run_omp_peer_env(bin, &peer_args, threads, Some(expect), &env);
                         let field = |key: &str| {
                             line.split_whitespace()
                                 .find_map(|w| w.strip_prefix(key))
@@ -905,7 +935,34 @@ enum Entry<'a> {
         program: Program,
         work: Work,
     },
-    Peer(&'a String),
+    Peer(&'a String, MatrixLayout),
+}
+
+/// The memory layout of a C peer's matrix (`SPARSELU_LAYOUT` of `bench/c/sparselu_omp.c`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MatrixLayout {
+    /// numatask's arena: the peers of the `numatask` and `numatask-raw` rows.
+    Arena,
+    /// A `malloc` per block: the peers (named `<runtime>-malloc`) of `numatask-malloc`.
+    Malloc,
+}
+
+impl MatrixLayout {
+    fn name(self) -> &'static str {
+        match self {
+            MatrixLayout::Arena => "arena",
+            MatrixLayout::Malloc => "malloc",
+        }
+    }
+
+    /// The layout of the row named `name`, ours or a peer's.
+    fn of_row(name: &str) -> MatrixLayout {
+        if name.contains("-malloc") {
+            MatrixLayout::Malloc
+        } else {
+            MatrixLayout::Arena
+        }
+    }
 }
 
 /// After several rounds: each row's median, min and max over its rounds, and for each
@@ -935,52 +992,62 @@ fn report_rounds(args: &Args, threads: usize, cells: &[(String, Vec<Option<f64>>
             v[v.len() - 1],
         );
     }
-    let ours = cells
-        .iter()
-        .filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"));
-    let peers: Vec<&(String, Vec<Option<f64>>)> = cells
-        .iter()
-        .filter(|c| !c.0.starts_with("numatask") && c.0 != "serial")
-        .collect();
-    // Each round's best peer: the least time of the peers that reported one.
-    let best: Vec<Option<f64>> = (0..args.rounds)
-        .map(|r| {
+    // Each layout's rows against the peers on the same layout.
+    for layout in [MatrixLayout::Arena, MatrixLayout::Malloc] {
+        let same = |c: &&(String, Vec<Option<f64>>)| MatrixLayout::of_row(&c.0) == layout;
+        let ours = cells
+            .iter()
+            .filter(|c| c.0.starts_with("numatask") && !c.0.contains("empty"))
+            .filter(same);
+        let peers: Vec<&(String, Vec<Option<f64>>)> = cells
+            .iter()
+            .filter(|c| !c.0.starts_with("numatask") && c.0 != "serial")
+            .filter(same)
+            .collect();
+        // Each round's best peer: the least time of the peers that reported one.
+        let best: Vec<Option<f64>> = (0..args.rounds)
+            .map(|r| {
+                peers
+                    .iter()
+                    .filter_map(|p| p.1.get(r).copied().flatten())
+                    .min_by(f64::total_cmp)
+            })
+            .collect();
+        let best_name = match layout {
+            MatrixLayout::Arena => "best-peer",
+            MatrixLayout::Malloc => "best-peer-malloc",
+        };
+        let best_row = (best_name.to_owned(), best);
+        let against = peers
+            .iter()
+            .copied()
+            .chain((peers.len() > 1).then_some(&best_row));
+        let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
+        let rows = ours.map(|c| (c, &against[..])).chain(
             peers
                 .iter()
-                .filter_map(|p| p.1.get(r).copied().flatten())
-                .min_by(f64::total_cmp)
-        })
-        .collect();
-    let best_row = ("best-peer".to_owned(), best);
-    let against = peers
-        .iter()
-        .copied()
-        .chain((peers.len() > 1).then_some(&best_row));
-    let against: Vec<&(String, Vec<Option<f64>>)> = against.collect();
-    let rows = ours.map(|c| (c, &against[..])).chain(
-        peers
-            .iter()
-            .filter(|_| peers.len() > 1)
-            .map(|c| (*c, std::slice::from_ref(&against[against.len() - 1]))),
-    );
-    for ((name, row), against) in rows {
-        for (peer, peer_row) in against {
-            let ratios: Vec<Option<f64>> = row
-                .iter()
-                .zip(peer_row)
-                .map(|(a, b)| Some((*a)? / (*b)?))
-                .collect();
-            let v = sorted(&ratios);
-            if v.is_empty() {
-                continue;
+                .filter(|_| peers.len() > 1)
+                .map(|c| (*c, std::slice::from_ref(&against[against.len() - 1]))),
+        );
+        for ((name, row), against) in rows {
+            for (peer, peer_row) in against {
+                let ratios: Vec<Option<f64>> = row
+                    .iter()
+                    .zip(peer_row)
+                    .map(|(a, b)| Some((*a)? / (*b)?))
+                    .collect();
+                let v = sorted(&ratios);
+                if v.is_empty() {
+                    continue;
+                }
+                println!(
+                    "sparselu paired runtime={name} peer={peer} threads={threads} rounds={} median_ratio={:.3} min_ratio={:.3} max_ratio={:.3}",
+                    v.len(),
+                    v[v.len() / 2],
+                    v[0],
+                    v[v.len() - 1],
+                );
             }
-            println!(
-                "sparselu paired runtime={name} peer={peer} threads={threads} rounds={} median_ratio={:.3} min_ratio={:.3} max_ratio={:.3}",
-                v.len(),
-                v[v.len() / 2],
-                v[0],
-                v[v.len() - 1],
-            );
         }
     }
 }

@@ -4,6 +4,13 @@
  *
  * usage: sparselu_omp NB BS [REPS]
  * prints: sparselu_omp runtime=<r> threads=T nb=NB bs=BS tasks=K median_s=S checksum=C
+ *
+ * Two memory layouts, each the same as one of numatask's rows, so that the runtime is the only
+ * difference: SPARSELU_LAYOUT=arena (the default; numatask's `numatask` rows) holds every block
+ * in one 64-byte-aligned allocation, slots a cache line apart, every page written before the
+ * timing and a fill-in block the next free (zero) slot; SPARSELU_LAYOUT=malloc (the row
+ * `numatask-malloc`; runtime=<r>-malloc) mallocs each present block and callocs each fill-in
+ * block in the creating task, as BOTS does.
  * With SPARSELU_BUSY=1 in the environment, also the last repetition's share of the threads' time
  * spent in kernels and each kernel's mean time (the numbers scripts/trace-busy.py gives for
  * numatask), to tell kernels that run slower from time between tasks. */
@@ -32,20 +39,45 @@ static int busy_on;
         }                                                          \
     } while (0)
 
+/* The arena layout (SPARSELU_LAYOUT=arena): the slots and the next free one. NULL: malloc. */
+static float *arena;
+static size_t arena_stride, arena_next;
+
+/* A zero block for a fill-in: the arena's next free slot, or a calloc. */
+static float *fill_in_block(size_t n) {
+    return arena ? arena + arena_next++ * arena_stride : calloc(n, sizeof(float));
+}
+
 static float **genmat(int nb, int bs) {
     float **m = calloc((size_t)nb * nb, sizeof *m);
+    const size_t n = (size_t)bs * bs;
+    if (arena_stride) {
+        /* Every slot a cache line apart (16 floats), every page written here, as numatask's
+         * arena (benches/sparselu.rs, Matrix::generate). */
+        size_t bytes = (size_t)nb * nb * arena_stride * sizeof(float);
+        arena = aligned_alloc(64, bytes);
+        if (!arena) { fprintf(stderr, "arena of %zu bytes: out of memory\n", bytes); exit(1); }
+        memset(arena, 0, bytes);
+        arena_next = 0;
+    }
     int seed = sparselu_seed();
     for (int ii = 0; ii < nb; ii++)
         for (int jj = 0; jj < nb; jj++)
             if (sparselu_block_present(nb, ii, jj)) {
-                m[ii * nb + jj] = malloc((size_t)bs * bs * sizeof(float));
+                m[ii * nb + jj] = arena ? arena + arena_next++ * arena_stride
+                                        : malloc(n * sizeof(float));
                 sparselu_fill_block(m[ii * nb + jj], bs, &seed);
             }
     return m;
 }
 
 static void freemat(float **m, int nb) {
-    for (int i = 0; i < nb * nb; i++) free(m[i]);
+    if (arena) {
+        free(arena);
+        arena = NULL;
+    } else {
+        for (int i = 0; i < nb * nb; i++) free(m[i]);
+    }
     free(m);
 }
 
@@ -82,7 +114,7 @@ static long sparselu(float **m, int nb, int bs) {
                 for (int jj = kk + 1; jj < nb; jj++) {
                     float *col = m[kk * nb + jj];
                     if (!col) continue;
-                    if (!m[ii * nb + jj]) m[ii * nb + jj] = calloc(n, sizeof(float));
+                    if (!m[ii * nb + jj]) m[ii * nb + jj] = fill_in_block(n);
                     float *inner = m[ii * nb + jj];
 #pragma omp task firstprivate(row, col, inner) depend(in: row[0:n], col[0:n]) depend(inout: inner[0:n])
                     KERNEL(3, sparselu_bmod(row, col, inner, bs));
@@ -110,7 +142,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    const char *name = RUNTIME_NAME;
+    const char *layout = getenv("SPARSELU_LAYOUT");
+    char name[64];
+    if (!layout || !*layout || strcmp(layout, "arena") == 0) {
+        arena_stride = ((size_t)bs * bs + 15) / 16 * 16;
+        snprintf(name, sizeof name, "%s", RUNTIME_NAME);
+    } else if (strcmp(layout, "malloc") == 0) {
+        snprintf(name, sizeof name, "%s-malloc", RUNTIME_NAME);
+    } else {
+        fprintf(stderr, "SPARSELU_LAYOUT='%s': expected arena or malloc\n", layout);
+        return 2;
+    }
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();

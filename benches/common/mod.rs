@@ -185,11 +185,25 @@ pub fn all_cores() -> Vec<usize> {
 /// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`),
 /// prints its output line and, when `checksum` is given, asserts the line's `checksum=` field
 /// equals it; returns the line. A failing peer ends the bench with status 1.
+// (The sparselu bench calls `run_omp_peer_env` alone.)
+#[allow(dead_code)]
 pub fn run_omp_peer(bin: &str, args: &[String], threads: usize, checksum: Option<&str>) -> String {
+    run_omp_peer_env(bin, args, threads, checksum, &[])
+}
+
+/// [`run_omp_peer`] with more environment variables for the peer (`SPARSELU_LAYOUT`).
+pub fn run_omp_peer_env(
+    bin: &str,
+    args: &[String],
+    threads: usize,
+    checksum: Option<&str>,
+    env: &[(&str, &str)],
+) -> String {
     let out = Command::new(bin)
         .args(args)
         .env("OMP_NUM_THREADS", threads.to_string())
         .env("OMP_PROC_BIND", "true")
+        .envs(env.iter().copied())
         .output();
     match out {
         Ok(o) if o.status.success() => {
