@@ -240,7 +240,7 @@ fn main() {
         for bin in &args.omp {
             for &grain in &args.grains {
                 let peer_args = [n.to_string(), grain.to_string(), args.reps.to_string()];
-                common::run_omp_peer(bin, &peer_args, threads, Some(&expect.to_string()));
+                run_peer_both_ways(bin, &peer_args, threads, n / grain, &expect.to_string());
             }
             filter.ran_peer();
         }
@@ -329,9 +329,36 @@ fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
                     args.reps.to_string(),
                     "reduce".to_string(),
                 ];
-                common::run_omp_peer(bin, &peer_args, threads, Some(&(expect as u64).to_string()));
+                run_peer_both_ways(
+                    bin,
+                    &peer_args,
+                    threads,
+                    n / grain,
+                    &(expect as u64).to_string(),
+                );
             }
             filter.ran_peer();
         }
     }
+}
+
+/// Runs a C peer twice: `taskloop grainsize(G)` (one task per chunk), then `num_tasks(K)` with
+/// K twice the threads (at most the chunks), about the tasks numatask's adaptive taskloop makes
+/// when every worker is busy: the row `<runtime>-num_tasks`.
+fn run_peer_both_ways(
+    bin: &str,
+    peer_args: &[String],
+    threads: usize,
+    chunks: usize,
+    expect: &str,
+) {
+    common::run_omp_peer(bin, peer_args, threads, Some(expect));
+    let k = (2 * threads).min(chunks).max(1).to_string();
+    common::run_omp_peer_env(
+        bin,
+        peer_args,
+        threads,
+        Some(expect),
+        &[("TASKLOOP_NUM_TASKS", &k)],
+    );
 }

@@ -8,6 +8,11 @@
  * usage: taskloop_omp N GRAIN [REPS [map|reduce]]   prints one summary line:
  *   taskloop_omp runtime=<name> threads=T n=N grain=G chunks=K median_s=S ns_per_chunk=X checksum=C
  * (the checksum: the integer sum of a, or the sum itself)
+ *
+ * With TASKLOOP_NUM_TASKS=K in the environment the loop is `taskloop num_tasks(K)` instead of
+ * `grainsize(G)` (runtime=<name>-num_tasks), as many tasks as numatask's adaptive taskloop
+ * makes when every worker is busy (benches/taskloop.rs passes twice the threads, at most
+ * N / G); ns_per_chunk still divides by N / G.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -26,7 +31,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    const char *name = RUNTIME_NAME;
+    const char *k_env = getenv("TASKLOOP_NUM_TASKS");
+    long num_tasks = k_env && *k_env ? atol(k_env) : 0;
+    if (k_env && *k_env && num_tasks < 1) {
+        fprintf(stderr, "TASKLOOP_NUM_TASKS='%s': expected a positive number of tasks\n", k_env);
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, num_tasks ? "%s-num_tasks" : "%s", RUNTIME_NAME);
     double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     if (!a || !b) { fprintf(stderr, "out of memory\n"); return 1; }
     for (long i = 0; i < n; i++) { b[i] = (double)(i % 1000); a[i] = 0; }
@@ -41,8 +53,13 @@ int main(int argc, char **argv) {
 #pragma omp single
             {
                 threads = omp_get_num_threads();
+                if (num_tasks) {
+#pragma omp taskloop num_tasks(num_tasks) reduction(+: s)
+                    for (long i = 0; i < n; i++) s += 2.0 * b[i] + 1.0;
+                } else {
 #pragma omp taskloop grainsize(grain) reduction(+: s)
-                for (long i = 0; i < n; i++) s += 2.0 * b[i] + 1.0;
+                    for (long i = 0; i < n; i++) s += 2.0 * b[i] + 1.0;
+                }
             }
             total = s;
         } else {
@@ -50,8 +67,13 @@ int main(int argc, char **argv) {
 #pragma omp single
             {
                 threads = omp_get_num_threads();
+                if (num_tasks) {
+#pragma omp taskloop num_tasks(num_tasks)
+                    for (long i = 0; i < n; i++) a[i] = 2.0 * b[i] + 1.0;
+                } else {
 #pragma omp taskloop grainsize(grain)
-                for (long i = 0; i < n; i++) a[i] = 2.0 * b[i] + 1.0;
+                    for (long i = 0; i < n; i++) a[i] = 2.0 * b[i] + 1.0;
+                }
             }
         }
         double t = now() - t0;
