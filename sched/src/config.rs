@@ -575,25 +575,30 @@ impl fmt::Display for Places {
     }
 }
 
-/// Writes places as OpenMP lists them: `{0,1},{4:4}` (a run of consecutive numbers as
-/// `start:length`).
+/// Writes places as OpenMP runtimes list them (libgomp's form): `{0:2},{4:4},{0:3,8:3},{5}`,
+/// each run of two or more consecutive numbers within a place as `start:length`.
 pub fn write_place_list(f: &mut impl fmt::Write, places: &[Vec<usize>]) -> fmt::Result {
     for (i, place) in places.iter().enumerate() {
         if i > 0 {
             f.write_char(',')?;
         }
         f.write_char('{')?;
-        let consecutive = place.windows(2).all(|w| w[0].checked_add(1) == Some(w[1]));
-        match place.as_slice() {
-            [first, _, _, ..] if consecutive => write!(f, "{first}:{}", place.len())?,
-            _ => {
-                for (j, pu) in place.iter().enumerate() {
-                    if j > 0 {
-                        f.write_char(',')?;
-                    }
-                    write!(f, "{pu}")?;
-                }
+        let mut rest = place.as_slice();
+        let mut first = true;
+        while let [start, ..] = rest {
+            // The run of consecutive numbers that `rest` starts with.
+            let len = 1 + rest
+                .windows(2)
+                .take_while(|w| w[0].checked_add(1) == Some(w[1]))
+                .count();
+            if !std::mem::take(&mut first) {
+                f.write_char(',')?;
             }
+            match len {
+                1 => write!(f, "{start}")?,
+                _ => write!(f, "{start}:{len}")?,
+            }
+            rest = &rest[len..];
         }
         f.write_char('}')?;
     }
@@ -1126,8 +1131,12 @@ mod tests {
         }
         assert_eq!(
             Places::List(vec![vec![0, 1, 2, 3], vec![4, 6], vec![7, 8]]).to_string(),
-            "{0:4},{4,6},{7,8}"
+            "{0:4},{4,6},{7:2}"
         );
+        // Runs within a place, as libgomp prints them; read back as the same places.
+        let runs = Places::List(vec![vec![0, 1, 2, 8, 9, 10, 12], vec![3, 5]]);
+        assert_eq!(runs.to_string(), "{0:3,8:3,12},{3,5}");
+        assert_eq!(parse_places(&runs.to_string()), Ok(runs));
         // Built in code rather than parsed: no overflow on a number next to the largest.
         assert_eq!(
             Places::List(vec![vec![usize::MAX, 1]]).to_string(),

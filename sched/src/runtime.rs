@@ -1283,13 +1283,14 @@ impl Runtime {
             ),
         }
         line("NUMATASK_TOPOLOGY", topo.source());
-        // What follows is derived, not set: written in lower case so that no line looks like
-        // a variable one could set.
+        // What follows is derived, not set: named in lower case with dots (`numatask.topology`)
+        // so that no line looks like a variable one could set, and without blanks, so that a
+        // parser of `NAME = 'VALUE'` lines reads them too.
         for (name, value) in self.registry.scheduler.display_lines() {
             line(name, &value);
         }
         line(
-            "numatask topology",
+            "numatask.topology",
             &format_args!(
                 "{} node(s), {} core(s){}, {} per node{}",
                 topo.num_nodes(),
@@ -1319,7 +1320,7 @@ impl Runtime {
             ),
         );
         line(
-            "numatask distances",
+            "numatask.distances",
             &format_args!("{} {:?}", topo.distance_source(), topo.distance_matrix()),
         );
         if s.display_env == DisplayEnv::Verbose {
@@ -1339,7 +1340,7 @@ impl Runtime {
                     std::slice::from_ref(&self.registry.place_list[place_index]),
                 );
                 line(
-                    &format!("numatask worker {}", place.index),
+                    &format!("numatask.worker.{}", place.index),
                     &format_args!(
                         "place {place_index} {where_}, core {}, node {}, {pinned}",
                         place.core, place.node

@@ -50,13 +50,30 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         "  OMP_PROC_BIND = 'FALSE'",
         "  OMP_STACKSIZE = '4M'",
         "  NUMATASK_SCHEDULER = 'ws'",
-        "  numatask worker 2 = 'place ",
+        "  numatask.worker.2 = 'place ",
         "  OMP_PLACES = '{",
         "  OMP_DATA_DISTRIBUTION = 'coarse'",
         "  OMP_WAIT_POLICY = 'PASSIVE'",
         "  OMP_MAX_TASK_PRIORITY = '4'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
+    }
+    // Every line between BEGIN and END reads as `  NAME = 'VALUE'`, NAME without blanks, as
+    // OpenMP runtimes print them (scripts parse them so).
+    let lines: Vec<&str> = shown.lines().collect();
+    for line in &lines[1..lines.len() - 1] {
+        let (name, value) = line
+            .strip_prefix("  ")
+            .and_then(|l| l.split_once(" = "))
+            .unwrap_or_else(|| panic!("not `  NAME = 'VALUE'`: {line:?}"));
+        assert!(
+            !name.is_empty() && !name.contains(char::is_whitespace),
+            "a blank in the name of {line:?}"
+        );
+        assert!(
+            value.len() >= 2 && value.starts_with('\'') && value.ends_with('\''),
+            "{line:?}"
+        );
     }
     drop(rt);
     unset("OMP_WAIT_POLICY");

@@ -911,8 +911,8 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     for line in [
         "  NUMATASK_SCHEDULER = 'locality'",
         "  NUMATASK_VICINITY = '16'",
-        "  numatask locality footprint threshold = '873813B (LLC / 6 cores sharing it)'",
-        "  numatask locality steal thresholds = 'distance 16: more than 9 tasks'",
+        "  numatask.locality.footprint_threshold = '873813B (LLC / 6 cores sharing it)'",
+        "  numatask.locality.steal_thresholds = 'distance 16: more than 9 tasks'",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     }
@@ -929,7 +929,7 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
         .build()
         .unwrap();
     let shown = rt.display_env();
-    let line = "  numatask locality footprint threshold = '0B (the topology reports no cache: \
+    let line = "  numatask.locality.footprint_threshold = '0B (the topology reports no cache: \
                 every uneven footprint is dealt)'";
     assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     let rt = Runtime::builder()
@@ -940,7 +940,7 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
         .unwrap();
     let shown = rt.display_env();
     assert!(shown.contains("  NUMATASK_VICINITY = 'all'"), "{shown}");
-    assert!(!shown.contains("numatask locality"), "{shown}");
+    assert!(!shown.contains("numatask.locality"), "{shown}");
 }
 
 #[test]

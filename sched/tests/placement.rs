@@ -215,8 +215,8 @@ fn display_env_names_the_settings_and_the_topology() {
         "  OMP_STACKSIZE = '2M'",
         "  NUMATASK_SCHEDULER = 'ws'",
         "  NUMATASK_TOPOLOGY = 'preset:opteron6172'",
-        "  numatask topology = '8 node(s), 48 core(s), 6 per node",
-        "  numatask distances = 'given explicitly [10, 16, 16, 22,",
+        "  numatask.topology = '8 node(s), 48 core(s), 6 per node",
+        "  numatask.distances = 'given explicitly [10, 16, 16, 22,",
         "OPENMP DISPLAY ENVIRONMENT END",
     ] {
         assert!(shown.contains(line), "missing {line:?} in\n{shown}");

@@ -145,7 +145,7 @@ fn a_processor_the_topology_lacks_is_an_error_that_names_it() {
     match runtime(places, None) {
         Err(err @ SchedError::Places { .. }) => assert_eq!(
             err.to_string(),
-            "places (RuntimeBuilder::places)='{0,1},{8}': processor 8 does not exist (the \
+            "places (RuntimeBuilder::places)='{0:2},{8}': processor 8 does not exist (the \
              topology has processors {0:8})"
         ),
         other => panic!("expected a Places error, got {other:?}"),

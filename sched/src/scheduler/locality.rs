@@ -222,7 +222,7 @@ impl Locality {
         };
         vec![
             (
-                "numatask locality footprint threshold",
+                "numatask.locality.footprint_threshold",
                 if m.footprint_threshold() == 0 {
                     "0B (the topology reports no cache: every uneven footprint is dealt)".to_owned()
                 } else {
@@ -233,7 +233,7 @@ impl Locality {
                     )
                 },
             ),
-            ("numatask locality steal thresholds", thresholds),
+            ("numatask.locality.steal_thresholds", thresholds),
         ]
     }
 
