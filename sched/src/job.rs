@@ -58,7 +58,8 @@ use std::ptr::{self, NonNull};
 use crate::blocks::{class_layout, class_of};
 use crate::child_counter::{ChildCounter, ChildDone};
 use crate::depend::{Access, DepHandle};
-use crate::latch::{DROPPED, JOINING, PanicSlot, ResultState};
+use crate::latch::PanicSlot;
+use crate::result_state::{DROPPED, JOINING, ResultState};
 use crate::scope::Scope;
 use crate::worker::WorkerThread;
 

@@ -1,9 +1,9 @@
-//! Completion signals besides the child counter ([`crate::child_counter`], behind `taskwait`):
-//! the panic slot, the state of a result handle, and the end of a scope injected from a thread
-//! outside the pool.
+//! Completion signals besides the child counter ([`crate::child_counter`], behind `taskwait`)
+//! and a result handle's state (`crate::result_state`): the panic slot, and the end of a scope
+//! injected from a thread outside the pool.
 
 use crate::blocking::BlockingLatch;
-use crate::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicPtr, Ordering};
 
 pub(crate) use crate::unwind::{Payload, drop_payload};
 
@@ -52,74 +52,6 @@ impl PanicSlot {
         // SAFETY: a non-null pointer in the slot came from `Box::into_raw` in `store`, and the
         // swap gave it to us alone.
         (!p.is_null()).then(|| *unsafe { Box::from_raw(p) })
-    }
-}
-
-/// The state of a task whose result a [`TaskHandle`](crate::scope::TaskHandle) will take.
-///
-/// The task's frame outlives the task until both the task finished and the handle is gone;
-/// whichever comes second frees it. `RUNNING -> DONE` by the finishing thread,
-/// `RUNNING -> JOINING` by a joiner about to sleep (the finisher then wakes it),
-/// `RUNNING/JOINING -> DROPPED` when the handle is dropped first.
-///
-/// Ordering: the finisher writes the result, then moves to `DONE` with `Release` (a `swap`, or
-/// a plain store when it runs on the handle's own thread, which is then the only thread that
-/// touches the state); the handle reads the state with `Acquire` before it reads the result.
-pub(crate) struct ResultState(AtomicU32);
-
-/// The task has not finished.
-pub(crate) const RUNNING: u32 = 0;
-/// The task has not finished and its handle's owner may sleep waiting for it.
-pub(crate) const JOINING: u32 = 1;
-/// The task finished; its result (if it did not panic) is in the frame.
-pub(crate) const DONE: u32 = 2;
-/// The handle was dropped before the task finished: the finisher frees the frame.
-pub(crate) const DROPPED: u32 = 3;
-
-impl ResultState {
-    #[inline]
-    pub(crate) fn new() -> Self {
-        ResultState(AtomicU32::new(RUNNING))
-    }
-
-    /// The current state, with `Acquire`.
-    #[inline]
-    pub(crate) fn get(&self) -> u32 {
-        self.0.load(Ordering::Acquire)
-    }
-
-    /// The task finished. `same_thread`: the caller runs on the handle's thread, so nobody
-    /// else can be touching the state. Returns the previous state.
-    #[inline]
-    pub(crate) fn finish(&self, same_thread: bool) -> u32 {
-        if same_thread {
-            let prev = self.0.load(Ordering::Relaxed);
-            self.0.store(DONE, Ordering::Release);
-            prev
-        } else {
-            self.0.swap(DONE, Ordering::AcqRel)
-        }
-    }
-
-    /// The handle's owner is about to wait: `RUNNING -> JOINING`. Returns false if the task
-    /// is already done.
-    pub(crate) fn announce_join(&self) -> bool {
-        match self
-            .0
-            .compare_exchange(RUNNING, JOINING, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => true,
-            Err(state) => state != DONE,
-        }
-    }
-
-    /// The handle is dropped. Returns the previous state (`DONE`: the caller frees).
-    #[inline]
-    pub(crate) fn drop_handle(&self) -> u32 {
-        if self.0.load(Ordering::Acquire) == DONE {
-            return DONE;
-        }
-        self.0.swap(DROPPED, Ordering::AcqRel)
     }
 }
 

@@ -70,7 +70,8 @@
 //! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
 //! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
 //! `child_counter` (the count of a task's unfinished children behind `taskwait`, and its memory
-//! orderings), [`latch`] (the other completion signals), `blocking` (the latch a thread
+//! orderings), `result_state` (who frees a task frame with a result handle), [`latch`] (the
+//! other completion signals), `blocking` (the latch a thread
 //! outside the pool waits on), [`deque`], [`sleep`],
 //! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
 //! (the safe handles), [`taskloop`] (loops split into tasks).
@@ -78,7 +79,7 @@
 // a latch keeps its core from every task.
 #[doc(hidden)]
 pub mod blocking;
-// Public for the loom models, as `blocking`: the counter is the runtime's own.
+// Public for the loom models, as `blocking` (and `result_state` below): the runtime's own.
 #[doc(hidden)]
 pub mod child_counter;
 // Under loom only the block sizes are used (the task code that allocates is not built).
@@ -99,6 +100,8 @@ pub mod job;
 pub mod latch;
 pub mod locality_policy;
 pub mod node_queue;
+#[doc(hidden)]
+pub mod result_state;
 #[cfg(not(loom))]
 pub mod runtime;
 #[cfg(not(loom))]
