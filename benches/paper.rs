@@ -51,42 +51,8 @@ use numatask::alloc::{Distribution, Topology};
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
 use suite::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
+use suite::verdict::{Config, paper_verdict};
 use suite::{Benchmark, BoxError, Size, Timings, measure};
-
-/// One scheduler x distribution combination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Config {
-    scheduler: SchedulerKind,
-    distribution: Distribution,
-}
-
-impl Config {
-    /// Figure 7's bars: each scheduler with each distribution.
-    fn all() -> Vec<Config> {
-        SchedulerKind::ALL
-            .into_iter()
-            .flat_map(|scheduler| {
-                Distribution::ALL
-                    .into_iter()
-                    .map(move |distribution| Config {
-                        scheduler,
-                        distribution,
-                    })
-            })
-            .collect()
-    }
-
-    /// The baseline everything is normalized to (Figure 9's; Figure 7's numactl interleave is
-    /// what fine distribution does).
-    const BASELINE: Config = Config {
-        scheduler: SchedulerKind::WorkStealing,
-        distribution: Distribution::Fine,
-    };
-
-    fn name(&self) -> String {
-        format!("{}+{}", self.scheduler, self.distribution)
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -422,7 +388,7 @@ fn run_measured(args: &Args, topology: &Topology) -> Result<(), BoxError> {
                 Config::BASELINE.name()
             ),
             &rows,
-            Comparison::of_times(topology),
+            Comparison::of_measured(topology),
         )
     );
     if args.control {
@@ -662,7 +628,7 @@ fn run_model(args: &Args, topology: &Topology) -> Result<(), BoxError> {
                 description
             ),
             &rows,
-            Comparison::of_times(topology),
+            Comparison::of_model(topology),
         )
     );
     Ok(())
@@ -676,98 +642,6 @@ fn settled(runs: &[Evaluation]) -> bool {
     matches!(times.as_slice(), [a, b, ..] if *b <= 1.05 * *a)
 }
 
-/// What the paper reports as the best configuration of `benchmark`, and whether `times`
-/// (seconds per configuration) agree.
-fn paper_verdict(benchmark: Benchmark, times: &[(Config, f64)]) -> (&'static str, String) {
-    let best = times
-        .iter()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, t)| (*c, *t));
-    let Some((best, best_time)) = best else {
-        return ("-", "-".into());
-    };
-    let time_of = |c: Config| times.iter().find(|(x, _)| *x == c).map(|(_, t)| *t);
-    match benchmark {
-        Benchmark::Map | Benchmark::Vecmul | Benchmark::Matmul => {
-            let target = Config {
-                scheduler: SchedulerKind::Locality,
-                distribution: Distribution::Coarse,
-            };
-            let verdict = match time_of(target) {
-                Some(_) if best == target => agrees_by(times, |c| c == target),
-                Some(t) => format!(
-                    "differs: {} is best, {} is {:.0}% slower",
-                    best.name(),
-                    target.name(),
-                    100.0 * (t / best_time - 1.0)
-                ),
-                None => "-".into(),
-            };
-            ("locality+coarse", verdict)
-        }
-        Benchmark::Reduction | Benchmark::Jacobi => {
-            let verdict = if best.distribution == Distribution::Fine {
-                agrees_by(times, |c| c.distribution == Distribution::Fine)
-            } else {
-                let fine = times
-                    .iter()
-                    .filter(|(c, _)| c.distribution == Distribution::Fine)
-                    .map(|(_, t)| *t)
-                    .fold(f64::INFINITY, f64::min);
-                format!(
-                    "differs: {} is best, the best fine is {:.0}% slower",
-                    best.name(),
-                    100.0 * (fine / best_time - 1.0)
-                )
-            };
-            ("fine", verdict)
-        }
-        Benchmark::SparseLu => {
-            // "SparseLU tasks have complex data access patterns which require a data
-            // distribution scheme more advanced than fine and coarse": neither helps.
-            let fine_coarse: Vec<f64> = times
-                .iter()
-                .filter(|(c, _)| c.distribution != Distribution::Standard)
-                .map(|(_, t)| *t)
-                .collect();
-            let (lo, hi) = fine_coarse
-                .iter()
-                .fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
-                    (lo.min(t), hi.max(t))
-                });
-            let spread = 100.0 * (hi / lo - 1.0);
-            let verdict = if spread <= 10.0 {
-                format!("agrees (fine and coarse within {spread:.0}%)")
-            } else {
-                format!("differs: fine and coarse {spread:.0}% apart")
-            };
-            ("no clear winner", verdict)
-        }
-    }
-}
-
-/// "agrees", with the margin by which the best configuration the paper expects beats the
-/// best of the others (`expected` tells which are expected): a margin of a few percent is
-/// within the noise of a measurement, if not of the model.
-fn agrees_by(times: &[(Config, f64)], expected: impl Fn(Config) -> bool) -> String {
-    let best_of = |want: bool| {
-        times
-            .iter()
-            .filter(|(c, _)| expected(*c) == want)
-            .map(|(_, t)| *t)
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (ours, others) = (best_of(true), best_of(false));
-    if others.is_finite() {
-        format!(
-            "agrees (the best other {:.1}% slower)",
-            100.0 * (others / ours - 1.0)
-        )
-    } else {
-        "agrees".to_owned()
-    }
-}
-
 /// Whether a Figure 7 table is compared with the paper's orderings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Comparison {
@@ -775,12 +649,25 @@ enum Comparison {
     None,
     /// Times on one node: said to show no NUMA effect.
     OneNode,
+    /// Times measured on a synthetic topology (the workers share the real cores, and memory is
+    /// not where the model puts it): no NUMA effect either.
+    Synthetic,
     /// Times on several nodes.
     Numa,
 }
 
 impl Comparison {
-    fn of_times(topology: &Topology) -> Comparison {
+    /// For measured times on `topology`.
+    fn of_measured(topology: &Topology) -> Comparison {
+        if topology.is_synthetic() {
+            Comparison::Synthetic
+        } else {
+            Comparison::of_model(topology)
+        }
+    }
+
+    /// For the model's times on `topology` (a synthetic one is what the model is for).
+    fn of_model(topology: &Topology) -> Comparison {
         if topology.num_nodes() > 1 {
             Comparison::Numa
         } else {
@@ -840,6 +727,12 @@ fn figure7(title: &str, rows: &[(Benchmark, Vec<(Config, f64)>)], compare: Compa
                 let _ = writeln!(
                     out,
                     " {best} | {expected} | (one node: no NUMA effect to compare) |"
+                );
+            }
+            Comparison::Synthetic => {
+                let _ = writeln!(
+                    out,
+                    " {best} | {expected} | (synthetic topology: no NUMA effect in measured times) |"
                 );
             }
             Comparison::Numa => {

@@ -1,7 +1,9 @@
 //! SparseLU (Table 4: "LU factorization of sparse matrix, derived from BOTS SparseLU", heuristic
 //! coarse): the BOTS block LU factorization of an `nb x nb` block matrix with the BOTS pattern of
 //! null blocks, one task per block operation (lu0, fwd, bdiv, bmod) declaring its blocks
-//! (`in` the blocks it reads, `inout` the one it updates). The kernels are the C kernels of
+//! (`in` the blocks it reads, `inout` the one it updates; `bmod`'s updated block is marked
+//! access-intensive, as the paper's Figure 9 runs SparseLU "with the intensity heuristic
+//! enabled for tasks executing the bmod function"). The kernels are the C kernels of
 //! `bench/c/sparselu_kernels.c` (compiled by the package's `build.rs`), the same machine code as
 //! the `sparselu` bench and its OpenMP peers.
 //!
@@ -370,6 +372,7 @@ impl Instance for SparseLu {
                         .reads(block(row)?)
                         .reads(block(col)?)
                         .updates(block(inner)?)
+                        .intensive()
                         .label("bmod")
                         .spawn(move |s, (r, c, x)| {
                             timed(probe, s, "bmod", &[in_(r), in_(c), inout(x)], || {
