@@ -39,6 +39,26 @@ const USAGE: &str = "usage: paper <map|reduction|vecmul|matmul|jacobi|sparselu> 
     [--scheduler ws|locality] [--distribution standard|fine|coarse] \
     [--size tiny|small|medium|large] [--reps N] [--threads N] [--model] [--dilation K]";
 
+/// What `--help` adds to [`USAGE`].
+const HELP: &str = "\
+Runs one of the core paper's six benchmarks (Table 4), verifies its result against a
+sequential run, and prints its time and the runtime's locality summary.
+
+  --scheduler ws|locality     the scheduler (default: NUMATASK_SCHEDULER, else ws)
+  --distribution D            standard, fine or coarse, for every allocation of the benchmark
+                              (default: OMP_DATA_DISTRIBUTION, else standard)
+  --size S                    tiny, small (default), medium or large (Figure 7's input where
+                              the paper gives one)
+  --reps N                    timed runs after a warm-up, 1 to 1000 (default 3)
+  --threads N                 workers (default: OMP_NUM_THREADS, else one per core)
+  --model                     also evaluate the NUMA cost MODEL from a trace of each run
+  --dilation K                the MODEL's time dilation, 1 to 1000000 (default 32)
+
+Environment: NUMATASK_TOPOLOGY=preset:opteron6172 runs on the paper's 8-node machine as a
+synthetic topology (placement recorded, not enforced); NUMATASK_TRACE=file.json writes a
+Perfetto trace; OMP_PROC_BIND, OMP_PLACES, OMP_WAIT_POLICY and the other OMP_* variables
+apply as to any numatask runtime (see the README).";
+
 /// The command line.
 struct Args {
     benchmark: Benchmark,
@@ -149,7 +169,7 @@ fn main() -> ExitCode {
     // program starts any thread.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     if std::env::args().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
+        println!("{USAGE}\n\n{HELP}");
         return ExitCode::SUCCESS;
     }
     let args = match parse_args(std::env::args().skip(1)) {
