@@ -182,7 +182,8 @@ pub fn all_cores() -> Vec<usize> {
     vec![std::thread::available_parallelism().map_or(1, |n| n.get())]
 }
 
-/// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`),
+/// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`,
+/// `OMP_PLACES=cores`),
 /// prints its output line and, when `checksum` is given, asserts the line's `checksum=` field
 /// equals it; returns the line. A failing peer ends the bench with status 1.
 // (The sparselu bench calls `run_omp_peer_env` alone.)
@@ -203,6 +204,9 @@ pub fn run_omp_peer_env(
         .args(args)
         .env("OMP_NUM_THREADS", threads.to_string())
         .env("OMP_PROC_BIND", "true")
+        // numatask's default places: one per core (libgomp's default is one per hardware
+        // thread, which on an SMT machine would pin two peer threads to one core).
+        .env("OMP_PLACES", "cores")
         .envs(env.iter().copied())
         .output();
     match out {
