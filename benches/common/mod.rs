@@ -183,9 +183,9 @@ pub fn all_cores() -> Vec<usize> {
 }
 
 /// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`,
-/// `OMP_PLACES=cores`),
-/// prints its output line and, when `checksum` is given, asserts the line's `checksum=` field
-/// equals it; returns the line. A failing peer ends the bench with status 1.
+/// `OMP_PLACES=cores`), prints its output line and, when `checksum` is given, asserts the
+/// line's `checksum=` field equals it; returns the line. A failing peer ends the bench with
+/// status 1.
 // (The sparselu bench calls `run_omp_peer_env` alone.)
 #[allow(dead_code)]
 pub fn run_omp_peer(bin: &str, args: &[String], threads: usize, checksum: Option<&str>) -> String {
