@@ -32,8 +32,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *k_env = getenv("TASKLOOP_NUM_TASKS");
-    long num_tasks = k_env && *k_env ? atol(k_env) : 0;
-    if (k_env && *k_env && num_tasks < 1) {
+    long num_tasks = 0;
+    char *k_end = NULL;
+    if (k_env && *k_env) num_tasks = strtol(k_env, &k_end, 10);
+    if (k_env && *k_env && (num_tasks < 1 || *k_end != '\0')) {
         fprintf(stderr, "TASKLOOP_NUM_TASKS='%s': expected a positive number of tasks\n", k_env);
         return 2;
     }

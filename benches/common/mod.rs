@@ -183,7 +183,7 @@ pub fn all_cores() -> Vec<usize> {
 }
 
 /// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`,
-/// `OMP_PLACES=cores`), prints its output line and, when `checksum` is given, asserts the
+/// `OMP_PLACES=cores` unless the environment sets places), prints its output line and, when `checksum` is given, asserts the
 /// line's `checksum=` field equals it; returns the line. A failing peer ends the bench with
 /// status 1.
 // (The sparselu bench calls `run_omp_peer_env` alone.)
@@ -200,15 +200,22 @@ pub fn run_omp_peer_env(
     checksum: Option<&str>,
     env: &[(&str, &str)],
 ) -> String {
-    let out = Command::new(bin)
+    let mut command = Command::new(bin);
+    command
         .args(args)
         .env("OMP_NUM_THREADS", threads.to_string())
         .env("OMP_PROC_BIND", "true")
-        // numatask's default places: one per core (libgomp's default is one per hardware
-        // thread, which on an SMT machine would pin two peer threads to one core).
-        .env("OMP_PLACES", "cores")
-        .envs(env.iter().copied())
-        .output();
+        // The variables that pick a peer's variant are the bench's to set, not the shell's.
+        .env_remove("SPARSELU_LAYOUT")
+        .env_remove("TASKLOOP_NUM_TASKS")
+        .envs(env.iter().copied());
+    // numatask's default places, one per core, unless the shell sets places for every row
+    // (libgomp's default is one place per hardware thread, which on an SMT machine would pin
+    // two peer threads to one core).
+    if std::env::var_os("OMP_PLACES").is_none() {
+        command.env("OMP_PLACES", "cores");
+    }
+    let out = command.output();
     match out {
         Ok(o) if o.status.success() => {
             let line = String::from_utf8_lossy(&o.stdout);

@@ -49,7 +49,8 @@ sequential run, and prints its time and the runtime's locality summary.
                               (default: OMP_DATA_DISTRIBUTION, else standard)
   --size S                    tiny, small (default), medium or large (Figure 7's input where
                               the paper gives one)
-  --reps N                    timed runs after a warm-up, 1 to 1000 (default 3)
+  --reps N                    timed runs after a warm-up, 1 to 1000 (default 3; with
+                              --model, the model's runs, default 1)
   --threads N                 workers (default: OMP_NUM_THREADS, else one per core)
   --model                     also evaluate the NUMA cost MODEL from a trace of each run
   --dilation K                the MODEL's time dilation, 1 to 1000000 (default 32)

@@ -5,7 +5,7 @@
 //!
 //! A frame starts with a `Header`: a table of functions (run the task; cancel it; release
 //! its memory), the links to its parent frame, its depth, its child counter (see
-//! [`crate::latch`]), the slot where a panic waits for whoever waits for the frame, an
+//! `crate::child_counter`), the slot where a panic waits for whoever waits for the frame, an
 //! optional [`TaskMeta`] (a footprint hint and a label), and, for a task with `depend`
 //! accesses, its dependence handle (see [`crate::dependences`]).
 //!
