@@ -146,3 +146,45 @@ fn a_child_finishing_on_the_owners_thread_counts_without_the_shared_atomic() {
         assert!(owner_takes != child_takes, "exactly one takes the frame");
     });
 }
+
+#[test]
+fn after_a_transfer_a_child_finishing_on_the_owners_thread_counts_through_the_atomic() {
+    model(|| {
+        let f = frame();
+        f.children.on_spawn();
+        f.children.on_spawn();
+        // The owner is about to wait: from here its own completions go through `pending`,
+        // so that the remote child's decrement still sees whether it is the last one.
+        f.children.transfer();
+        let remote = {
+            let f = Arc::clone(&f);
+            thread::spawn(move || {
+                // SAFETY: the one writer of `first`, before the decrement.
+                f.first.with_mut(|p| unsafe { *p = 1 });
+                // SAFETY: the frame is alive (the Arc); the child's last access.
+                unsafe { f.children.child_done(OTHER, OWNER) }
+            })
+        };
+        // A child the waiting owner runs itself.
+        // SAFETY: as above.
+        let own = unsafe { f.children.child_done(OWNER, OWNER) };
+        assert_eq!(own, ChildDone::Pending, "the owner never wakes itself");
+        while !f.children.all_done() {
+            thread::yield_now();
+        }
+        // SAFETY: both children finished (the counter says so).
+        assert_eq!(
+            unsafe { f.first.with(|p| *p) },
+            1,
+            "the remote child's write"
+        );
+        f.children.end_wait();
+        let done = remote.join().unwrap();
+        assert!(
+            matches!(done, ChildDone::Pending | ChildDone::WakeOwner(OWNER)),
+            "{done:?}"
+        );
+        // The wait is over: the body ends with every child done, and keeps its frame.
+        assert!(f.children.finish(), "the owner takes its finished frame");
+    });
+}
