@@ -68,6 +68,8 @@ struct Args {
     mode: Option<Mode>,
     only: Vec<Benchmark>,
     threads: Option<usize>,
+    /// The locality-aware scheduler's even tolerance (`RuntimeBuilder::even_tolerance`).
+    even_tolerance: f64,
     model: ModelParams,
     model_runs: usize,
     trace_dir: PathBuf,
@@ -84,6 +86,9 @@ usage: paper [--bench] [OPTIONS]
                     topology; smoke run both)
   --only B1,B2      benchmarks: map, reduction, vecmul, matmul, jacobi, sparselu (default all)
   --threads N       workers per runtime, 1 to 4096 (default one per core)
+  --even-tolerance T  the locality-aware scheduler's even tolerance, 0 to 100: a footprint
+                    whose standard deviation over the nodes is at most T times its mean is
+                    not dealt (default 0.1; 0 is the paper's exact stddev > 0 test)
   --control         measure: work stealing in the locality-aware scheduler's place too, an
                     A/A test whose overhead table shows the measurement's own noise
   --dilation K      model: tasks stretched to K times their modelled time, 1 to 1e6
@@ -112,6 +117,7 @@ fn parse_args() -> Result<Args, String> {
         mode: smoke.then_some(Mode::Both),
         only: Benchmark::ALL.to_vec(),
         threads: None,
+        even_tolerance: numatask::sched::config::DEFAULT_EVEN_TOLERANCE,
         model: ModelParams {
             dilation: if smoke {
                 4.0
@@ -168,6 +174,7 @@ fn parse_args() -> Result<Args, String> {
                     .collect::<Result<_, _>>()?
             }
             "--threads" => args.threads = Some(integer(value()?, 4096)?),
+            "--even-tolerance" => args.even_tolerance = number(value()?, 0.0, 100.0)?,
             "--dilation" => args.model.dilation = number(value()?, 1.0, 1e6)?,
             "--model-runs" => args.model_runs = integer(value()?, 100)?,
             "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,
@@ -201,13 +208,20 @@ fn main() -> ExitCode {
         Mode::Measure
     });
     println!(
-        "paper bench: size {}, topology {} ({} node(s), {} cores{})",
+        "paper bench: size {}, topology {} ({} node(s), {} cores{}), locality-aware even \
+         tolerance {}{}",
         args.size,
         topology.source(),
         topology.num_nodes(),
         topology.num_cores(),
         if topology.is_synthetic() {
             ", synthetic: placement recorded, workers time-share the real cores"
+        } else {
+            ""
+        },
+        args.even_tolerance,
+        if args.even_tolerance == 0.0 {
+            " (the paper's exact test)"
         } else {
             ""
         }
@@ -233,6 +247,9 @@ fn main() -> ExitCode {
 /// A fresh runtime for `config`.
 fn runtime(args: &Args, config: Config, trace: Option<&Path>) -> Result<Runtime, BoxError> {
     let mut builder = RuntimeBuilder::new().scheduler(config.scheduler);
+    if config.scheduler == SchedulerKind::Locality {
+        builder = builder.even_tolerance(args.even_tolerance);
+    }
     if let Some(n) = args.threads {
         builder = builder.num_threads(n);
     }

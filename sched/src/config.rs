@@ -9,6 +9,7 @@
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
+//! | `NUMATASK_EVEN_TOLERANCE` | a number from 0 to 100: the locality-aware scheduler keeps a task on its node when its footprint's standard deviation over the nodes is at most this fraction of the mean (see [`crate::locality_policy`]); 0 is the paper's exact `stddev > 0` test | `0.1` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 2147483647 (a C `int`): the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` (also `1`/`yes`/`on`, `0`/`no`/`off`) | `false` |
@@ -45,6 +46,17 @@ pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
 /// `NUMATASK_VICINITY`: the largest OS distance the locality-aware scheduler's workers steal
 /// tasks across (dealt or not).
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
+/// `NUMATASK_EVEN_TOLERANCE`: the coefficient of variation up to which the locality-aware
+/// scheduler counts a footprint as even (see [`crate::locality_policy`]).
+pub const EVEN_TOLERANCE_ENV: &str = "NUMATASK_EVEN_TOLERANCE";
+/// The even tolerance when `NUMATASK_EVEN_TOLERANCE` is unset: a footprint whose standard
+/// deviation over the nodes is at most a tenth of its mean is not dealt (see
+/// [`crate::locality_policy`] for why 0.1).
+pub const DEFAULT_EVEN_TOLERANCE: f64 = 0.1;
+/// The largest even tolerance accepted. A footprint over `n` nodes has a coefficient of
+/// variation of at most `sqrt(n - 1)`, so 100 already means "never deal by cost" on any
+/// machine of up to 10,001 nodes.
+pub const MAX_EVEN_TOLERANCE: f64 = 100.0;
 
 /// `OMP_PLACES`: the places workers are bound to.
 pub const PLACES_ENV: &str = "OMP_PLACES";
@@ -66,7 +78,7 @@ pub const THREAD_LIMIT_ENV: &str = "OMP_THREAD_LIMIT";
 
 /// Every variable [`EnvSettings::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
-pub const ENV_VARS: [&str; 11] = [
+pub const ENV_VARS: [&str; 12] = [
     NUM_THREADS_ENV,
     THREAD_LIMIT_ENV,
     MAX_TASK_PRIORITY_ENV,
@@ -76,6 +88,7 @@ pub const ENV_VARS: [&str; 11] = [
     SCHEDULER_ENV,
     DISPLAY_ENV_ENV,
     VICINITY_ENV,
+    EVEN_TOLERANCE_ENV,
     WAIT_POLICY_ENV,
     DISTRIBUTION_ENV,
 ];
@@ -110,6 +123,9 @@ const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optio
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
 const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
+const EVEN_TOLERANCE_EXPECTED: &str = "a number from 0 to 100, such as 0.1 (a footprint whose \
+     standard deviation over the nodes is at most that fraction of its mean stays on its node; 0 \
+     is the paper's exact test)";
 const DISPLAY_ENV_EXPECTED: &str = "true, false or verbose (or 1, yes, on and 0, no, off)";
 const DISTRIBUTION_EXPECTED: &str = "standard, fine or coarse";
 const WAIT_POLICY_EXPECTED: &str = "active, passive or balanced";
@@ -176,7 +192,7 @@ impl FromStr for WaitPolicy {
 }
 
 /// The settings the environment gives; `None` where a variable is unset.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EnvSettings {
     /// `OMP_NUM_THREADS`.
     pub num_threads: Option<usize>,
@@ -199,6 +215,8 @@ pub struct EnvSettings {
     pub display_env: Option<DisplayEnv>,
     /// `NUMATASK_VICINITY`: `Some(None)` for `all`.
     pub vicinity: Option<Option<u32>>,
+    /// `NUMATASK_EVEN_TOLERANCE`.
+    pub even_tolerance: Option<f64>,
     /// `OMP_WAIT_POLICY`.
     pub wait_policy: Option<WaitPolicy>,
     /// `NUMATASK_TRACE`.
@@ -284,6 +302,9 @@ impl EnvSettings {
                 .transpose()?,
             display_env: get(DISPLAY_ENV_ENV).map(|v| v.parse()).transpose()?,
             vicinity: get(VICINITY_ENV).map(|v| parse_vicinity(&v)).transpose()?,
+            even_tolerance: get(EVEN_TOLERANCE_ENV)
+                .map(|v| parse_even_tolerance(&v))
+                .transpose()?,
             wait_policy: get(WAIT_POLICY_ENV).map(|v| v.parse()).transpose()?,
             trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
             data_distribution: get(DISTRIBUTION_ENV)
@@ -386,6 +407,23 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
     match v.parse::<u32>() {
         Ok(d) if d >= MIN_VICINITY => Ok(Some(d)),
         _ => Err(invalid(VICINITY_ENV, value, VICINITY_EXPECTED)),
+    }
+}
+
+/// Parses a `NUMATASK_EVEN_TOLERANCE` value: a number from 0 to
+/// [`MAX_EVEN_TOLERANCE`] (a decimal, as `0.1`, `.25` or `1e-2`).
+///
+/// ```
+/// use numatask_sched::config::parse_even_tolerance;
+/// assert_eq!(parse_even_tolerance(" 0.25 "), Ok(0.25));
+/// assert_eq!(parse_even_tolerance("0"), Ok(0.0));
+/// let err = parse_even_tolerance("-0.1").unwrap_err().to_string();
+/// assert!(err.starts_with("NUMATASK_EVEN_TOLERANCE='-0.1': expected a number from 0 to 100"), "{err}");
+/// ```
+pub fn parse_even_tolerance(value: &str) -> Result<f64, SchedError> {
+    match trim_blanks(value).parse::<f64>() {
+        Ok(t) if (0.0..=MAX_EVEN_TOLERANCE).contains(&t) => Ok(t),
+        _ => Err(invalid(EVEN_TOLERANCE_ENV, value, EVEN_TOLERANCE_EXPECTED)),
     }
 }
 

@@ -3,7 +3,8 @@
 //! A [`Runtime`] is a pool of workers, by default one pinned per core (grouped by NUMA node),
 //! configured by the OpenMP environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`,
 //! `OMP_PROC_BIND`, `OMP_PLACES`, `OMP_STACKSIZE`, `OMP_WAIT_POLICY`, `OMP_MAX_TASK_PRIORITY`,
-//! `OMP_DISPLAY_ENV`, `NUMATASK_SCHEDULER` and `NUMATASK_VICINITY` for the policy,
+//! `OMP_DISPLAY_ENV`, `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY` and
+//! `NUMATASK_EVEN_TOLERANCE` for the policy,
 //! `NUMATASK_TRACE` for a task trace ([`trace`]); see [`config`]) or a
 //! [`RuntimeBuilder`]. [`Runtime::scope`] runs a closure with a [`Scope`] in which tasks are
 //! spawned; tasks may borrow the caller's stack, spawn tasks themselves, wait for their

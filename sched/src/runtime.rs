@@ -27,10 +27,11 @@ use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, CoreGroup, Topology};
 
 use crate::config::{
-    DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, ENV_VARS, EnvSettings, MAX_STACK_SIZE,
-    MAX_TASK_PRIORITY_ENV, MIN_STACK_SIZE, MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV,
-    PROC_BIND_ENV, Places, ProcBind, SCHEDULER_ENV, STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV,
-    WAIT_POLICY_ENV, WaitPolicy, format_size, write_place_list,
+    DEFAULT_EVEN_TOLERANCE, DEFAULT_STACK_SIZE, DISPLAY_ENV_ENV, DisplayEnv, ENV_VARS,
+    EVEN_TOLERANCE_ENV, EnvSettings, MAX_EVEN_TOLERANCE, MAX_STACK_SIZE, MAX_TASK_PRIORITY_ENV,
+    MIN_STACK_SIZE, MIN_VICINITY, NUM_THREADS_ENV, PLACES_ENV, PROC_BIND_ENV, Places, ProcBind,
+    SCHEDULER_ENV, STACKSIZE_ENV, THREAD_LIMIT_ENV, VICINITY_ENV, WAIT_POLICY_ENV, WaitPolicy,
+    format_size, write_place_list,
 };
 use crate::error::SchedError;
 use crate::scheduler::{AnyScheduler, SchedulerConfig, SchedulerKind, WorkerPlace};
@@ -49,7 +50,7 @@ pub const MAX_DEQUE_CAPACITY: usize = 1 << 20;
 const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 
 /// The effective settings of a runtime.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// Number of workers.
     pub num_threads: usize,
@@ -75,6 +76,9 @@ pub struct Settings {
     /// The largest OS distance the locality-aware scheduler steals tasks across
     /// (`None`: any).
     pub vicinity: Option<u32>,
+    /// The coefficient of variation up to which the locality-aware scheduler counts a
+    /// footprint as even and keeps the task on its node (see [`crate::locality_policy`]).
+    pub even_tolerance: f64,
     /// How idle workers wait for work.
     pub wait_policy: WaitPolicy,
     /// The trace file, when tasks are traced.
@@ -138,6 +142,7 @@ pub struct RuntimeBuilder {
     deque_capacity: usize,
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
+    even_tolerance: f64,
     wait_policy: WaitPolicy,
     trace: Option<PathBuf>,
     /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
@@ -174,6 +179,7 @@ impl RuntimeBuilder {
             deque_capacity: DEFAULT_DEQUE_CAPACITY,
             topology: None,
             vicinity: None,
+            even_tolerance: DEFAULT_EVEN_TOLERANCE,
             wait_policy: WaitPolicy::Balanced,
             trace: None,
             trace_from_env: false,
@@ -184,7 +190,8 @@ impl RuntimeBuilder {
 
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`,
     /// `OMP_MAX_TASK_PRIORITY`, `OMP_PROC_BIND`, `OMP_PLACES`, `OMP_STACKSIZE`,
-    /// `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `OMP_WAIT_POLICY`, `OMP_DISPLAY_ENV`,
+    /// `NUMATASK_SCHEDULER`, `NUMATASK_VICINITY`, `NUMATASK_EVEN_TOLERANCE`,
+    /// `OMP_WAIT_POLICY`, `OMP_DISPLAY_ENV`,
     /// `NUMATASK_TRACE`; `NUMATASK_TOPOLOGY` is read by [`build`](Self::build) for any
     /// builder not given a [`topology`](Self::topology)). An invalid value of any of them, or
     /// of the allocator's `OMP_DATA_DISTRIBUTION`, is an error naming the variable.
@@ -222,6 +229,9 @@ impl RuntimeBuilder {
         }
         if let Some(v) = env.vicinity {
             self.vicinity = v;
+        }
+        if let Some(t) = env.even_tolerance {
+            self.even_tolerance = t;
         }
         if let Some(w) = env.wait_policy {
             self.wait_policy = w;
@@ -310,6 +320,28 @@ impl RuntimeBuilder {
     /// pool still go to any worker. Work stealing ignores it.
     pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
         self.vicinity = max_distance;
+        self
+    }
+
+    /// The even tolerance of the locality-aware scheduler (`NUMATASK_EVEN_TOLERANCE`; default
+    /// [`DEFAULT_EVEN_TOLERANCE`], 0.1): a task whose footprint's standard deviation over the
+    /// nodes is at most this fraction of its mean counts as evenly spread and stays on its
+    /// node; `0.0` is the paper's exact `stddev(D) > 0` test (see
+    /// [`crate::locality_policy`]). From 0 to [`MAX_EVEN_TOLERANCE`]. Work stealing ignores it.
+    ///
+    /// ```
+    /// use numatask_sched::{RuntimeBuilder, SchedulerKind};
+    /// let rt = RuntimeBuilder::new()
+    ///     .num_threads(1)
+    ///     .scheduler(SchedulerKind::Locality)
+    ///     .even_tolerance(0.0)
+    ///     .build()?;
+    /// assert_eq!(rt.settings().even_tolerance, 0.0);
+    /// assert!(RuntimeBuilder::new().even_tolerance(-1.0).build().is_err());
+    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// ```
+    pub fn even_tolerance(mut self, tolerance: f64) -> Self {
+        self.even_tolerance = tolerance;
         self
     }
 
@@ -486,6 +518,13 @@ impl RuntimeBuilder {
                 expected: "an OS distance of at least 10 (10 = the own node only), or None",
             });
         }
+        if !(0.0..=MAX_EVEN_TOLERANCE).contains(&self.even_tolerance) {
+            return Err(SchedError::InvalidSetting {
+                setting: "even_tolerance",
+                value: self.even_tolerance.to_string(),
+                expected: "a number from 0 to 100 (0: the paper's exact test)",
+            });
+        }
         if !(1..=MAX_DEQUE_CAPACITY).contains(&self.deque_capacity) {
             return Err(SchedError::InvalidSetting {
                 setting: "deque_capacity",
@@ -574,6 +613,7 @@ impl RuntimeBuilder {
             display_env: self.display_env,
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
+            even_tolerance: self.even_tolerance,
             wait_policy: self.wait_policy,
             trace: trace.clone(),
             trace_summary: self.trace_summary || trace.is_some(),
@@ -584,6 +624,7 @@ impl RuntimeBuilder {
             &SchedulerConfig {
                 deque_capacity: self.deque_capacity,
                 vicinity: self.vicinity,
+                even_tolerance: self.even_tolerance,
             },
         );
         let tracer = settings.trace_summary.then(|| {
@@ -662,6 +703,9 @@ impl RuntimeBuilder {
         if let Some(warning) = vicinity_warning(self.vicinity, self.scheduler) {
             eprintln!("{warning}");
         }
+        if let Some(warning) = even_tolerance_warning(self.even_tolerance, self.scheduler) {
+            eprintln!("{warning}");
+        }
         if runtime.settings().display_env != DisplayEnv::False {
             eprint!("{}", runtime.display_env());
         }
@@ -718,6 +762,19 @@ fn vicinity_warning(vicinity: Option<u32>, scheduler: SchedulerKind) -> Option<S
             "numatask: the vicinity {distance} ({VICINITY_ENV} or RuntimeBuilder::vicinity) is \
              not used: only the locality-aware scheduler ({SCHEDULER_ENV}=locality) bounds its \
              steals, and this runtime's is {}",
+            scheduler.name()
+        )
+    })
+}
+
+/// The line that says an even tolerance other than the default was given to a runtime whose
+/// scheduler deals no task (work stealing), if one was.
+fn even_tolerance_warning(tolerance: f64, scheduler: SchedulerKind) -> Option<String> {
+    (tolerance != DEFAULT_EVEN_TOLERANCE && scheduler != SchedulerKind::Locality).then(|| {
+        format!(
+            "numatask: the even tolerance {tolerance} ({EVEN_TOLERANCE_ENV} or \
+             RuntimeBuilder::even_tolerance) is not used: only the locality-aware scheduler \
+             ({SCHEDULER_ENV}=locality) deals tasks by their footprints, and this runtime's is {}",
             scheduler.name()
         )
     })
@@ -1267,6 +1324,7 @@ impl Runtime {
             Some(d) => line(VICINITY_ENV, &d),
             None => line(VICINITY_ENV, &"all"),
         }
+        line(EVEN_TOLERANCE_ENV, &s.even_tolerance);
         if let Some(path) = &s.trace {
             line(TRACE_ENV, &path.display());
         } else if s.trace_summary {
@@ -1482,7 +1540,21 @@ mod tests {
     }
 
     #[test]
-    fn a_vicinity_without_the_locality_scheduler_is_named() {
+    fn a_vicinity_or_an_even_tolerance_without_the_locality_scheduler_is_named() {
+        assert_eq!(
+            even_tolerance_warning(DEFAULT_EVEN_TOLERANCE, SchedulerKind::WorkStealing),
+            None
+        );
+        assert_eq!(even_tolerance_warning(0.0, SchedulerKind::Locality), None);
+        assert_eq!(
+            even_tolerance_warning(0.0, SchedulerKind::WorkStealing).as_deref(),
+            Some(
+                "numatask: the even tolerance 0 (NUMATASK_EVEN_TOLERANCE or \
+                 RuntimeBuilder::even_tolerance) is not used: only the locality-aware scheduler \
+                 (NUMATASK_SCHEDULER=locality) deals tasks by their footprints, and this \
+                 runtime's is ws"
+            )
+        );
         assert_eq!(vicinity_warning(None, SchedulerKind::WorkStealing), None);
         assert_eq!(vicinity_warning(Some(16), SchedulerKind::Locality), None);
         assert_eq!(

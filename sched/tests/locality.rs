@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use common::within;
-use numatask_alloc::{NumaVec, Place, Preset, Topology};
+use numatask_alloc::{Distribution, NumaVec, Place, Preset, Topology};
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::locality_policy::{DealReason, LocalityModel};
@@ -287,6 +287,65 @@ fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_sa
         let json = std::fs::read_to_string(&json_path).expect("the trace file");
         assert!(json.contains("own deque (SmallFootprint)"), "{json:.600}");
         std::fs::remove_file(&path).expect("the trace file");
+    });
+}
+
+#[test]
+fn a_fine_footprint_a_few_pages_uneven_stays_local_unless_the_even_tolerance_is_zero() {
+    preset_process();
+    // 300 pages interleaved page by page over the 8 nodes: four nodes hold 38 pages and four
+    // 37, above LLC / C (213 pages) and not exactly even.
+    let pages = 300;
+    let fine =
+        NumaVec::<u8>::zeroed(pages * numatask_alloc::page_size(), Distribution::Fine).unwrap();
+    within(60, move || {
+        let run = |tolerance: Option<f64>| {
+            let mut builder = Runtime::builder()
+                .topology(preset())
+                .scheduler(SchedulerKind::Locality)
+                .num_threads(48)
+                .proc_bind(false)
+                .trace_summary(true);
+            if let Some(t) = tolerance {
+                builder = builder.even_tolerance(t);
+            }
+            let rt = builder.build().expect("runtime starts");
+            rt.scope(|s| {
+                for _ in 0..16 {
+                    s.spawn_labeled("fine", [Access::of_slice(&fine, AccessKind::In)], |_| {});
+                }
+            });
+            let records = rt.tracer().expect("tracing").records();
+            records
+                .iter()
+                .filter(|r| r.label == "fine")
+                .map(|r| r.queue)
+                .collect::<Vec<_>>()
+        };
+        // The default tolerance (0.1): even, kept on the spawner's deque.
+        let kept = run(None);
+        assert_eq!(kept.len(), 16);
+        for queue in kept {
+            assert_eq!(
+                queue,
+                QueueChoice::Kept {
+                    reason: DealReason::EvenFootprint
+                }
+            );
+        }
+        // The paper's exact test: every one dealt, to node 2 or 4 (the nodes whose distances
+        // to all the others sum least), whichever node holds the extra pages.
+        let dealt = run(Some(0.0));
+        assert_eq!(dealt.len(), 16);
+        for queue in dealt {
+            match queue {
+                QueueChoice::Node {
+                    node: 2 | 4,
+                    reason: DealReason::LeastCost,
+                } => {}
+                other => panic!("dealt {other:?}, not by least cost to node 2 or 4"),
+            }
+        }
     });
 }
 
@@ -868,15 +927,24 @@ fn random_dependent_tasks_dealt_by_their_footprints_see_exactly_their_predecesso
     preset_process();
     // Cells of 10 pages, interleaved page by page over the 8 nodes (fine): a range of k cells
     // is 10k pages, uneven over the nodes unless 8 divides 10k, and the larger footprints
-    // exceed LLC / C: Algorithm 1 deals those to the node of least cost, the others stay in
-    // deques; workers on two nodes take from node queues and steal across, above the
-    // thresholds. The oracle is the one `depend_runtime.rs` checks work stealing against.
+    // exceed LLC / C: under the paper's exact test (an even tolerance of 0) Algorithm 1 deals
+    // those to the node of least cost, the others stay in deques; workers on two nodes take
+    // from node queues and steal across, above the thresholds. The oracle is the one
+    // `depend_runtime.rs` checks work stealing against.
     let stride = 10 * numatask_alloc::page_size() / 4;
     let memory = NumaVec::<AtomicU32>::zeroed(CELLS * stride, numatask_alloc::Distribution::Fine)
         .expect("40 MiB");
     let specs = program(0x5EED_0003, 30_000, 0);
     let (observed, message, dealt) = within(300, move || {
-        let rt = traced_locality_runtime(12);
+        let rt = Runtime::builder()
+            .topology(preset())
+            .scheduler(SchedulerKind::Locality)
+            .num_threads(12)
+            .proc_bind(false)
+            .trace_summary(true)
+            .even_tolerance(0.0)
+            .build()
+            .expect("runtime starts");
         let (observed, message) = run_on(&specs, &rt, &memory, stride);
         let dealt = rt
             .tracer()
@@ -911,6 +979,7 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     for line in [
         "  NUMATASK_SCHEDULER = 'locality'",
         "  NUMATASK_VICINITY = '16'",
+        "  NUMATASK_EVEN_TOLERANCE = '0.1'",
         "  numatask.locality.footprint_threshold = '873813B (LLC / 6 cores sharing it)'",
         "  numatask.locality.steal_thresholds = 'distance 16: more than 9 tasks'",
     ] {
@@ -926,9 +995,11 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
         .scheduler(SchedulerKind::Locality)
         .num_threads(2)
         .proc_bind(false)
+        .even_tolerance(0.0)
         .build()
         .unwrap();
     let shown = rt.display_env();
+    assert!(shown.contains("  NUMATASK_EVEN_TOLERANCE = '0'"), "{shown}");
     let line = "  numatask.locality.footprint_threshold = '0B (the topology reports no cache: \
                 every uneven footprint is dealt)'";
     assert!(shown.contains(line), "missing {line:?} in\n{shown}");

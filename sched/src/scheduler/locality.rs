@@ -8,7 +8,9 @@
 //!
 //! - one [`NodeQueue`] (lock-free MPMC FIFO) per NUMA node, for *dealt* tasks;
 //! - one Chase-Lev deque per worker for the tasks not worth dealing (MIR's "alt" queue): no
-//!   footprint, or a footprint below `LLC / C` or evenly spread (Algorithm 1's else-branch);
+//!   footprint, or a footprint below `LLC / C` or evenly spread (Algorithm 1's else-branch;
+//!   "evenly" within the even tolerance, `NUMATASK_EVEN_TOLERANCE`, see
+//!   [`crate::locality_policy`]);
 //! - one injector for work from outside the pool (scope bodies), as in work stealing.
 //!
 //! # Push: dealing (Algorithm 1)
@@ -480,7 +482,8 @@ impl Scheduler for Locality {
         places: &[WorkerPlace],
         config: &SchedulerConfig,
     ) -> (Self, Vec<LocalityLocal>) {
-        let model = LocalityModel::new(topology, config.vicinity);
+        let model = LocalityModel::new(topology, config.vicinity)
+            .with_even_tolerance(config.even_tolerance);
         // A topology has at least one node and an n x n matrix (the OS's, or 10/20 when the
         // OS gives none): `Topology` builds it so.
         let n = topology.num_nodes();

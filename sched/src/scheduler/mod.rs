@@ -81,13 +81,16 @@ pub struct WorkerCtx<'a> {
 }
 
 /// Settings a policy is created with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SchedulerConfig {
     /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
     pub deque_capacity: usize,
     /// The largest OS distance a worker steals tasks (dealt or not) across (`None`: any), for the
     /// locality-aware policy (`NUMATASK_VICINITY`).
     pub vicinity: Option<u32>,
+    /// The coefficient of variation up to which the locality-aware policy counts a footprint
+    /// as even (`NUMATASK_EVEN_TOLERANCE`; see [`crate::locality_policy`]).
+    pub even_tolerance: f64,
 }
 
 /// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
