@@ -33,7 +33,7 @@ peers)
     ;;
 overhead)
     section "fib 30 under both schedulers"
-    ./fib --bench --n 30 --threads "1,$T" --reps 21 --scheduler ws,locality,ws,locality --only numatask
+    ./fib --bench --n 30 --threads "1,$T" --reps 15 --scheduler ws,locality,ws,locality,ws,locality,ws,locality,ws,locality,ws,locality --only numatask
     section "the paper's benchmarks, locality-aware over work stealing, $T workers"
     ./paper --bench --size medium --reps 10 --min-time 0.3 --mode measure --threads "$T"
     section "the same with work stealing in both places: the measurement's own noise (A/A)"
