@@ -49,9 +49,16 @@
 //!   eventually takes the frame (all these decrements are read-modify-writes of one atomic, so
 //!   they form one release sequence). *Acquire* matters when it reads 1: that thread takes the
 //!   frame and must see the body's and the other children's effects.
-//! - The owner's transfer and body-end `fetch_add(.., AcqRel)`: *Release* publishes the body's
-//!   effects to whoever takes the frame; *Acquire* gives the owner the children's effects when
-//!   the transfer finds them all finished.
+//! - The owner's body-end `fetch_add(.., AcqRel)`: *Release* publishes the body's effects to
+//!   whoever takes the frame; *Acquire* gives the owner the children's effects when it finds
+//!   them all finished (it then owns the frame).
+//! - The owner's transfer `fetch_add(.., AcqRel)` is stronger than the protocol needs: its
+//!   result is not read (the owner relies on the children's effects only after its own
+//!   `Acquire` load of `pending` sees them finished), and the body goes on after it, to end
+//!   with the body-end `fetch_add`, which publishes the body. The loom models
+//!   (`loom-tests/tests/child_counter.rs`) pass with it `Relaxed`; it stays `AcqRel`, which
+//!   costs the same `lock xadd` on x86-64, so that a later reader of the result needs no
+//!   change here.
 //! - The owner's check: `pending.load(Acquire)`, pairing with the children's `Release`.
 //! - Local completions (`local_done`) happen on the owner's thread: program order suffices.
 //! - Waking a sleeping owner: the last child does `fetch_sub` and then [`Sleep`]'s

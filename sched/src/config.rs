@@ -49,10 +49,7 @@ pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 /// `NUMATASK_EVEN_TOLERANCE`: the coefficient of variation up to which the locality-aware
 /// scheduler counts a footprint as even (see [`crate::locality_policy`]).
 pub const EVEN_TOLERANCE_ENV: &str = "NUMATASK_EVEN_TOLERANCE";
-/// The even tolerance when `NUMATASK_EVEN_TOLERANCE` is unset: a footprint whose standard
-/// deviation over the nodes is at most a tenth of its mean is not dealt (see
-/// [`crate::locality_policy`] for why 0.1).
-pub const DEFAULT_EVEN_TOLERANCE: f64 = 0.1;
+pub use crate::locality_policy::DEFAULT_EVEN_TOLERANCE;
 /// The largest even tolerance accepted. A footprint over `n` nodes has a coefficient of
 /// variation of at most `sqrt(n - 1)`, so 100 already means "never deal by cost" on any
 /// machine of up to 10,001 nodes.

@@ -42,7 +42,9 @@
 
 use numatask_alloc::{CoreGroup, NodeBytes, Topology};
 
-pub use crate::config::DEFAULT_EVEN_TOLERANCE;
+/// The even tolerance when `NUMATASK_EVEN_TOLERANCE` is unset: a footprint whose standard
+/// deviation over the nodes is at most a tenth of its mean is not dealt (module docs: why 0.1).
+pub const DEFAULT_EVEN_TOLERANCE: f64 = 0.1;
 
 /// Why a task was dealt where it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
