@@ -174,7 +174,13 @@ fn parse_args() -> Result<Args, String> {
                     .collect::<Result<_, _>>()?
             }
             "--threads" => args.threads = Some(integer(value()?, 4096)?),
-            "--even-tolerance" => args.even_tolerance = number(value()?, 0.0, 100.0)?,
+            "--even-tolerance" => {
+                args.even_tolerance = number(
+                    value()?,
+                    0.0,
+                    numatask::sched::locality_policy::MAX_EVEN_TOLERANCE,
+                )?
+            }
             "--dilation" => args.model.dilation = number(value()?, 1.0, 1e6)?,
             "--model-runs" => args.model_runs = integer(value()?, 100)?,
             "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,

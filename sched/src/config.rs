@@ -49,11 +49,7 @@ pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 /// `NUMATASK_EVEN_TOLERANCE`: the coefficient of variation up to which the locality-aware
 /// scheduler counts a footprint as even (see [`crate::locality_policy`]).
 pub const EVEN_TOLERANCE_ENV: &str = "NUMATASK_EVEN_TOLERANCE";
-pub use crate::locality_policy::DEFAULT_EVEN_TOLERANCE;
-/// The largest even tolerance accepted. A footprint over `n` nodes has a coefficient of
-/// variation of at most `sqrt(n - 1)`, so 100 already means "never deal by cost" on any
-/// machine of up to 10,001 nodes.
-pub const MAX_EVEN_TOLERANCE: f64 = 100.0;
+pub use crate::locality_policy::{DEFAULT_EVEN_TOLERANCE, MAX_EVEN_TOLERANCE};
 
 /// `OMP_PLACES`: the places workers are bound to.
 pub const PLACES_ENV: &str = "OMP_PLACES";
@@ -120,6 +116,7 @@ const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optio
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
 const VICINITY_EXPECTED: &str =
     "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
+// The 100 is MAX_EVEN_TOLERANCE.
 const EVEN_TOLERANCE_EXPECTED: &str = "a number from 0 to 100, such as 0.1 (a footprint whose \
      standard deviation over the nodes is at most that fraction of its mean stays on its node; 0 \
      is the paper's exact test)";
@@ -419,7 +416,8 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
 /// ```
 pub fn parse_even_tolerance(value: &str) -> Result<f64, SchedError> {
     match trim_blanks(value).parse::<f64>() {
-        Ok(t) if (0.0..=MAX_EVEN_TOLERANCE).contains(&t) => Ok(t),
+        // `+ 0.0`: "-0" is 0.
+        Ok(t) if (0.0..=MAX_EVEN_TOLERANCE).contains(&t) => Ok(t + 0.0),
         _ => Err(invalid(EVEN_TOLERANCE_ENV, value, EVEN_TOLERANCE_EXPECTED)),
     }
 }
@@ -1082,6 +1080,30 @@ mod tests {
             err.contains("OMP_DISPLAY_ENV='2'") && err.contains("verbose"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_even_tolerance_is_a_number_from_0_to_100() {
+        let env = EnvSettings::from_lookup(|v| (v == EVEN_TOLERANCE_ENV).then(|| " 0.25 ".into()));
+        assert_eq!(env.unwrap().even_tolerance, Some(0.25));
+        for (text, value) in [
+            ("0", 0.0),
+            ("-0", 0.0),
+            ("1e-2", 0.01),
+            (".5", 0.5),
+            ("100", 100.0),
+        ] {
+            let t = parse_even_tolerance(text).unwrap();
+            assert_eq!(t, value, "{text}");
+            assert!(t.is_sign_positive(), "{text}");
+        }
+        for bad in ["-0.1", "100.01", "nan", "inf", "0.1.2", "tenth"] {
+            let err = parse_even_tolerance(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("NUMATASK_EVEN_TOLERANCE='{bad}': expected {EVEN_TOLERANCE_EXPECTED}")
+            );
+        }
     }
 
     #[test]

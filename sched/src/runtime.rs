@@ -142,7 +142,8 @@ pub struct RuntimeBuilder {
     deque_capacity: usize,
     topology: Option<Arc<Topology>>,
     vicinity: Option<u32>,
-    even_tolerance: f64,
+    /// `None`: the default, not set (a set one under work stealing is named as unused).
+    even_tolerance: Option<f64>,
     wait_policy: WaitPolicy,
     trace: Option<PathBuf>,
     /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
@@ -179,7 +180,7 @@ impl RuntimeBuilder {
             deque_capacity: DEFAULT_DEQUE_CAPACITY,
             topology: None,
             vicinity: None,
-            even_tolerance: DEFAULT_EVEN_TOLERANCE,
+            even_tolerance: None,
             wait_policy: WaitPolicy::Balanced,
             trace: None,
             trace_from_env: false,
@@ -231,7 +232,7 @@ impl RuntimeBuilder {
             self.vicinity = v;
         }
         if let Some(t) = env.even_tolerance {
-            self.even_tolerance = t;
+            self.even_tolerance = Some(t);
         }
         if let Some(w) = env.wait_policy {
             self.wait_policy = w;
@@ -337,11 +338,13 @@ impl RuntimeBuilder {
     ///     .even_tolerance(0.0)
     ///     .build()?;
     /// assert_eq!(rt.settings().even_tolerance, 0.0);
-    /// assert!(RuntimeBuilder::new().even_tolerance(-1.0).build().is_err());
+    /// for bad in [-1.0, 100.5, f64::NAN, f64::INFINITY] {
+    ///     assert!(RuntimeBuilder::new().even_tolerance(bad).build().is_err(), "{bad}");
+    /// }
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     pub fn even_tolerance(mut self, tolerance: f64) -> Self {
-        self.even_tolerance = tolerance;
+        self.even_tolerance = Some(tolerance);
         self
     }
 
@@ -518,10 +521,13 @@ impl RuntimeBuilder {
                 expected: "an OS distance of at least 10 (10 = the own node only), or None",
             });
         }
-        if !(0.0..=MAX_EVEN_TOLERANCE).contains(&self.even_tolerance) {
+        // -0.0 is 0 (it would print as "-0").
+        let even_tolerance = self.even_tolerance.unwrap_or(DEFAULT_EVEN_TOLERANCE) + 0.0;
+        if !(0.0..=MAX_EVEN_TOLERANCE).contains(&even_tolerance) {
             return Err(SchedError::InvalidSetting {
                 setting: "even_tolerance",
-                value: self.even_tolerance.to_string(),
+                value: even_tolerance.to_string(),
+                // The 100 is MAX_EVEN_TOLERANCE.
                 expected: "a number from 0 to 100 (0: the paper's exact test)",
             });
         }
@@ -613,7 +619,7 @@ impl RuntimeBuilder {
             display_env: self.display_env,
             deque_capacity: self.deque_capacity,
             vicinity: self.vicinity,
-            even_tolerance: self.even_tolerance,
+            even_tolerance,
             wait_policy: self.wait_policy,
             trace: trace.clone(),
             trace_summary: self.trace_summary || trace.is_some(),
@@ -624,7 +630,7 @@ impl RuntimeBuilder {
             &SchedulerConfig {
                 deque_capacity: self.deque_capacity,
                 vicinity: self.vicinity,
-                even_tolerance: self.even_tolerance,
+                even_tolerance,
             },
         );
         let tracer = settings.trace_summary.then(|| {
@@ -767,10 +773,11 @@ fn vicinity_warning(vicinity: Option<u32>, scheduler: SchedulerKind) -> Option<S
     })
 }
 
-/// The line that says an even tolerance other than the default was given to a runtime whose
-/// scheduler deals no task (work stealing), if one was.
-fn even_tolerance_warning(tolerance: f64, scheduler: SchedulerKind) -> Option<String> {
-    (tolerance != DEFAULT_EVEN_TOLERANCE && scheduler != SchedulerKind::Locality).then(|| {
+/// The line that says an even tolerance was given to a runtime whose scheduler deals no task
+/// (work stealing), if one was.
+fn even_tolerance_warning(tolerance: Option<f64>, scheduler: SchedulerKind) -> Option<String> {
+    let tolerance = tolerance?;
+    (scheduler != SchedulerKind::Locality).then(|| {
         format!(
             "numatask: the even tolerance {tolerance} ({EVEN_TOLERANCE_ENV} or \
              RuntimeBuilder::even_tolerance) is not used: only the locality-aware scheduler \
@@ -1542,12 +1549,19 @@ mod tests {
     #[test]
     fn a_vicinity_or_an_even_tolerance_without_the_locality_scheduler_is_named() {
         assert_eq!(
-            even_tolerance_warning(DEFAULT_EVEN_TOLERANCE, SchedulerKind::WorkStealing),
+            even_tolerance_warning(None, SchedulerKind::WorkStealing),
             None
         );
-        assert_eq!(even_tolerance_warning(0.0, SchedulerKind::Locality), None);
         assert_eq!(
-            even_tolerance_warning(0.0, SchedulerKind::WorkStealing).as_deref(),
+            even_tolerance_warning(Some(0.0), SchedulerKind::Locality),
+            None
+        );
+        assert!(
+            even_tolerance_warning(Some(DEFAULT_EVEN_TOLERANCE), SchedulerKind::WorkStealing)
+                .is_some_and(|w| w.starts_with("numatask: the even tolerance 0.1 "))
+        );
+        assert_eq!(
+            even_tolerance_warning(Some(0.0), SchedulerKind::WorkStealing).as_deref(),
             Some(
                 "numatask: the even tolerance 0 (NUMATASK_EVEN_TOLERANCE or \
                  RuntimeBuilder::even_tolerance) is not used: only the locality-aware scheduler \

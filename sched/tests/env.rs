@@ -103,6 +103,43 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     );
     unset("NUMATASK_TRACE");
 
+    // The locality-aware scheduler's settings: the vicinity and the even tolerance reach the
+    // runtime and its display.
+    set("NUMATASK_SCHEDULER", "locality");
+    set("NUMATASK_VICINITY", "16");
+    set("NUMATASK_EVEN_TOLERANCE", " 0 ");
+    let rt = Runtime::new().expect("the locality-aware scheduler");
+    assert_eq!(rt.settings().scheduler, SchedulerKind::Locality);
+    assert_eq!(rt.settings().vicinity, Some(16));
+    assert_eq!(rt.settings().even_tolerance, 0.0);
+    let shown = rt.display_env();
+    for line in [
+        "  NUMATASK_SCHEDULER = 'locality'",
+        "  NUMATASK_VICINITY = '16'",
+        "  NUMATASK_EVEN_TOLERANCE = '0'",
+    ] {
+        assert!(shown.contains(line), "missing {line:?} in\n{shown}");
+    }
+    drop(rt);
+    set("NUMATASK_EVEN_TOLERANCE", "0.25");
+    assert_eq!(
+        Runtime::new()
+            .expect("a tolerance")
+            .settings()
+            .even_tolerance,
+        0.25
+    );
+    unset("NUMATASK_EVEN_TOLERANCE");
+    unset("NUMATASK_VICINITY");
+    let rt = Runtime::new().expect("the default tolerance");
+    assert_eq!(rt.settings().even_tolerance, 0.1);
+    assert!(
+        rt.display_env()
+            .contains("  NUMATASK_EVEN_TOLERANCE = '0.1'")
+    );
+    drop(rt);
+    set("NUMATASK_SCHEDULER", "ws");
+
     // OpenMP's other policies; of a list (one per nesting level), the first.
     set("OMP_PROC_BIND", "Spread,close");
     let rt = Runtime::new().expect("spread is a policy");
@@ -155,6 +192,9 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
         ("OMP_DATA_DISTRIBUTION", "bogus"),
         ("OMP_WAIT_POLICY", "spin"),
         ("OMP_PLACES", "chiplets"),
+        ("NUMATASK_VICINITY", "9"),
+        ("NUMATASK_EVEN_TOLERANCE", "nan"),
+        ("NUMATASK_EVEN_TOLERANCE", "-0.5"),
     ] {
         set(var, value);
         match Runtime::new() {

@@ -1001,7 +1001,7 @@ fn display_env_shows_the_locality_thresholds_and_the_vicinity() {
     let shown = rt.display_env();
     assert!(shown.contains("  NUMATASK_EVEN_TOLERANCE = '0'"), "{shown}");
     let line = "  numatask.locality.footprint_threshold = '0B (the topology reports no cache: \
-                every uneven footprint is dealt)'";
+                every footprint uneven beyond the even tolerance is dealt)'";
     assert!(shown.contains(line), "missing {line:?} in\n{shown}");
     let rt = Runtime::builder()
         .topology(preset())

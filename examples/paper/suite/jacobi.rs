@@ -41,7 +41,8 @@ impl Params {
     /// Figure 7's input is 16384 x 16384 with blocks of 512 (`Large`; the paper gives no sweep
     /// count). From `Small` up a task's footprint (two blocks and their halos, 1.1 MiB at
     /// `Small`) exceeds the paper machine's `LLC / C` (853 KiB), so that the locality-aware
-    /// scheduler deals it.
+    /// scheduler deals it, unless it is spread evenly over the nodes within the even tolerance
+    /// (`NUMATASK_EVEN_TOLERANCE`), as under fine distribution.
     pub fn of(size: Size) -> Params {
         match size {
             Size::Tiny => Params {

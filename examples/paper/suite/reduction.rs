@@ -34,7 +34,8 @@ pub struct Params {
 impl Params {
     /// Figure 7's input is a 256 MB array with depth 10 (`Large`). Leaves are 64 Ki floats
     /// from `Small` up, so that a task's footprint (1 MiB) exceeds the paper machine's
-    /// `LLC / C` and the locality-aware scheduler deals it.
+    /// `LLC / C` and the locality-aware scheduler deals it, unless it is spread evenly over the nodes within the even tolerance
+    /// (`NUMATASK_EVEN_TOLERANCE`), as under fine distribution.
     pub fn of(size: Size) -> Params {
         match size {
             Size::Tiny => Params {

@@ -31,7 +31,8 @@ pub struct Params {
 impl Params {
     /// Figure 7 gives no Vecmul input; the TILEPro64 run (Figure 9) used 128 vectors of
     /// 28 kB. From `Small` up a task's footprint (three vectors) exceeds the paper machine's
-    /// `LLC / C`, so that the locality-aware scheduler deals it.
+    /// `LLC / C`, so that the locality-aware scheduler deals it, unless it is spread evenly over the nodes within the even tolerance
+    /// (`NUMATASK_EVEN_TOLERANCE`), as under fine distribution.
     pub fn of(size: Size) -> Params {
         match size {
             Size::Tiny => Params {

@@ -63,8 +63,8 @@
 //! queue, under the same thresholds (so with fine distribution, where every footprint is even,
 //! "the imbalance can not be completely recovered from since steals are restricted", section
 //! 6). Here they go to deques. A deque holds only tasks whose footprint is insignificant by
-//! Algorithm 1's own test (small, or spread evenly so that every node reaches it at the same
-//! cost), so running one on another node costs no remote traffic worth a threshold; stealing
+//! Algorithm 1's own test (small, or spread evenly, within the even tolerance, so that every
+//! node reaches it at about the same cost), so running one on another node costs no remote traffic worth a threshold; stealing
 //! them within the vicinity without a threshold (and before the dealt tasks of the same node,
 //! whose moving does cost; a nearer node's dealt tasks above their threshold come first)
 //! keeps task-parallel programs without footprints (fib), and evenly spread data, as
@@ -226,7 +226,9 @@ impl Locality {
             (
                 "numatask.locality.footprint_threshold",
                 if m.footprint_threshold() == 0 {
-                    "0B (the topology reports no cache: every uneven footprint is dealt)".to_owned()
+                    "0B (the topology reports no cache: every footprint uneven beyond the even \
+                     tolerance is dealt)"
+                        .to_owned()
                 } else {
                     format!(
                         "{} (LLC / {} cores sharing it)",

@@ -80,8 +80,17 @@ pub struct WorkerCtx<'a> {
     pub sleep: &'a Sleep,
 }
 
-/// Settings a policy is created with.
+/// Settings a policy is created with. [`Default`] gives the runtime's defaults; set the
+/// fields from there (the struct may gain fields).
+///
+/// ```
+/// use numatask_sched::scheduler::SchedulerConfig;
+/// let mut config = SchedulerConfig::default();
+/// config.vicinity = Some(16);
+/// assert_eq!(config.even_tolerance, numatask_sched::locality_policy::DEFAULT_EVEN_TOLERANCE);
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct SchedulerConfig {
     /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
     pub deque_capacity: usize,
@@ -91,6 +100,16 @@ pub struct SchedulerConfig {
     /// The coefficient of variation up to which the locality-aware policy counts a footprint
     /// as even (`NUMATASK_EVEN_TOLERANCE`; see [`crate::locality_policy`]).
     pub even_tolerance: f64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            deque_capacity: crate::runtime::DEFAULT_DEQUE_CAPACITY,
+            vicinity: None,
+            even_tolerance: crate::locality_policy::DEFAULT_EVEN_TOLERANCE,
+        }
+    }
 }
 
 /// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
