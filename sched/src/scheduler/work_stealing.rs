@@ -103,35 +103,12 @@ impl Scheduler for WorkStealing {
     }
 
     fn steal(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>) -> Option<Task> {
-        let n = self.stealers.len();
-        let me = ctx.place.index;
-        if n < 2 {
-            return None;
-        }
-        loop {
-            let start = local.next_victim.get();
-            let mut retry = false;
-            for k in 0..n {
-                let victim = (start + k) % n;
-                if victim == me {
-                    continue;
-                }
-                match self.stealers[victim].steal() {
-                    Steal::Success(task) => {
-                        local.next_victim.set(victim);
-                        return Some(task);
-                    }
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
-                }
-            }
-            if !retry {
-                // Everyone was empty: begin with the next victim next time.
-                local.next_victim.set((start + 1) % n);
-                return None;
-            }
-            crate::sync::spin_loop();
-        }
+        round_robin_steal(
+            self.stealers.len(),
+            ctx.place.index,
+            &local.next_victim,
+            |victim| self.stealers[victim].steal(),
+        )
     }
 
     fn has_injected(&self, _local: &WorkStealingLocal, _ctx: &WorkerCtx<'_>) -> bool {
@@ -176,5 +153,121 @@ impl Scheduler for WorkStealing {
             // Traced by the worker itself; never asked of the policy.
             Found::Priority => TaskOrigin::INJECTED,
         }
+    }
+}
+
+/// One steal attempt of worker `me` among `n` workers: the victims in round-robin order from
+/// `cursor` (skipping `me`), each tried once with `steal_from`; the first success leaves its
+/// victim in `cursor` (the next attempt starts there, where work was), a round where every
+/// victim was empty moves `cursor` on by one (so that thieves do not all start at the same
+/// empty victim) and returns `None`, and a round with a lost race (`Retry`) goes round again.
+fn round_robin_steal<T>(
+    n: usize,
+    me: usize,
+    cursor: &Cell<usize>,
+    mut steal_from: impl FnMut(usize) -> Steal<T>,
+) -> Option<T> {
+    if n < 2 {
+        return None;
+    }
+    loop {
+        let start = cursor.get();
+        let mut retry = false;
+        for k in 0..n {
+            let victim = (start + k) % n;
+            if victim == me {
+                continue;
+            }
+            match steal_from(victim) {
+                Steal::Success(task) => {
+                    cursor.set(victim);
+                    return Some(task);
+                }
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+        }
+        if !retry {
+            // Everyone was empty: begin with the next victim next time.
+            cursor.set((start + 1) % n);
+            return None;
+        }
+        crate::sync::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn victims_are_tried_in_round_robin_order_from_the_cursor_skipping_the_thief() {
+        // Worker 2 of 5, cursor at 4: victims 4, 0, 1, 3, all empty.
+        let cursor = Cell::new(4);
+        let mut tried = Vec::new();
+        let got: Option<()> = round_robin_steal(5, 2, &cursor, |v| {
+            tried.push(v);
+            Steal::Empty
+        });
+        assert_eq!(got, None);
+        assert_eq!(tried, [4, 0, 1, 3]);
+        // An empty round moves the cursor on by one.
+        assert_eq!(cursor.get(), 0);
+        tried.clear();
+        let _: Option<()> = round_robin_steal(5, 2, &cursor, |v| {
+            tried.push(v);
+            Steal::Empty
+        });
+        assert_eq!(tried, [0, 1, 3, 4]);
+        assert_eq!(cursor.get(), 1);
+    }
+
+    #[test]
+    fn a_successful_steal_leaves_its_victim_in_the_cursor() {
+        let cursor = Cell::new(1);
+        let mut tried = Vec::new();
+        let got = round_robin_steal(4, 0, &cursor, |v| {
+            tried.push(v);
+            if v == 3 {
+                Steal::Success(v)
+            } else {
+                Steal::Empty
+            }
+        });
+        assert_eq!(got, Some(3));
+        assert_eq!(tried, [1, 2, 3]);
+        assert_eq!(cursor.get(), 3);
+        // The next attempt starts at the victim that had work.
+        tried.clear();
+        let got = round_robin_steal(4, 0, &cursor, |v| {
+            tried.push(v);
+            Steal::Success(v)
+        });
+        assert_eq!((got, tried.as_slice()), (Some(3), &[3][..]));
+    }
+
+    #[test]
+    fn a_lost_race_makes_the_thief_go_round_again() {
+        // Victim 1 loses a race the first time and has the task the second.
+        let cursor = Cell::new(1);
+        let mut tried = Vec::new();
+        let got = round_robin_steal(3, 0, &cursor, |v| {
+            tried.push(v);
+            match (v, tried.len()) {
+                (1, 1) => Steal::Retry,
+                (1, _) => Steal::Success("task"),
+                _ => Steal::Empty,
+            }
+        });
+        assert_eq!(got, Some("task"));
+        assert_eq!(tried, [1, 2, 1]);
+        assert_eq!(cursor.get(), 1);
+    }
+
+    #[test]
+    fn a_lone_worker_has_no_victim() {
+        let cursor = Cell::new(0);
+        let got: Option<()> = round_robin_steal(1, 0, &cursor, |_| panic!("no victim to try"));
+        assert_eq!(got, None);
     }
 }
