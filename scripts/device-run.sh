@@ -4,6 +4,7 @@
 #   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky: numatask against libgomp and libomp
 #   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
 #   device-bundle/run.sh loops      # taskloop and its reduction against rayon and the C peers; wake-up latency against rayon
+#   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -49,8 +50,22 @@ loops)
     section "wake-up after 5 ms idle, from outside the pool"
     ./wakeup --bench --threads "$T" --rounds 200 --idle-ms 5
     ;;
+coarse)
+    # Coarse SparseLU on the arena layout, each program its own process, taking turns: numatask
+    # under the default balanced waiting and under active waiting, and the C peers.
+    A="--nb 50 --bs 100 --threads $T --reps 3"
+    export OMP_PLACES=${OMP_PLACES:-cores}
+    for r in 1 2 3 4 5 6; do
+        section "coarse SparseLU, round $r of 6"
+        ./sparselu --bench $A --skip empty,serial,raw,malloc --only numatask | sed 's/^/balanced /'
+        OMP_WAIT_POLICY=active ./sparselu --bench $A --skip empty,serial,raw,malloc --only numatask |
+            sed 's/^/active /'
+        ./sparselu --bench $A --skip empty,serial,raw,malloc,numatask \
+            --omp ./sparselu_gomp --omp ./sparselu_libomp | grep -v malloc
+    done
+    ;;
 *)
-    echo "usage: run.sh peers|overhead|loops" >&2
+    echo "usage: run.sh peers|overhead|loops|coarse" >&2
     exit 2
     ;;
 esac
