@@ -1342,9 +1342,19 @@ impl Runtime {
         }
         match numatask_alloc::Distribution::from_env() {
             Ok(d) => line(numatask_alloc::DISTRIBUTION_ENV, &d),
+            // Without the error's own quotes, so that the line still reads `NAME = 'VALUE'`.
+            Err(numatask_alloc::AllocError::InvalidEnv {
+                value, expected, ..
+            }) => line(
+                numatask_alloc::DISTRIBUTION_ENV,
+                &format_args!(
+                    "invalid: {} (expected {expected}; omp_malloc refuses it)",
+                    value.escape_debug()
+                ),
+            ),
             Err(e) => line(
                 numatask_alloc::DISTRIBUTION_ENV,
-                &format_args!("invalid: {e}"),
+                &format_args!("invalid: {}", e.to_string().replace('\'', "")),
             ),
         }
         line("NUMATASK_TOPOLOGY", topo.source());
