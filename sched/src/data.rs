@@ -161,6 +161,19 @@
 //! });
 //! ```
 //!
+//! ```compile_fail
+//! # use numatask_sched::data::{TaskBuilder, Write};
+//! // a view is invariant in its element type: a builder declared on slots of
+//! // `for<'a> fn(&'a str)` must not pass for one on slots of `fn(&'static str)`, whose body
+//! // could store a function that keeps its argument where the program later calls it with a
+//! // short-lived string
+//! fn upcast<'s, 'sc>(
+//!     b: TaskBuilder<'s, 'sc, (Write<for<'a> fn(&'a str)>,)>,
+//! ) -> TaskBuilder<'s, 'sc, (Write<fn(&'static str)>,)> {
+//!     b
+//! }
+//! ```
+//!
 //! ```compile_fail,E0277
 //! # use numatask_sched::Runtime;
 //! # let rt = Runtime::builder().num_threads(2).build().unwrap();
@@ -619,6 +632,7 @@ macro_rules! access_methods {
                     let view = $view {
                         ptr: region.ptr,
                         len: region.len,
+                        _invariant: PhantomData,
                     };
                     let shared = !region.writable;
                     self.declare(std::iter::once(&*region.binding), shared, AccessKind::$kind, view)
@@ -637,6 +651,7 @@ macro_rules! access_methods {
                     let regions: Vec<&'r Region<'a, T>> = regions.into_iter().collect();
                     let view = $list {
                         parts: regions.iter().map(|r| (r.ptr, r.len)).collect(),
+                        _invariant: PhantomData,
                     };
                     let shared = regions.iter().any(|r| !r.writable);
                     self.declare(regions.iter().map(|r| &*r.binding), shared, AccessKind::$kind, view)
@@ -876,6 +891,11 @@ macro_rules! views {
         pub struct $view<T> {
             ptr: NonNull<T>,
             len: usize,
+            /// Invariant in `T` (`NonNull<T>` alone is covariant): a view declared on data of
+            /// type `X` must not pass for one of a supertype of `X`, or a body given
+            /// `&mut [Y]` could store a `Y` where an `X` is read later (a `for<'a> fn(&'a
+            /// str)` slot given a `fn(&'static str)` that keeps its argument, for instance).
+            _invariant: PhantomData<fn(T) -> T>,
         }
 
         // SAFETY: the body on another thread gets the reference in the type's docs, which
@@ -968,6 +988,8 @@ macro_rules! list_views {
         $(#[$doc])*
         pub struct $list<T> {
             parts: Vec<(NonNull<T>, usize)>,
+            /// Invariant in `T`, as the single views are.
+            _invariant: PhantomData<fn(T) -> T>,
         }
 
         // SAFETY: the body on another thread gets references of the kind in the type's docs,
@@ -1325,10 +1347,12 @@ mod tests {
         let blocks = Blocks::new(&mut v, 4).expect("valid");
         let list = ReadEach {
             parts: blocks.iter().take(3).map(|r| (r.ptr, r.len)).collect(),
+            _invariant: PhantomData,
         };
         let single = Update {
             ptr: blocks[5].ptr,
             len: 4,
+            _invariant: PhantomData,
         };
         let views = (single, list);
         assert_eq!(sealed::Sealed::count(&views), 4);
