@@ -141,16 +141,21 @@ enum Target {
 }
 
 fn physical_memory() -> u64 {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    u64::try_from(pages)
-        .unwrap_or(0)
-        .saturating_mul(u64::try_from(size).unwrap_or(0))
+    #[cfg(miri)]
+    return 1 << 34;
+    #[cfg(not(miri))]
+    {
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let (pages, size) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        u64::try_from(pages)
+            .unwrap_or(0)
+            .saturating_mul(u64::try_from(size).unwrap_or(0))
+    }
 }
 
 fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize, AllocError> {
@@ -216,8 +221,25 @@ fn allocate(
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
     let len = check_size(topology, size, target)?;
+    // Under Miri, which cannot call mmap (`scripts/miri.sh`): the global allocator, page-aligned
+    // and zeroed like an anonymous mapping.
+    #[cfg(miri)]
+    let ptr = {
+        let p = match std::alloc::Layout::from_size_align(len, page_size()) {
+            // SAFETY: `len` is at least one page (`check_size` refuses 0), so the layout is not
+            // zero-sized.
+            Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout) },
+            Err(_) => std::ptr::null_mut(),
+        };
+        if p.is_null() {
+            libc::MAP_FAILED
+        } else {
+            p.cast::<libc::c_void>()
+        }
+    };
     // SAFETY: an anonymous private mapping with no address hint has no preconditions; the result
     // is checked against MAP_FAILED.
+    #[cfg(not(miri))]
     let ptr = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -288,7 +310,10 @@ fn bind(topology: &Topology, start: usize, len: usize, target: Target) -> Result
         // One base page is the unit of interleaving, which the registry's arithmetic relies on.
         // SAFETY: madvise on a mapping this function's caller owns; NOHUGEPAGE only changes how
         // the kernel backs it.
-        unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE) };
+        #[cfg(not(miri))]
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE)
+        };
     }
     let Some(hw) = topology.hwloc() else {
         return Ok(());
@@ -340,9 +365,18 @@ pub(crate) fn bind_area(
 ///
 /// `[start, start + len)` must be a mapping made by `allocate` that nothing uses any more.
 unsafe fn unmap(start: usize, len: usize) {
-    // SAFETY: per the function's contract.
-    let rc = unsafe { libc::munmap(start as *mut libc::c_void, len) };
-    debug_assert_eq!(rc, 0, "munmap of a mapping we made failed");
+    // Under Miri: what `allocate` took from the global allocator instead of mmap.
+    #[cfg(miri)]
+    if let Ok(layout) = std::alloc::Layout::from_size_align(len, page_size()) {
+        // SAFETY: per the function's contract, `allocate` made this block with this layout.
+        unsafe { std::alloc::dealloc(start as *mut u8, layout) };
+    }
+    #[cfg(not(miri))]
+    {
+        // SAFETY: per the function's contract.
+        let rc = unsafe { libc::munmap(start as *mut libc::c_void, len) };
+        debug_assert_eq!(rc, 0, "munmap of a mapping we made failed");
+    }
 }
 
 #[cfg(test)]

@@ -277,6 +277,8 @@ fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &Page
 /// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no
 /// target nodes, which only reports.
 pub(crate) fn kernel_page_nodes(page_addrs: &[usize]) -> Result<Vec<Option<usize>>, AllocError> {
+    #[cfg(miri)]
+    return Ok(vec![None; page_addrs.len()]); // Miri stub: no move_pages; nothing resident.
     let mut out = Vec::new();
     out.try_reserve_exact(page_addrs.len()).map_err(|_| {
         AllocError::Query(format!(

@@ -307,6 +307,14 @@ impl TopologyBuilder {
 
     /// Discovers or builds the topology.
     pub fn build(self) -> Result<Topology, AllocError> {
+        #[cfg(miri)]
+        return Ok(miri_stub::topology(self.source));
+        #[cfg(not(miri))]
+        self.build_hwloc()
+    }
+
+    #[cfg(not(miri))]
+    fn build_hwloc(self) -> Result<Topology, AllocError> {
         let invalid = |reason: String| AllocError::InvalidTopology {
             spec: self.source.to_string(),
             reason,
@@ -706,6 +714,7 @@ fn read_xml(path: &std::path::Path) -> Result<String, String> {
 /// A machine's NUMA structure. Cheap to query; build once and share (see [`Topology::current`]).
 pub struct Topology {
     /// The hwloc topology (of the real machine unless `synthetic`).
+    #[cfg(not(miri))]
     hw: hwlocality::Topology,
     source: TopologySource,
     synthetic: bool,
@@ -868,6 +877,9 @@ impl Topology {
 
     /// The hwloc topology of the real machine, for binding memory; `None` when synthetic.
     pub(crate) fn hwloc(&self) -> Option<&hwlocality::Topology> {
+        #[cfg(miri)]
+        return None;
+        #[cfg(not(miri))]
         (!self.synthetic).then_some(&self.hw)
     }
 
@@ -876,6 +888,12 @@ impl Topology {
     /// synthetic node whose description gave no memory (0 here: unknown) is written with the
     /// 1 GiB hwloc gives it, which the file then declares.
     pub fn export_xml(&self, path: &std::path::Path) -> Result<(), AllocError> {
+        #[cfg(miri)]
+        return Err(AllocError::InvalidTopology {
+            spec: format!("xml:{}", path.display()),
+            reason: "miri stub".into(),
+        });
+        #[cfg(not(miri))]
         self.hw
             .export_xml_file(Some(path), XMLExportFlags::empty())
             .map_err(|e| AllocError::InvalidTopology {
@@ -914,49 +932,62 @@ impl Topology {
     /// virtual machines have no package, a synthetic string may have no cache) gives one
     /// group of every core.
     pub fn core_groups(&self, kind: CoreGroup) -> Vec<Vec<usize>> {
-        let objects: Vec<&TopologyObject> = match kind {
-            CoreGroup::Package => self.hw.objects_with_type(ObjectType::Package).collect(),
-            CoreGroup::LastLevelCache => {
-                // The data or unified caches of the deepest cache level present.
-                let caches: Vec<(usize, &TopologyObject)> = [
-                    ObjectType::L1Cache,
-                    ObjectType::L2Cache,
-                    ObjectType::L3Cache,
-                    ObjectType::L4Cache,
-                    ObjectType::L5Cache,
-                ]
-                .into_iter()
-                .flat_map(|ty| self.hw.objects_with_type(ty))
-                .filter_map(|obj| match obj.attributes() {
-                    Some(ObjectAttributes::Cache(c)) => Some((c.depth(), obj)),
-                    _ => None,
-                })
+        #[cfg(miri)]
+        {
+            let _ = kind;
+            // Miri stub: one group (one LLC / package) per node.
+            return self
+                .nodes
+                .iter()
+                .map(|n| n.cores.iter().map(|c| c.index).collect())
                 .collect();
-                let deepest = caches.iter().map(|&(d, _)| d).max();
-                caches
-                    .into_iter()
-                    .filter(|&(d, _)| Some(d) == deepest)
-                    .map(|(_, obj)| obj)
-                    .collect()
-            }
-        };
-        let mut groups: Vec<Vec<usize>> = objects
-            .iter()
-            .filter_map(|obj| obj.cpuset())
-            .map(|set| {
-                self.cores()
-                    .filter(|c| c.pus.iter().any(|&pu| set.is_set(pu)))
-                    .map(|c| c.index)
-                    .collect::<Vec<usize>>()
-            })
-            .filter(|g| !g.is_empty())
-            .collect();
-        groups.sort();
-        groups.dedup();
-        if groups.is_empty() {
-            groups.push(self.cores().map(|c| c.index).collect());
         }
-        groups
+        #[cfg(not(miri))]
+        {
+            let objects: Vec<&TopologyObject> = match kind {
+                CoreGroup::Package => self.hw.objects_with_type(ObjectType::Package).collect(),
+                CoreGroup::LastLevelCache => {
+                    // The data or unified caches of the deepest cache level present.
+                    let caches: Vec<(usize, &TopologyObject)> = [
+                        ObjectType::L1Cache,
+                        ObjectType::L2Cache,
+                        ObjectType::L3Cache,
+                        ObjectType::L4Cache,
+                        ObjectType::L5Cache,
+                    ]
+                    .into_iter()
+                    .flat_map(|ty| self.hw.objects_with_type(ty))
+                    .filter_map(|obj| match obj.attributes() {
+                        Some(ObjectAttributes::Cache(c)) => Some((c.depth(), obj)),
+                        _ => None,
+                    })
+                    .collect();
+                    let deepest = caches.iter().map(|&(d, _)| d).max();
+                    caches
+                        .into_iter()
+                        .filter(|&(d, _)| Some(d) == deepest)
+                        .map(|(_, obj)| obj)
+                        .collect()
+                }
+            };
+            let mut groups: Vec<Vec<usize>> = objects
+                .iter()
+                .filter_map(|obj| obj.cpuset())
+                .map(|set| {
+                    self.cores()
+                        .filter(|c| c.pus.iter().any(|&pu| set.is_set(pu)))
+                        .map(|c| c.index)
+                        .collect::<Vec<usize>>()
+                })
+                .filter(|g| !g.is_empty())
+                .collect();
+            groups.sort();
+            groups.dedup();
+            if groups.is_empty() {
+                groups.push(self.cores().map(|c| c.index).collect());
+            }
+            groups
+        }
     }
 
     /// The processing units (OS indices) of core `core` that this process may run on: those
@@ -1044,54 +1075,66 @@ impl Topology {
         slot: usize,
         real: impl FnOnce(&hwlocality::Topology) -> (Vec<usize>, Pinning),
     ) -> Result<Pinning, AllocError> {
-        let (real_topology, cpuset, pinning) = if let Some(hw) = self.hwloc() {
-            let (pus, pinning) = real(hw);
-            (hw, cpuset_of(&pus), pinning)
-        } else {
-            let real = REAL
-                .get_or_init(|| {
-                    // hwloc reads its own variables here too: one naming a synthetic topology
-                    // too large to simulate would take it minutes.
-                    if oversized_hwloc_synthetic().is_some() {
-                        return None;
-                    }
-                    hwlocality::Topology::new()
-                        .ok()
-                        .filter(|t| t.is_this_system())
-                })
-                .as_ref()
-                .ok_or_else(|| AllocError::Pin {
-                    core,
-                    reason: match hwloc_variables().as_slice() {
-                        [] => "the real machine's topology could not be read".into(),
-                        set => format!(
-                            "the real machine's topology could not be read (hwloc reads {} \
-                             in its place)",
-                            named(set)
-                        ),
-                    },
-                })?;
-            let real_cores = real_core_pus(real);
-            if real_cores.is_empty() {
-                return Err(AllocError::Pin {
-                    core,
-                    reason: "the machine has no core".into(),
-                });
-            }
-            let real_core = slot % real_cores.len();
-            (
-                real,
-                cpuset_of(&real_cores[real_core]),
-                Pinning::Mapped { core, real_core },
-            )
-        };
-        real_topology
-            .bind_cpu(&cpuset, CpuBindingFlags::THREAD)
-            .map_err(|e| AllocError::Pin {
+        #[cfg(miri)]
+        {
+            // Miri stub: pinning is a no-op.
+            let _ = real;
+            return Ok(Pinning::Mapped {
                 core,
-                reason: e.to_string(),
-            })?;
-        Ok(pinning)
+                real_core: slot,
+            });
+        }
+        #[cfg(not(miri))]
+        {
+            let (real_topology, cpuset, pinning) = if let Some(hw) = self.hwloc() {
+                let (pus, pinning) = real(hw);
+                (hw, cpuset_of(&pus), pinning)
+            } else {
+                let real = REAL
+                    .get_or_init(|| {
+                        // hwloc reads its own variables here too: one naming a synthetic topology
+                        // too large to simulate would take it minutes.
+                        if oversized_hwloc_synthetic().is_some() {
+                            return None;
+                        }
+                        hwlocality::Topology::new()
+                            .ok()
+                            .filter(|t| t.is_this_system())
+                    })
+                    .as_ref()
+                    .ok_or_else(|| AllocError::Pin {
+                        core,
+                        reason: match hwloc_variables().as_slice() {
+                            [] => "the real machine's topology could not be read".into(),
+                            set => format!(
+                                "the real machine's topology could not be read (hwloc reads {} \
+                             in its place)",
+                                named(set)
+                            ),
+                        },
+                    })?;
+                let real_cores = real_core_pus(real);
+                if real_cores.is_empty() {
+                    return Err(AllocError::Pin {
+                        core,
+                        reason: "the machine has no core".into(),
+                    });
+                }
+                let real_core = slot % real_cores.len();
+                (
+                    real,
+                    cpuset_of(&real_cores[real_core]),
+                    Pinning::Mapped { core, real_core },
+                )
+            };
+            real_topology
+                .bind_cpu(&cpuset, CpuBindingFlags::THREAD)
+                .map_err(|e| AllocError::Pin {
+                    core,
+                    reason: e.to_string(),
+                })?;
+            Ok(pinning)
+        }
     }
 }
 
@@ -1984,5 +2027,43 @@ mod tests {
                 pus: 1
             }
         );
+    }
+}
+
+/// Miri stub (no hwloc through FFI): a synthetic topology of `MIRI_NODES` (default 2) nodes of
+/// `MIRI_CORES` (default 2) cores, one PU each, distances 10/20, a 1 MiB LLC.
+#[cfg(miri)]
+mod miri_stub {
+    use super::*;
+    pub(super) fn topology(source: TopologySource) -> Topology {
+        let get = |v: &str, d: usize| {
+            std::env::var(v)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(d)
+        };
+        let (n, c) = (get("MIRI_NODES", 2), get("MIRI_CORES", 2));
+        let nodes = (0..n)
+            .map(|i| NumaNode {
+                index: i,
+                os_index: i,
+                cores: (0..c)
+                    .map(|k| Core {
+                        index: i * c + k,
+                        node: i,
+                        pus: vec![i * c + k],
+                    })
+                    .collect(),
+                memory_bytes: 1 << 30,
+            })
+            .collect();
+        Topology {
+            source,
+            synthetic: true,
+            nodes,
+            distances: default_matrix(n),
+            distance_source: DistanceSource::Default,
+            llc_bytes: 1 << 20,
+        }
     }
 }
