@@ -11,7 +11,9 @@
 //! ```
 //!
 //! Rows: `serial` (the kernels in program order, no runtime), `numatask` (the safe API: the
-//! tiles in one [`NumaVec`] arena cut by [`Blocks`], `.reads(..)`/`.updates(..)` per task), and
+//! tiles in one [`NumaVec`] arena cut by [`Blocks`], `.reads(..)`/`.updates(..)` per task; the
+//! C peers hold their tiles the same way, in one page-aligned allocation in the same order,
+//! unless `CHOLESKY_LAYOUT=malloc` makes them `malloc` each tile, rows `<runtime>-malloc`), and
 //! `numatask[<policy>]` for `--scheduler` policies other than work stealing. Timings are the
 //! median of `--reps` runs after one warm-up run, like the C driver.
 

@@ -5,24 +5,51 @@
  * usage: cholesky_omp NT BS [REPS [PRIO]]
  * PRIO 1: the tasks get priority clauses (potrf 3, trsm 2, syrk 1, gemm 0), which the runtime
  * honours up to OMP_MAX_TASK_PRIORITY (ignored when that is unset, as OpenMP says).
+ * Two memory layouts: CHOLESKY_LAYOUT=arena (the default; numatask's, so that the runtime is
+ * the only difference) holds every tile in one page-aligned allocation, in the packed order of
+ * TILE; CHOLESKY_LAYOUT=malloc (runtime=<r>-malloc) mallocs each tile.
  * prints: cholesky_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "bench_time.h"
 #include "cholesky.h"
 
 /* Tile (i, j), i >= j, of the lower triangle. */
 #define TILE(m, i, j) (m[(i) * ((i) + 1) / 2 + (j)])
 
+/* The arena layout's one allocation (NULL: the malloc layout). */
+static int use_arena = 1;
+static double *arena;
+
 static double **genmat(int nt, int bs) {
-    double **m = calloc((size_t)nt * (nt + 1) / 2, sizeof *m);
+    const size_t count = (size_t)nt * (nt + 1) / 2, n = (size_t)bs * bs;
+    double **m = calloc(count, sizeof *m);
+    if (!m) { fprintf(stderr, "out of memory\n"); exit(1); }
+    if (use_arena) {
+        size_t bytes = (count * n * sizeof(double) + 4095) / 4096 * 4096;
+        arena = aligned_alloc(4096, bytes);
+        if (!arena) { fprintf(stderr, "out of memory\n"); exit(1); }
+    }
     for (int i = 0; i < nt; i++)
         for (int j = 0; j <= i; j++) {
-            TILE(m, i, j) = malloc((size_t)bs * bs * sizeof(double));
+            size_t t = (size_t)i * (i + 1) / 2 + j;
+            TILE(m, i, j) = use_arena ? arena + t * n : malloc(n * sizeof(double));
+            if (!TILE(m, i, j)) { fprintf(stderr, "out of memory\n"); exit(1); }
             cholesky_fill_tile(TILE(m, i, j), nt, bs, i, j);
         }
     return m;
+}
+
+static void freemat(double **m, int nt) {
+    if (use_arena) {
+        free(arena);
+        arena = NULL;
+    } else {
+        for (int i = 0; i < nt * (nt + 1) / 2; i++) free(m[i]);
+    }
+    free(m);
 }
 
 /* The priority multiplier: 1 with PRIO 1, else 0 (every task priority 0). */
@@ -83,7 +110,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    const char *name = RUNTIME_NAME;
+    const char *layout = getenv("CHOLESKY_LAYOUT");
+    char name[64];
+    if (!layout || !*layout || strcmp(layout, "arena") == 0) {
+        snprintf(name, sizeof name, "%s", RUNTIME_NAME);
+    } else if (strcmp(layout, "malloc") == 0) {
+        use_arena = 0;
+        snprintf(name, sizeof name, "%s-malloc", RUNTIME_NAME);
+    } else {
+        fprintf(stderr, "CHOLESKY_LAYOUT='%s': expected arena or malloc\n", layout);
+        return 2;
+    }
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();
@@ -94,8 +131,7 @@ int main(int argc, char **argv) {
         double t = now() - t0;
         if (r > 0) times[r - 1] = t;
         sum = checksum(m, nt, bs);
-        for (int i = 0; i < nt * (nt + 1) / 2; i++) free(m[i]);
-        free(m);
+        freemat(m, nt);
     }
     printf("cholesky_omp runtime=%s threads=%d nt=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
            name, threads, nt, bs, tasks, median(times, reps), sum);
