@@ -33,6 +33,10 @@ for t in miri_tasks miri_depend miri_loop; do
     MIRIFLAGS="$flags -Zmiri-permissive-provenance $seeds" \
         cargo +nightly miri test -p numatask-sched --test "$t" -- --test-threads=1
 done
+# The cancellation of dependent tasks after a panic, as the native suite checks it.
+MIRIFLAGS="$flags -Zmiri-permissive-provenance $seeds" \
+    cargo +nightly miri test -p numatask-sched --test depend_tasks -- --test-threads=1 \
+    --exact a_panic_cancels_the_dependent_tasks_and_resumes_at_taskwait
 for t in miri_extra miri_locality; do
     MIRIFLAGS="$flags -Zmiri-permissive-provenance -Zmiri-ignore-leaks $seeds" \
         cargo +nightly miri test -p numatask-sched --test "$t" -- --test-threads=1

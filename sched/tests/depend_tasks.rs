@@ -10,19 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{runtime, within};
+use common::{message, runtime, within};
 use numatask_sched::SchedError;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::dependences::CANCELLED;
-
-fn message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_default()
-}
 
 /// A chain of `n` updates of one block, each appending its index: the log must be in order.
 fn chain_in_program_order(workers: usize, n: usize) {

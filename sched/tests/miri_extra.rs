@@ -2,21 +2,16 @@
 //!
 //! Small runtimes (2-3 workers) and sizes, so that `scripts/miri.sh` can run them under Miri,
 //! on the stub topology of `cfg(miri)`; CI runs them natively, on the machine's topology.
+
+mod common;
+
+use common::passive_runtime;
 use std::panic::{AssertUnwindSafe, catch_unwind, panic_any};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::{Runtime, Scope, WaitPolicy};
-
-fn rt(n: usize) -> Runtime {
-    Runtime::builder()
-        .num_threads(n)
-        .proc_bind(false)
-        .wait_policy(WaitPolicy::Passive)
-        .build()
-        .expect("runtime")
-}
 
 fn fib(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
@@ -62,7 +57,7 @@ fn small_deque_grows() {
 
 #[test]
 fn panicking_destructors() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     // Result whose destructor panics, handle dropped before/after the task finished.
     let r = catch_unwind(AssertUnwindSafe(|| {
         rt.scope(|s| {
@@ -141,8 +136,8 @@ fn panicking_destructors() {
 
 #[test]
 fn nested_runtimes_and_reentry() {
-    let a = rt(2);
-    let b = rt(2);
+    let a = passive_runtime(2);
+    let b = passive_runtime(2);
     let r = a.scope(|s| {
         let h = s.spawn_with_result(|_| {
             // Another runtime's scope from a worker of this one.
@@ -160,7 +155,7 @@ fn nested_runtimes_and_reentry() {
 
 #[test]
 fn forgotten_handle_and_raw_depend() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let mut x = [0u64; 4];
     rt.scope(|s| {
         let h = s.spawn_with_result(|s| {

@@ -2,24 +2,18 @@
 //!
 //! Small runtimes (2-3 workers) and sizes, so that `scripts/miri.sh` can run them under Miri,
 //! on the stub topology of `cfg(miri)`; CI runs them natively, on the machine's topology.
+
+mod common;
+
+use common::passive_runtime;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use numatask_sched::taskloop::Grain;
-use numatask_sched::{Runtime, WaitPolicy};
-
-fn rt(n: usize) -> Runtime {
-    Runtime::builder()
-        .num_threads(n)
-        .proc_bind(false)
-        .wait_policy(WaitPolicy::Passive)
-        .build()
-        .expect("runtime")
-}
 
 #[test]
 fn taskloops() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let sum = AtomicUsize::new(0);
     let mut a = vec![0u64; 20];
     let b: Vec<u64> = (0..20).collect();

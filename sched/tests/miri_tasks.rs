@@ -2,33 +2,18 @@
 //!
 //! Small runtimes (2-3 workers) and sizes, so that `scripts/miri.sh` can run them under Miri,
 //! on the stub topology of `cfg(miri)`; CI runs them natively, on the machine's topology.
+
+mod common;
+
+use common::{fib, passive_runtime};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use numatask_sched::{Runtime, Scope, WaitPolicy};
-
-fn rt(n: usize) -> Runtime {
-    Runtime::builder()
-        .num_threads(n)
-        .proc_bind(false)
-        .wait_policy(WaitPolicy::Passive)
-        .build()
-        .expect("runtime")
-}
-
-fn fib(s: &Scope<'_>, n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let a = s.spawn_with_result(move |s| fib(s, n - 1));
-    let b = s.spawn_with_result(move |s| fib(s, n - 2));
-    s.taskwait();
-    a.join() + b.join()
-}
+use numatask_sched::{Runtime, WaitPolicy};
 
 #[test]
 fn spawn_taskwait_taskgroup_nesting() {
-    let rt = rt(3);
+    let rt = passive_runtime(3);
     let count = AtomicUsize::new(0);
     let mut v = vec![0u32; 6];
     rt.scope(|s| {
@@ -70,7 +55,7 @@ fn spawn_taskwait_taskgroup_nesting() {
 
 #[test]
 fn handles_joined_dropped_and_after_taskwait() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let r = rt.scope(|s| {
         assert_eq!(fib(s, 6), 8);
         let a = s.spawn_with_result(|_| vec![1u8, 2, 3]);
@@ -99,7 +84,7 @@ fn handles_joined_dropped_and_after_taskwait() {
 
 #[test]
 fn scope_join_and_free_functions() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let (a, b) = rt.scope(|s| {
         s.join(
             |s| {
@@ -128,7 +113,7 @@ fn scope_join_and_free_functions() {
 
 #[test]
 fn spawn_final_and_spawn_if() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let count = AtomicUsize::new(0);
     rt.scope(|s| {
         let count = &count;
@@ -153,7 +138,7 @@ fn spawn_final_and_spawn_if() {
 
 #[test]
 fn panics_are_caught_and_runtime_reused() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     let r = catch_unwind(AssertUnwindSafe(|| {
         rt.scope(|s| {
             s.spawn(|_| panic!("in a task"));
@@ -208,16 +193,16 @@ fn priorities() {
 
 #[test]
 fn drop_idle_runtime() {
-    let a = rt(3);
+    let a = passive_runtime(3);
     a.scope(|s| s.spawn(|_| ()));
     drop(a);
-    let b = rt(2);
+    let b = passive_runtime(2);
     drop(b);
 }
 
 #[test]
 fn scope_from_thread_outside_pool() {
-    let rt = rt(2);
+    let rt = passive_runtime(2);
     std::thread::scope(|ts| {
         let rt = &rt;
         let a = ts.spawn(move || rt.scope(|s| fib(s, 5)));

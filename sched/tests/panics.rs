@@ -8,15 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{fib, fib_seq, runtime, within};
-
-fn message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_default()
-}
+use common::{fib, fib_seq, message, runtime, within};
 
 #[test]
 fn panic_in_a_task_resumes_at_the_scope_end_after_the_other_tasks_complete() {

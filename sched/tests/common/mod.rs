@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use numatask_sched::{Runtime, Scope};
+use numatask_sched::{Runtime, Scope, WaitPolicy};
 
 pub mod random_program;
 
@@ -36,6 +36,26 @@ pub fn runtime(n: usize) -> Runtime {
         .proc_bind(false)
         .build()
         .expect("runtime starts")
+}
+
+/// [`runtime`] whose idle workers sleep at once (`OMP_WAIT_POLICY=passive`): the small
+/// runtimes the `miri_*` tests run under Miri, where spinning costs minutes.
+pub fn passive_runtime(n: usize) -> Runtime {
+    Runtime::builder()
+        .num_threads(n)
+        .proc_bind(false)
+        .wait_policy(WaitPolicy::Passive)
+        .build()
+        .expect("runtime starts")
+}
+
+/// The text of a panic payload (`&str` or `String`; empty otherwise).
+pub fn message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// [`runtime`] with worker stacks of `bytes`.
