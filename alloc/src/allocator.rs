@@ -140,7 +140,7 @@ enum Target {
     Node(usize),
 }
 
-fn physical_memory() -> u64 {
+pub(crate) fn physical_memory() -> u64 {
     #[cfg(miri)]
     return 1 << 34;
     #[cfg(not(miri))]
@@ -200,13 +200,16 @@ fn check_size(topology: &Topology, size: usize, target: Target) -> Result<usize,
                 .filter_map(|node| Some((node, node_limit(node)?)))
                 .find(|&(_, m)| share > m)
             {
-                return Err(too_large(
-                    m,
+                // On one node there is no interleave: that node takes every page.
+                let what = if n == 1 {
+                    format!("node {node}")
+                } else {
                     format!(
                         "node {node}, which the interleave over {n} nodes may give up to {share} \
                          bytes of it,"
-                    ),
-                ));
+                    )
+                };
+                return Err(too_large(m, what));
             }
         }
         Target::FirstTouch => {}
@@ -256,6 +259,16 @@ fn allocate(
             reason: std::io::Error::last_os_error().to_string(),
         });
     }
+    let Some(base) = NonNull::new(ptr.cast::<u8>()) else {
+        // Only where `vm.mmap_min_addr` is 0: a mapping at address 0 would read as a null
+        // pointer to C callers, so it is refused (and unmapped) rather than handed out.
+        // SAFETY: the mapping was made just above and has not been handed out.
+        unsafe { unmap(0, len) };
+        return Err(AllocError::Map {
+            size,
+            reason: "the system placed the mapping at address 0".into(),
+        });
+    };
     let start = ptr as usize;
     if let Err(e) = bind(topology, start, len, target) {
         // SAFETY: the mapping was made just above and has not been handed out.
@@ -277,8 +290,7 @@ fn allocate(
         distribution,
         placement,
     });
-    // SAFETY: mmap succeeded, so `ptr` is not null.
-    Ok(unsafe { NonNull::new_unchecked(ptr.cast::<u8>()) })
+    Ok(base)
 }
 
 /// The registry's `phase` for an interleaved mapping at `start` (see
@@ -462,6 +474,23 @@ mod tests {
         }
         // First touch is limited by the machine only.
         assert_eq!(check_size(&small, 4 * mib, Target::FirstTouch), Ok(4 * mib));
+    }
+
+    #[test]
+    fn a_fine_allocation_too_large_for_the_one_node_names_the_node_without_an_interleave() {
+        // One node holds every page: there is no interleave to speak of (the message once
+        // said "node 0, which the interleave over 1 nodes may give up to ... bytes of it").
+        let one = crate::TopologyBuilder::synthetic("numa:1(memory=1048576) core:1 pu:1")
+            .build()
+            .unwrap();
+        let err = check_size(&one, 2 << 20, Target::Interleave).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot allocate {} bytes: node 0 has 1048576 bytes",
+                2 << 20
+            )
+        );
     }
 
     #[test]

@@ -109,12 +109,14 @@ impl<T> NumaVec<T> {
                 Distribution::Coarse
             }
         };
+        // More bytes than a usize holds is more than the machine has: said as the allocator
+        // says it for any other size too large.
         let bytes = len
             .checked_mul(size_of::<T>())
-            .ok_or(AllocError::TooLarge {
+            .ok_or_else(|| AllocError::TooLarge {
                 requested: len as u128 * size_of::<T>() as u128,
-                available: u64::MAX,
-                what: "the address space".into(),
+                available: crate::allocator::physical_memory(),
+                what: "the machine".into(),
             })?;
         if bytes == 0 {
             return Ok(Self {
@@ -684,6 +686,23 @@ mod tests {
             NumaVec::<u8>::zeroed(0, Place::OnNode(999)),
             Err(AllocError::NoSuchNode { .. })
         ));
+    }
+
+    #[test]
+    fn a_length_whose_byte_count_overflows_says_how_much_the_machine_has() {
+        // (2^62 - 1) * 8 bytes overflow usize; the message once said "the address space has
+        // 18446744073709551615 bytes", a limit that is neither the address space's (2^64
+        // bytes, of which user space has far less) nor one any allocation could reach.
+        let err = NumaVec::<u64>::zeroed(usize::MAX / 4, Distribution::Fine).expect_err("refused");
+        assert_eq!(
+            err,
+            AllocError::TooLarge {
+                requested: (usize::MAX / 4) as u128 * 8,
+                available: crate::allocator::physical_memory(),
+                what: "the machine".into(),
+            }
+        );
+        assert!(err.to_string().contains("the machine has"), "{err}");
     }
 
     #[test]

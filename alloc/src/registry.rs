@@ -568,10 +568,13 @@ pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, 
     }
     let ps = page_size();
     let lo = ptr as usize;
-    let hi = lo
-        .checked_add(len)
-        .ok_or(AllocError::Query("range wraps around".into()))?;
-    let count = (hi - 1) / ps - lo / ps + 1;
+    // The last byte: a range may end exactly at the end of the address space.
+    let last = lo.checked_add(len - 1).ok_or_else(|| {
+        AllocError::Query(format!(
+            "the range of {len} bytes at {lo:#x} runs past the end of the address space"
+        ))
+    })?;
+    let count = last / ps - lo / ps + 1;
     // One entry per page: refuse a range whose answer could not be held (no memory mapping is
     // that long), rather than abort on the allocation.
     let mut pages: Vec<usize> = Vec::new();
@@ -580,7 +583,7 @@ pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, 
             "a range of {len} bytes spans {count} pages, too many to report one by one"
         ))
     })?;
-    pages.extend((lo / ps..=(hi - 1) / ps).map(|p| p * ps));
+    pages.extend((lo / ps..=last / ps).map(|p| p * ps));
     kernel_page_nodes(&pages)
 }
 
@@ -813,6 +816,28 @@ mod tests {
         assert!(err.to_string().contains("too many to report"), "{err}");
         let wraps = resident_nodes(std::ptr::without_provenance(usize::MAX - 10), 100);
         assert!(wraps.is_err());
+    }
+
+    #[test]
+    fn a_range_ending_at_the_end_of_the_address_space_is_reported_and_one_past_it_named() {
+        // The last 11 bytes of the address space: they end at 2^64, they do not wrap (it was
+        // refused as "range wraps around").
+        let last = resident_nodes(std::ptr::without_provenance(usize::MAX - 10), 11);
+        assert_eq!(
+            last,
+            Ok(vec![None]),
+            "not resident: nothing is mapped there"
+        );
+        // One byte more does wrap: the error says which range.
+        let err = resident_nodes(std::ptr::without_provenance(usize::MAX - 10), 12).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "querying page locations failed: the range of 12 bytes at {:#x} runs past the \
+                 end of the address space",
+                usize::MAX - 10
+            )
+        );
     }
 
     #[test]

@@ -3,12 +3,12 @@
 //! | variable | accepted values | default |
 //! |---|---|---|
 //! | `OMP_NUM_THREADS` | a positive integer up to 4096, or a comma-separated list of positive integers whose first (the one used: numatask has one level of parallelism) is at most 4096, or larger when an `OMP_THREAD_LIMIT` of at most 4096 caps it | one worker per core the process may run on (its CPU binding) and the places hold; one per hardware thread for `OMP_PLACES=threads` |
-//! | `OMP_THREAD_LIMIT` | a positive integer | no limit beyond 4096 |
+//! | `OMP_THREAD_LIMIT` | a positive integer of at most 18446744073709551615 | no limit beyond 4096 |
 //! | `OMP_PROC_BIND` | `true`, `false`, or `close` (the same as `true` here), `spread`, `primary` (or its old name `master`); case-insensitive; of a comma-separated list of the last three, the first (see [`ProcBind`]) | `true` |
 //! | `OMP_PLACES` | `cores`, `threads`, `ll_caches`, `numa_domains` or `sockets`, each optionally with a count (`cores(8)`: the first 8), or an explicit list of places of OS processor numbers (`{0,1},{2:2}`, `{0:4}:4:4`, `0,1,2`; intervals `start:length[:stride]`); case-insensitive (see [`Places`]) | `cores` |
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
-//! | `NUMATASK_VICINITY` | the largest OS distance (an integer of at least 10, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
+//! | `NUMATASK_VICINITY` | the largest OS distance (an integer from 10 to 4294967295, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
 //! | `NUMATASK_EVEN_TOLERANCE` | a number from 0 to 100: the locality-aware scheduler keeps a task on its node when its footprint's standard deviation over the nodes is at most this fraction of the mean (see [`crate::locality_policy`]); 0 is the paper's exact `stddev > 0` test | `0.1` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 2147483647 (a C `int`): the largest priority a task may have ([`Scope::spawn_with_priority`](crate::Scope::spawn_with_priority), [`TaskBuilder::priority`](crate::data::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
@@ -108,14 +108,17 @@ const NUM_THREADS_TOO_MANY: &str = "a number of workers from 1 to 4096; a larger
 /// The most workers a runtime starts (`OMP_NUM_THREADS`, `num_threads`): a mistyped count
 /// would otherwise start that many threads, until the system refuses or aborts.
 pub const MAX_NUM_THREADS: usize = 4096;
-const THREAD_LIMIT_EXPECTED: &str = "a positive integer";
+// The bound is u64::MAX, which `parse_thread_limit` parses into before it caps at usize::MAX.
+const THREAD_LIMIT_EXPECTED: &str =
+    "a positive integer of at most 18446744073709551615 (a limit above 4096 limits nothing)";
 const PROC_BIND_EXPECTED: &str =
     "true, false, or a comma-separated list of close, spread and primary (or master)";
 const STACKSIZE_EXPECTED: &str = "a size from 64K to 16G: a number with an optional unit B, K, M \
      or G (no unit means K)";
 const SCHEDULER_EXPECTED: &str = "ws (work stealing) or locality (locality-aware)";
+// The bound is u32::MAX.
 const VICINITY_EXPECTED: &str =
-    "an OS distance of at least 10 (10 = the own node only) or all (no limit)";
+    "an OS distance from 10 to 4294967295 (10 = the own node only) or all (no limit)";
 // The 100 is MAX_EVEN_TOLERANCE.
 const EVEN_TOLERANCE_EXPECTED: &str = "a number from 0 to 100, such as 0.1 (a footprint whose \
      standard deviation over the nodes is at most that fraction of its mean stays on its node; 0 \
@@ -345,8 +348,8 @@ fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
     Ok(first)
 }
 
-/// Parses an `OMP_THREAD_LIMIT` value: a positive integer. A limit above
-/// [`MAX_NUM_THREADS`] is accepted and limits nothing.
+/// Parses an `OMP_THREAD_LIMIT` value: a positive integer of at most `u64::MAX`. A limit
+/// above [`MAX_NUM_THREADS`] is accepted and limits nothing.
 ///
 /// ```
 /// use numatask_sched::config::parse_thread_limit;
@@ -355,8 +358,9 @@ fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
 /// assert!(parse_thread_limit("0").unwrap_err().to_string().starts_with("OMP_THREAD_LIMIT='0'"));
 /// ```
 pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
-    match trim_blanks(value).parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
+    match trim_blanks(value).parse::<u64>() {
+        // Beyond usize (a 32-bit target), as far beyond MAX_NUM_THREADS as u64::MAX is.
+        Ok(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
         _ => Err(invalid(THREAD_LIMIT_ENV, value, THREAD_LIMIT_EXPECTED)),
     }
 }
@@ -1118,7 +1122,17 @@ mod tests {
         assert_eq!(env.trace, Some(PathBuf::from("out.json")));
         assert_eq!(parse_vicinity("all"), Ok(None));
         assert_eq!(parse_vicinity("10"), Ok(Some(10)));
-        for bad in ["0", "9", "-3", "near", "16.5"] {
+        assert_eq!(parse_vicinity("4294967295"), Ok(Some(u32::MAX)));
+        // Beyond u32 too: a number of at least 10, so the message gives the upper bound.
+        for bad in [
+            "0",
+            "9",
+            "-3",
+            "near",
+            "16.5",
+            "4294967296",
+            "99999999999999999999",
+        ] {
             let err = parse_vicinity(bad).unwrap_err();
             assert_eq!(
                 err.to_string(),
@@ -1271,6 +1285,32 @@ mod tests {
         };
         assert_eq!(at_bound("{0:32768}:2"), 65536, "65536 in all");
         assert_eq!(at_bound("{1:65535}"), 65535, "processors 1 to 65535");
+    }
+
+    #[test]
+    fn thread_limit_is_a_positive_integer_and_says_its_bound() {
+        assert_eq!(parse_thread_limit("+4"), Ok(4));
+        let max = usize::try_from(u64::MAX).unwrap_or(usize::MAX);
+        assert_eq!(parse_thread_limit("18446744073709551615"), Ok(max));
+        // A positive integer beyond u64: the message must not just say "a positive integer".
+        for bad in [
+            "0",
+            "-1",
+            "1.5",
+            "four",
+            "18446744073709551616",
+            "99999999999999999999",
+        ] {
+            let err = parse_thread_limit(bad).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("OMP_THREAD_LIMIT='{bad}': expected {THREAD_LIMIT_EXPECTED}")
+            );
+            assert!(
+                err.to_string().contains("at most 18446744073709551615"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
