@@ -180,7 +180,9 @@ impl<T> NumaVec<T> {
     }
 
     /// The items of an exact-size iterator, written by the calling thread. Should the iterator
-    /// yield fewer items than it announced, the array holds the items it did yield.
+    /// yield fewer items than it announced, the array holds the items it did yield; should it
+    /// break its `len` the other way, the items past the announced length are not taken (the
+    /// iterator is dropped with them unread).
     pub fn from_iter_in<I>(items: I, place: impl Into<Place>) -> Result<Self, AllocError>
     where
         I: IntoIterator,

@@ -647,6 +647,17 @@ pub fn write_place_list(f: &mut impl fmt::Write, places: &[Vec<usize>]) -> fmt::
 /// mistyped length cannot exhaust memory.
 const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 
+/// A count of abstract places: a whole number, one too large for a `usize` counting as
+/// `usize::MAX`, since a count beyond the machine's places means all of them anyway
+/// (`cores(8)` on 2 cores is both cores).
+fn parse_count(n: &str) -> Option<usize> {
+    match n.parse::<usize>() {
+        Ok(n) => Some(n),
+        Err(_) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Some(usize::MAX),
+        Err(_) => None,
+    }
+}
+
 /// Parses an `OMP_PLACES` value (see [`Places`]): an abstract name with an optional count,
 /// or an explicit list. In a list, `{0,1,2,3}` and `{0:4}` are the same place (an interval
 /// `start:length[:stride]`, the stride 1 by default and possibly negative), a bare number is
@@ -676,7 +687,7 @@ pub fn parse_places(value: &str) -> Result<Places, SchedError> {
                 let n: usize = rest
                     .trim_end_matches(is_blank)
                     .strip_suffix(')')
-                    .and_then(|n| trim_blanks(n).parse().ok())
+                    .and_then(|n| parse_count(trim_blanks(n)))
                     .ok_or_else(|| err(PLACES_EXPECTED))?;
                 if n == 0 {
                     return Err(err(PLACES_COUNT_EXPECTED));
@@ -1172,6 +1183,8 @@ mod tests {
             ("SOCKETS(2)", Places::SocketsN(2)),
             ("ll_caches", Places::LlCaches),
             ("ll_caches (3)", Places::LlCachesN(3)),
+            // A count past usize is as many places as there are, like any count past them.
+            ("cores(99999999999999999999)", Places::CoresN(usize::MAX)),
             ("{0,1},{2,3}", Places::List(vec![vec![0, 1], vec![2, 3]])),
             ("{0:4}", Places::List(vec![vec![0, 1, 2, 3]])),
             ("{0:3:2}", Places::List(vec![vec![0, 2, 4]])),
