@@ -24,6 +24,21 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "unit, integration and doc tests"
 cargo test --workspace --quiet
 
+step "the examples end quietly on a closed pipe (as C programs do), not with a panic"
+# `cargo test` built them. Each writes after its reader is gone (true exits at once), so
+# it must die of SIGPIPE (status 141) with nothing on stderr.
+for ex in "fib 10 1" "placement" "paper --help"; do
+    set +o pipefail
+    { sleep 1; "${CARGO_TARGET_DIR:-target}"/debug/examples/$ex; } 2>"${TMPDIR:-/tmp}/numatask-pipe.err" | true
+    status=${PIPESTATUS[0]}
+    set -o pipefail
+    if [[ $status != 141 || -s ${TMPDIR:-/tmp}/numatask-pipe.err ]]; then
+        echo "examples/$ex into a closed pipe: status $status (expected 141, SIGPIPE)" >&2
+        cat "${TMPDIR:-/tmp}/numatask-pipe.err" >&2
+        exit 1
+    fi
+done
+
 step "the allocator's C API from C, through its header (feature c-api)"
 cargo test -p numatask --features c-api --test c_api --quiet
 
