@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How busy the workers were over time, from a NUMATASK_TRACE file (Chrome trace events).
 
-    NUMATASK_TRACE=t.json ./sparselu --bench ... && scripts/trace-busy.py t.json [--bucket-ms 5]
+    NUMATASK_TRACE=t.json ./sparselu --bench ... && scripts/trace-busy.py t.json [--bucket-ms 5] [--per-worker]
 
 A scope's body is a task that ran other tasks of its own worker while it waited. For the last
 scope of the trace, prints per time bucket the fraction of the workers' time spent in tasks
@@ -17,6 +17,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace")
     p.add_argument("--bucket-ms", type=float, default=5.0)
+    p.add_argument("--per-worker", action="store_true",
+                   help="also print each worker's median task duration per label")
     a = p.parse_args()
     if not (math.isfinite(a.bucket_ms) and a.bucket_ms > 0):
         p.error(f"--bucket-ms {a.bucket_ms}: expected a positive number of milliseconds")
@@ -108,6 +110,19 @@ def main():
         n_d[1] += e["dur"]
     print("tasks by label: " + ", ".join(
         f"{k} {n} x {d / n:.2f} us" for k, (n, d) in sorted(by_label.items())))
+    if a.per_worker:
+        # Workers that run the same kind of task at different speeds (a shared core, memory
+        # far away, a cache that others keep evicting) show here, not in the averages above.
+        labels = sorted(by_label)
+        print("median task duration per worker, us (tasks run):")
+        print(f"{'worker':>6} " + " ".join(f"{k[:14]:>20}" for k in labels))
+        for tid in workers:
+            cells = []
+            for k in labels:
+                d = sorted(e["dur"] for e in tasks if e["tid"] == tid
+                           and e.get("args", {}).get("task", e["name"]) == k)
+                cells.append(f"{d[len(d) // 2]:12.1f} ({len(d):5d})" if d else f"{'-':>20}")
+            print(f"{tid:>6} " + " ".join(cells))
 
 
 if __name__ == "__main__":
