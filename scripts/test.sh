@@ -25,8 +25,10 @@ step "unit, integration and doc tests"
 cargo test --workspace --quiet
 
 step "the examples end quietly on a closed pipe (as C programs do), not with a panic"
-# `cargo test` built them. Each writes after its reader is gone (true exits at once), so
-# it must die of SIGPIPE (status 141) with nothing on stderr.
+# Each writes after its reader is gone (true exits at once), so it must die of SIGPIPE
+# (status 141) with nothing on stderr. (`cargo test` builds the examples with `test = true`
+# as test harnesses, not as the programs.)
+cargo build --examples --quiet
 for ex in "fib 10 1" "placement" "paper --help"; do
     set +o pipefail
     { sleep 1; "${CARGO_TARGET_DIR:-target}"/debug/examples/$ex; } 2>"${TMPDIR:-/tmp}/numatask-pipe.err" | true
