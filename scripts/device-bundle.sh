@@ -45,4 +45,5 @@ done
 cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
     cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
 cp scripts/device-run.sh "$out/run.sh"
+cp scripts/trace-busy.py "$out/"
 ls -la "$out"

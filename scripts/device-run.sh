@@ -5,6 +5,7 @@
 #   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
 #   device-bundle/run.sh loops      # taskloop and its reduction against rayon and the C peers; wake-up latency against rayon
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
+#   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -64,8 +65,46 @@ coarse)
             --omp ./sparselu_gomp --omp ./sparselu_libomp | grep -v malloc
     done
     ;;
+diagnose)
+    # Why coarse SparseLU's tasks run slower under numatask than serially on some workers
+    # (BENCHMARKS.md, "SparseLU with kernels that vectorize"): the host's CPU layout and steal
+    # time, each thread's CPU time and processor while numatask and libomp run, and numatask
+    # unbound. NB overrides the block count (default 50).
+    A="--nb ${NB:-50} --bs 100 --threads $T --reps 5"
+    section "CPU layout"
+    lscpu -e=CPU,CORE,SOCKET,NODE 2>/dev/null | head -40 || true
+    sample() { # command...: runs it; each thread's CPU seconds and last processor near its end
+        "$@" &
+        local pid=$! tick snap="" now
+        tick=$(getconf CLK_TCK)
+        while kill -0 "$pid" 2>/dev/null; do
+            now=$(for t in /proc/$pid/task/*; do
+                # After the command name's closing parenthesis: field 12 utime, 13 stime, 37
+                # the processor it last ran on.
+                sed 's/^.*) //' "$t/stat" 2>/dev/null | awk -v tick="$tick" -v name="$(cat "$t/comm" 2>/dev/null)" \
+                    '{printf "  %-14s cpu_s %6.2f  on %s\n", name, ($12 + $13) / tick, $37}'
+            done)
+            [[ -n $now ]] && snap=$now
+            sleep 0.2
+        done
+        wait "$pid"
+        grep '^cpu ' /proc/stat | awk '{print "steal ticks so far: " $9}'
+        printf '%s\n' "$snap"
+    }
+    section "numatask, bound (the default)"
+    sample ./sparselu --bench $A --skip empty,serial,raw,malloc --only numatask
+    section "numatask, OMP_PROC_BIND=false"
+    OMP_PROC_BIND=false sample ./sparselu --bench $A --skip empty,serial,raw,malloc --only numatask
+    section "libomp and libgomp"
+    OMP_DISPLAY_AFFINITY=true ./sparselu --bench $A --skip empty,serial,raw,malloc,numatask \
+        --omp ./sparselu_libomp --omp ./sparselu_gomp 2>&1 | sort | uniq -c | sort -rn | head -40
+    section "numatask traced, per worker"
+    NUMATASK_TRACE=coarse.json ./sparselu --bench --nb "${NB:-50}" --bs 100 --threads "$T" --reps 1 \
+        --skip empty,serial,raw,malloc --only numatask
+    python3 ./trace-busy.py coarse.json --bucket-ms 20 --per-worker 2>&1 | tail -45 || true
+    ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|coarse" >&2
+    echo "usage: run.sh peers|overhead|loops|coarse|diagnose" >&2
     exit 2
     ;;
 esac
