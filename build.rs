@@ -2,7 +2,11 @@
 //! `bench/c/cholesky_kernels.c`) into a static library linked into `benches/sparselu.rs` and
 //! `benches/cholesky.rs`, so that numatask's drivers and the C/OpenMP drivers run the same
 //! machine code and differ only by runtime. `-O3` and no `-march=native`: bench binaries are
-//! carried to other machines. With the `c-api` feature it also compiles `tests/c/alloc_api.c`,
+//! carried to other machines. `-falign-functions=64`, as `scripts/device-bundle.sh` builds the
+//! C peers' copy: the same bytes then lie at the same offsets within 64-byte lines in every
+//! binary. Without it the vectorized `sparselu_bmod` started 32 bytes into a line in the Rust
+//! bench and on a line in the C peers, and ran 1.5 - 2x slower in the Rust bench on the same
+//! data in the same order (BENCHMARKS.md, "SparseLU with kernels that vectorize"). With the `c-api` feature it also compiles `tests/c/alloc_api.c`,
 //! a C program against `alloc/include/numatask_alloc.h`, for `tests/c_api.rs`.
 
 fn main() {
@@ -15,6 +19,8 @@ fn main() {
         .file("bench/c/cholesky_kernels.c")
         .include("bench/c")
         .opt_level(3)
+        // Every kernel at the start of a 64-byte line (see the module docs).
+        .flag("-falign-functions=64")
         .compile("numatask_bench_kernels");
     println!("cargo:rustc-link-lib=m");
     // With the `c-api` feature: a C program against the allocator's header, for tests/c_api.rs.

@@ -13,7 +13,7 @@ bench_depend() {
     shift
     local out=target/bench-c
     mkdir -p "$out"
-    "${CC:-gcc}" -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -Ibench/c \
+    "${CC:-gcc}" -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -falign-functions=64 -Ibench/c \
         -c "bench/c/${name}_kernels.c" -o "$out/${name}_kernels.o"
     local src=("bench/c/${name}_omp.c" "$out/${name}_kernels.o")
     local omp=()
