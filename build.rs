@@ -6,8 +6,9 @@
 //! C peers' copy: the same bytes then lie at the same offsets within 64-byte lines in every
 //! binary. Without it the vectorized `sparselu_bmod` started 32 bytes into a line in the Rust
 //! bench and on a line in the C peers, and ran 1.5 - 2x slower in the Rust bench on the same
-//! data in the same order (BENCHMARKS.md, "SparseLU with kernels that vectorize"). With the `c-api` feature it also compiles `tests/c/alloc_api.c`,
-//! a C program against `alloc/include/numatask_alloc.h`, for `tests/c_api.rs`.
+//! data in the same order (BENCHMARKS.md, "SparseLU with kernels that vectorize"). With the
+//! `c-api` feature it also compiles `tests/c/alloc_api.c`, a C program against
+//! `alloc/include/numatask_alloc.h`, for `tests/c_api.rs`.
 
 fn main() {
     println!("cargo:rerun-if-changed=bench/c/sparselu_kernels.c");

@@ -28,15 +28,16 @@ c=bench/c
 # fib's and taskloop's C peers are one file each; SparseLU's and Cholesky's kernels are compiled once by gcc with the
 # flags build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
 # both OpenMP peers, so that the runtime is the only difference (as scripts/bench-sparselu.sh).
-# -falign-functions=64 on both sides puts each kernel's loops at the same offsets within
-# 64-byte lines in every binary (build.rs says why).
+# The flags are KERNEL_CFLAGS of scripts/lib/bench-depend.sh.
+# shellcheck source=scripts/lib/bench-depend.sh
+source scripts/lib/bench-depend.sh
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/fib_omp.c" -o "$out/fib_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/taskloop_omp.c" -o "$out/taskloop_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/taskloop_omp.c" -o "$out/taskloop_libomp"
 for name in sparselu cholesky; do
     [[ -f $c/${name}_omp.c ]] || continue
-    gcc -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -falign-functions=64 -I"$c" \
+    gcc "${KERNEL_CFLAGS[@]}" -I"$c" \
         -c "$c/${name}_kernels.c" -o "$out/${name}_kernels.o"
     gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
         -o "$out/${name}_gomp" -lm

@@ -653,7 +653,7 @@ const MAX_PLACE_PROCESSORS: usize = 1 << 16;
 fn parse_count(n: &str) -> Option<usize> {
     match n.parse::<usize>() {
         Ok(n) => Some(n),
-        Err(_) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Some(usize::MAX),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Some(usize::MAX),
         Err(_) => None,
     }
 }

@@ -8,12 +8,16 @@
 # compiler found (gcc -fopenmp; clang -fopenmp with Debian's libomp-dev); then the bench binary
 # runs, and checks that every checksum agrees. BENCH_BUILD_ONLY=1 builds the C peers, prints
 # their paths and stops.
+# The kernels' code-generation flags, build.rs's (the cc crate's) for numatask's copy; also
+# used by scripts/device-bundle.sh. -falign-functions=64: every kernel starts a 64-byte line in
+# every binary (build.rs says why).
+KERNEL_CFLAGS=(-O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -falign-functions=64)
 bench_depend() {
     local name=$1
     shift
     local out=target/bench-c
     mkdir -p "$out"
-    "${CC:-gcc}" -O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-pointer -falign-functions=64 -Ibench/c \
+    "${CC:-gcc}" "${KERNEL_CFLAGS[@]}" -Ibench/c \
         -c "bench/c/${name}_kernels.c" -o "$out/${name}_kernels.o"
     local src=("bench/c/${name}_omp.c" "$out/${name}_kernels.o")
     local omp=()
