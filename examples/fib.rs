@@ -50,12 +50,11 @@ fn fib_seq(n: u64) -> u64 {
 const USAGE: &str =
     "usage: fib [n (0 to 45, default 27)] [reps (1 to 1000, default 5)] [spawn|join]";
 
+#[path = "common/sigpipe.rs"]
+mod sigpipe;
+
 fn main() -> ExitCode {
-    // Output into a closed pipe (`... | head`) ends the program quietly, as it ends a C
-    // program, rather than as a panic of `println!`.
-    // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
-    // program starts any thread.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    sigpipe::restore_default();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -26,12 +26,11 @@ const USAGE: &str = "usage: placement (no arguments; the environment chooses)
 const ALLOCATIONS: usize = 4;
 const PAGES: usize = 256;
 
+#[path = "common/sigpipe.rs"]
+mod sigpipe;
+
 fn main() -> ExitCode {
-    // Output into a closed pipe (`... | head`) ends the program quietly, as it ends a C
-    // program, rather than as a panic of `println!`.
-    // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
-    // program starts any thread.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    sigpipe::restore_default();
     // Arguments that are not UTF-8 are refused as unknown, not a panic of `std::env::args`.
     let args: Vec<String> = std::env::args_os()
         .skip(1)

@@ -24,6 +24,8 @@
 //! a fresh runtime, evaluated by the cost MODEL of `suite/cost_model.rs`; the fastest run is
 //! shown), `--dilation K`.
 
+#[path = "../common/sigpipe.rs"]
+mod sigpipe;
 mod suite;
 
 use std::process::ExitCode;
@@ -164,11 +166,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    // Output into a closed pipe (`... | head`) ends the program quietly, as it ends a C
-    // program, rather than as a panic of `println!`.
-    // SAFETY: restores the default action of SIGPIPE, at the start of `main`, before this
-    // program starts any thread.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    sigpipe::restore_default();
     if std::env::args().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}\n\n{HELP}");
         return ExitCode::SUCCESS;
