@@ -88,6 +88,7 @@ use crate::locality_policy::{DealReason, LocalityModel};
 use crate::node_queue::NodeQueue;
 use crate::scheduler::{
     Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
+    push_to_deque,
 };
 use crate::sleep::Sleep;
 use crate::sync::CachePadded;
@@ -150,6 +151,10 @@ struct Dealt {
 /// A worker's part of [`Locality`].
 pub struct LocalityLocal {
     deque: Worker<Task>,
+    /// Whether every push goes to `deque` with work stealing's wake-up rule: one node (nothing
+    /// to deal) and no vicinity. Kept here, next to the deque, so that the spawn path reads
+    /// nothing of the shared part.
+    plain_push: bool,
     /// The other workers of this worker's node.
     peers: Box<[usize]>,
     /// Where the next steal from peers starts (round robin).
@@ -159,6 +164,15 @@ pub struct LocalityLocal {
     taken: Cell<Taken>,
     /// Scratch `D` vectors (all bytes; intensive bytes), reused by every deal.
     scratch: RefCell<(NodeBytes, NodeBytes)>,
+}
+
+impl LocalityLocal {
+    /// The worker's deque when every push goes there by [`push_to_deque`] (one node, no
+    /// vicinity); `None` when pushes are decided by [`Locality::push`].
+    #[inline]
+    pub(crate) fn plain_deque(&self) -> Option<&Worker<Task>> {
+        self.plain_push.then_some(&self.deque)
+    }
 }
 
 impl fmt::Debug for Locality {
@@ -574,6 +588,7 @@ impl Scheduler for Locality {
                     .collect();
                 let local = LocalityLocal {
                     deque: worker,
+                    plain_push: n == 1 && config.vicinity.is_none(),
                     next_peer: Cell::new(peers.iter().position(|&p| p > place.index).unwrap_or(0)),
                     peers,
                     taken: Cell::new(Taken::OwnDeque),
@@ -608,13 +623,18 @@ impl Scheduler for Locality {
         SchedulerKind::Locality
     }
 
-    /// A task without a footprint, or any task on a one-node machine, goes to the spawner's
-    /// deque as under work stealing, inlined (callgrind, fib, one thread: 272.6 instructions
-    /// per task against work stealing's 268.6; 279.1 when every push was a call); the others
-    /// go through `push_with_footprint`, out of line.
+    /// On one node without a vicinity every task goes to the spawner's deque exactly as under
+    /// work stealing, by the same code ([`push_to_deque`]), decided by one flag of the
+    /// worker's part, which the runtime reads together with the policy's tag (callgrind, fib
+    /// 22, one thread: the spawn path runs the same instructions as work stealing's, against
+    /// 14 more per spawn when the decision read the shared part). Elsewhere a task without a
+    /// footprint goes to the deque inlined; the others go through `push_with_footprint`, out
+    /// of line.
     #[inline]
     fn push(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        if self.num_nodes == 1 || task.footprint().is_empty() {
+        if local.plain_push {
+            push_to_deque(&local.deque, ctx.sleep, task)
+        } else if self.num_nodes == 1 || task.footprint().is_empty() {
             self.push_local(local, ctx, task)
         } else {
             self.push_with_footprint(local, ctx, task)

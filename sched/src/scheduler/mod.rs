@@ -45,6 +45,7 @@ use std::sync::Arc;
 
 use numatask_alloc::Topology;
 
+use crate::deque::Worker;
 use crate::error::SchedError;
 use crate::job::Task;
 use crate::sleep::Sleep;
@@ -234,6 +235,19 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     fn origin(&self, local: &Self::Local, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin;
 }
 
+/// Pushes `task` on the spawning worker's own deque and wakes a sleeper unless one is
+/// already searching: the whole of work stealing's push, and of the locality-aware policy's
+/// on one node. The fence-free check is enough because the pusher runs its own deque at the
+/// latest when it waits (see [`Sleep::should_wake_for_push`]). `Err(task)`: the deque is full.
+#[inline(always)]
+pub(crate) fn push_to_deque(deque: &Worker<Task>, sleep: &Sleep, task: Task) -> Result<(), Task> {
+    deque.push(task)?;
+    if sleep.should_wake_for_push() {
+        sleep.new_work();
+    }
+    Ok(())
+}
+
 /// The scheduling policies a runtime can use (`NUMATASK_SCHEDULER`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -376,9 +390,19 @@ macro_rules! dispatch {
 }
 
 impl WorkerQueues {
+    /// [`Scheduler::push`], with the plain case of both policies (the spawner's deque) taken
+    /// by one path, so that the locality-aware policy on one node spawns at work stealing's
+    /// cost.
     #[inline]
     pub(crate) fn push(&self, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        dispatch!(self, push(ctx, task))
+        let deque = match self {
+            WorkerQueues::WorkStealing(_, local) => local.deque(),
+            WorkerQueues::Locality(shared, local) => match local.plain_deque() {
+                Some(deque) => deque,
+                None => return shared.push(local, ctx, task),
+            },
+        };
+        push_to_deque(deque, ctx.sleep, task)
     }
 
     #[inline]

@@ -24,6 +24,7 @@ use crate::job::Task;
 use crate::node_queue::NodeQueue;
 use crate::scheduler::{
     Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
+    push_to_deque,
 };
 use crate::sleep::Sleep;
 use crate::trace::QueueChoice;
@@ -40,6 +41,14 @@ pub struct WorkStealing {
 pub struct WorkStealingLocal {
     deque: Worker<Task>,
     next_victim: Cell<usize>,
+}
+
+impl WorkStealingLocal {
+    /// The worker's deque.
+    #[inline]
+    pub(crate) fn deque(&self) -> &Worker<Task> {
+        &self.deque
+    }
 }
 
 impl std::fmt::Debug for WorkStealing {
@@ -85,11 +94,7 @@ impl Scheduler for WorkStealing {
 
     #[inline]
     fn push(&self, local: &WorkStealingLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        local.deque.push(task)?;
-        if ctx.sleep.should_wake_for_push() {
-            ctx.sleep.new_work();
-        }
-        Ok(())
+        push_to_deque(&local.deque, ctx.sleep, task)
     }
 
     fn inject(&self, task: Task, sleep: &Sleep) {
