@@ -624,7 +624,7 @@ impl Scheduler for Locality {
     }
 
     /// On one node without a vicinity every task goes to the spawner's deque exactly as under
-    /// work stealing, by the same code ([`push_to_deque`]), decided by one flag of the
+    /// work stealing, by the same code (`push_to_deque`), decided by one flag of the
     /// worker's part, which the runtime reads together with the policy's tag (callgrind, fib
     /// 22, one thread: the spawn path runs the same instructions as work stealing's, against
     /// 14 more per spawn when the decision read the shared part). Elsewhere a task without a
