@@ -23,6 +23,7 @@ struct Args {
     reps: usize,
     omp: Vec<String>,
     only: Option<String>,
+    skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
 }
 
@@ -35,6 +36,7 @@ usage: fib [--bench] [OPTIONS]
   --reps N          timed runs per row after a warm-up, 1 to 1000 (default 5; smoke run 1)
   --omp BIN         also run this C/OpenMP peer program (repeatable; default none)
   --only WORD       only the rows whose name contains WORD (default all)
+  --skip W1,W2      drop the rows whose name contains one of them (default none)
   --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names
                     (default ws; smoke run all)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
@@ -51,6 +53,7 @@ fn parse_args() -> Result<Args, String> {
         reps: if smoke { 1 } else { 5 },
         omp: Vec::new(),
         only: None,
+        skip: Vec::new(),
         schedulers: if smoke {
             SchedulerKind::ALL.to_vec()
         } else {
@@ -66,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
             "--omp" => args.omp.push(value()?),
             "--only" => args.only = Some(value()?),
+            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
             "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
             other => common::other_arg("fib", other, USAGE),
         }
@@ -179,7 +183,7 @@ fn main() {
     let args = parse_args().unwrap_or_else(|e| common::fail("fib", e));
     let n = args.n;
     let expect = fib_sequential(n as u64);
-    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
     let wants = |name: &str| filter.wants(name);
     let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
@@ -188,49 +192,64 @@ fn main() {
                 SchedulerKind::WorkStealing => "numatask".to_owned(),
                 other => format!("numatask[{other}]"),
             };
-            if !wants(&name) {
+            let rows = [
+                name.clone(),
+                format!("{name}::join"),
+                format!("{name}::join(free)"),
+            ];
+            if !rows.iter().any(|row| wants(row)) {
                 continue;
             }
             let rt = common::build(
                 "fib",
                 common::runtime_builder("fib", threads, kind, several_runtimes),
             );
-            let d = time_reps(
-                args.reps,
-                || rt.scope(|s| fib_numatask(s, n as u64)),
-                expect,
-            );
-            report(&name, threads, n, d);
-            let d = time_reps(
-                args.reps,
-                || rt.scope(|s| fib_numatask_join(s, n as u64)),
-                expect,
-            );
-            report(&format!("{name}::join"), threads, n, d);
-            let d = time_reps(
-                args.reps,
-                || rt.scope(|_| fib_numatask_free_join(n as u64)),
-                expect,
-            );
-            report(&format!("{name}::join(free)"), threads, n, d);
+            if wants(&rows[0]) {
+                let d = time_reps(
+                    args.reps,
+                    || rt.scope(|s| fib_numatask(s, n as u64)),
+                    expect,
+                );
+                report(&rows[0], threads, n, d);
+            }
+            if wants(&rows[1]) {
+                let d = time_reps(
+                    args.reps,
+                    || rt.scope(|s| fib_numatask_join(s, n as u64)),
+                    expect,
+                );
+                report(&rows[1], threads, n, d);
+            }
+            if wants(&rows[2]) {
+                let d = time_reps(
+                    args.reps,
+                    || rt.scope(|_| fib_numatask_free_join(n as u64)),
+                    expect,
+                );
+                report(&rows[2], threads, n, d);
+            }
         }
-        if wants("rayon") {
+        if wants("rayon::join") || wants("rayon::scope") {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .expect("rayon pool");
-            let d = time_reps(
-                args.reps,
-                || pool.install(|| fib_rayon_join(n as u64)),
-                expect,
-            );
-            report("rayon::join", threads, n, d);
-            let d = time_reps(
-                args.reps,
-                || pool.install(|| fib_rayon_scope(n as u64)),
-                expect,
-            );
-            report("rayon::scope", threads, n, d);
+            if wants("rayon::join") {
+                let d = time_reps(
+                    args.reps,
+                    || pool.install(|| fib_rayon_join(n as u64)),
+                    expect,
+                );
+                report("rayon::join", threads, n, d);
+            }
+            if wants("rayon::scope") {
+                let d = time_reps(
+                    args.reps,
+                    || pool.install(|| fib_rayon_scope(n as u64)),
+                    expect,
+                );
+                report("rayon::scope", threads, n, d);
+            }
         }
         for bin in &args.omp {
             let peer_args = [n.to_string(), args.reps.to_string()];

@@ -35,6 +35,7 @@ gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/fib_omp.c" -o "$out/fib_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/taskloop_omp.c" -o "$out/taskloop_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/taskloop_omp.c" -o "$out/taskloop_libomp"
+gcc -O2 -fopenmp "$c/compute_scaling.c" -o "$out/compute_scaling"
 for name in sparselu cholesky; do
     [[ -f $c/${name}_omp.c ]] || continue
     gcc "${KERNEL_CFLAGS[@]}" -I"$c" \

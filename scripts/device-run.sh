@@ -4,6 +4,7 @@
 #   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky: numatask against libgomp and libomp
 #   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
 #   device-bundle/run.sh loops      # taskloop and its reduction against rayon and the C peers; wake-up latency against rayon
+#   device-bundle/run.sh scaling    # fib 30 and 34 from 1 to all threads, twice, against the machine's own compute scaling
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 #   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
@@ -50,6 +51,20 @@ loops)
         --omp ./taskloop_gomp --omp ./taskloop_libomp
     section "wake-up after 5 ms idle, from outside the pool"
     ./wakeup --bench --threads "$T" --rounds 200 --idle-ms 5
+    ;;
+scaling)
+    # Whether fib's time per task keeps falling as threads are added, read against how far
+    # the host's compute throughput grows (compute_scaling: register arithmetic, no memory).
+    L=$(printf '%s\n' 1 2 4 8 16 24 "$T" | awk -v t="$T" '$1 <= t' | sort -nu | paste -sd,)
+    section "compute-only throughput, $L threads"
+    ./compute_scaling "$L" 5
+    for r in 1 2; do
+        for n in 30 34; do
+            section "fib $n, round $r of 2"
+            ./fib --bench --n "$n" --threads "$L" --reps 5 --skip numatask::join,rayon::scope \
+                --omp ./fib_libomp
+        done
+    done
     ;;
 coarse)
     # Coarse SparseLU on the arena layout, each program its own process, taking turns: numatask
@@ -104,7 +119,7 @@ diagnose)
     python3 ./trace-busy.py coarse.json --bucket-ms 20 --per-worker 2>&1 | tail -45 || true
     ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|coarse|diagnose" >&2
+    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose" >&2
     exit 2
     ;;
 esac
