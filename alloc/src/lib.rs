@@ -59,7 +59,13 @@ pub fn page_size() -> usize {
         let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
         usize::try_from(size)
             .ok()
-            .filter(|&s| s > 0)
+            .filter(|&s| s.is_power_of_two())
             .unwrap_or(4096)
     })
+}
+
+/// `log2` of [`page_size`] (a power of two), for page arithmetic by shifts.
+#[inline]
+pub(crate) fn page_shift() -> u32 {
+    page_size().trailing_zeros()
 }

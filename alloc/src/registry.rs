@@ -22,15 +22,15 @@
 //! later (automatic NUMA balancing, `migrate_pages`): [`crate::resident_nodes`] asks the kernel
 //! every time.
 
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
 use crate::distribution::Distribution;
 use crate::error::AllocError;
-use crate::page_size;
 use crate::topology::Topology;
+use crate::{page_shift, page_size};
 
 /// Bytes per NUMA node of a memory range, plus bytes whose node is unknown (memory not from this
 /// allocator, or first-touch pages not yet touched).
@@ -149,87 +149,194 @@ impl Record {
 }
 
 /// Exact page arithmetic for interleaved memory, `O(nodes)` whatever the range's length: the
-/// page with virtual page number `p` is on node `(p + phase) % n`.
+/// page with virtual page number `p` is on node `(p + phase) % n`. (Shifts for the page size and
+/// three divisions by `n` in all: a lookup runs for every task the scheduler deals.)
 fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, out: &mut NodeBytes) {
-    let ps = page_size();
-    let (first, last) = (lo / ps + phase, (hi - 1) / ps + phase);
-    let lo = lo + phase * ps;
-    let hi = hi + phase * ps;
-    if first == last {
-        out.add_on(first % n, (hi - lo) as u64);
+    if n == 1 {
+        out.add_on(0, (hi - lo) as u64);
         return;
     }
-    out.add_on(first % n, ((first + 1) * ps - lo) as u64);
-    out.add_on(last % n, (hi - last * ps) as u64);
+    let shift = page_shift();
+    let (first, last) = ((lo >> shift) + phase, ((hi - 1) >> shift) + phase);
+    let lo = lo + (phase << shift);
+    let hi = hi + (phase << shift);
+    let first_node = first % n;
+    if first == last {
+        out.add_on(first_node, (hi - lo) as u64);
+        return;
+    }
+    out.add_on(first_node, (((first + 1) << shift) - lo) as u64);
+    out.add_on(last % n, (hi - (last << shift)) as u64);
     let full = last - first - 1;
     let (each, extra) = (full / n, full % n);
-    let start = (first + 1) % n;
     if out.bytes.len() < n {
         out.bytes.resize(n, 0);
     }
+    // The full pages between, from the node after the first page's on: node `first_node + 1
+    // + k` (modulo n) gets one of the `extra` leftover pages when k < extra.
+    let mut node = first_node + 1;
     for k in 0..n {
-        // Node `start + k` gets one of the `extra` leftover pages when k < extra.
+        if node == n {
+            node = 0;
+        }
         let pages = each + usize::from(k < extra);
-        let b = &mut out.bytes[(start + k) % n];
-        *b = b.saturating_add((pages * ps) as u64);
+        let b = &mut out.bytes[node];
+        *b = b.saturating_add((pages << shift) as u64);
+        node += 1;
     }
 }
 
 /// First-touch memory: cached page nodes, asking the kernel for the pages not known yet.
 fn standard_bytes(start: usize, lo: usize, hi: usize, pages: &PageCache, out: &mut NodeBytes) {
-    let cache = &pages.nodes;
-    let ps = page_size();
-    let (first, last) = ((lo - start) / ps, (hi - 1 - start) / ps);
-    // Pages are cached independently (a race stores the same answer twice): no lock.
-    // Once every page of the allocation is known (the usual state of initialized memory),
-    // a lookup is one pass.
-    if pages.known.load(Ordering::Relaxed) < cache.len()
-        && cache[first..last + 1]
-            .iter()
-            .any(|n| n.load(Ordering::Relaxed) < 0)
-    {
-        ask_kernel(start, first..=last, pages);
-    }
-    // One pass, consecutive pages on one node added at once; the parts of the first and last
-    // pages outside `lo..hi` are taken off their runs.
-    let head = ((lo - start) % ps) as u64;
-    let tail = (start + (last + 1) * ps - hi) as u64;
-    let mut flush = |node: i32, pages: usize, first_run: bool, last_run: bool| {
-        let mut bytes = (pages * ps) as u64;
-        if first_run {
-            bytes -= head;
-        }
-        if last_run {
-            bytes -= tail;
-        }
-        match usize::try_from(node) {
-            Ok(node) => out.add_on(node, bytes),
-            Err(_) => out.unknown = out.unknown.saturating_add(bytes),
-        }
+    let shift = page_shift();
+    let ps = 1 << shift;
+    let (first, last) = ((lo - start) >> shift, (hi - 1 - start) >> shift);
+    // One pass, consecutive pages on one node added at once, four pages to a word where a
+    // whole word continues the run; the parts of the first and last pages outside `lo..hi` are
+    // taken off their runs.
+    let mut runs = Runs {
+        node: UNKNOWN,
+        run: 0,
+        first_run: true,
+        head: ((lo - start) & (ps - 1)) as u64,
+        tail: (start + ((last + 1) << shift) - hi) as u64,
+        shift,
+        out,
     };
-    // Each page's entry is read once: another thread may cache a page meanwhile, and a run
-    // must not end on an entry read twice with two answers.
-    let mut pages_of = cache[first..last + 1]
-        .iter()
-        .map(|p| p.load(Ordering::Relaxed));
-    let mut node = pages_of.next().unwrap_or(-1);
-    let (mut run, mut first_run) = (1, true);
-    for here in pages_of {
-        if here != node {
-            flush(node, run, first_run, false);
-            (node, run, first_run) = (here, 0, false);
+    // Each page's lane is read once: another thread may cache a page meanwhile, and a run
+    // must not end on an entry read twice with two answers. The first time the pass meets a
+    // page not known, while some page of the allocation is not (once all are, the usual state
+    // of initialized memory, the kernel is never asked), it asks the kernel about the rest of
+    // the range, whose pages it has not read yet, and reads on. Pages are cached independently
+    // (a race stores the same answer twice): no lock.
+    let mut may_ask = pages.known.load(Ordering::Relaxed) < pages.pages;
+    let (first_word, last_word) = (first / LANES, last / LANES);
+    let words = &pages.words[first_word..=last_word];
+    let mut take = |runs: &mut Runs<'_>, w: usize, from: usize, to: usize| {
+        let cell = &words[w - first_word];
+        let mut word = cell.load(Ordering::Relaxed);
+        if may_ask && any_unknown(word, from, to) {
+            ask_kernel(start, w * LANES + from..=last, pages);
+            may_ask = false;
+            word = cell.load(Ordering::Relaxed);
         }
-        run += 1;
+        runs.lanes(word, from, to);
+    };
+    if first_word == last_word {
+        take(&mut runs, first_word, first % LANES, last % LANES);
+    } else {
+        take(&mut runs, first_word, first % LANES, LANES - 1);
+        // The whole words between: words of four pages on the run's node continue it, counted
+        // in a register; a word that does not is taken lane by lane (read again: each lane
+        // still counts once, with the value of that read).
+        let mut w = first_word + 1;
+        while w < last_word {
+            let splat = runs.node * SPLAT;
+            let same = words[w - first_word..last_word - first_word]
+                .iter()
+                .take_while(|cell| cell.load(Ordering::Relaxed) == splat)
+                .count();
+            runs.run += same * LANES;
+            w += same;
+            if w < last_word {
+                take(&mut runs, w, 0, LANES - 1);
+                w += 1;
+            }
+        }
+        take(&mut runs, last_word, 0, last % LANES);
     }
-    flush(node, run, first_run, true);
+    runs.flush(true);
+}
+
+/// The runs of pages on one node that [`standard_bytes`] adds up.
+struct Runs<'a> {
+    /// The node (lane value) of the current run.
+    node: u64,
+    /// Pages in the current run (0 before the first page).
+    run: usize,
+    /// Whether the current run is the range's first (which loses `head`).
+    first_run: bool,
+    /// Bytes of the first page before the range, and of the last page after it.
+    head: u64,
+    tail: u64,
+    shift: u32,
+    out: &'a mut NodeBytes,
+}
+
+impl Runs<'_> {
+    /// Adds the current run's bytes to its node (the range's last run: `last_run`).
+    fn flush(&mut self, last_run: bool) {
+        let bytes = ((self.run as u64) << self.shift)
+            - if self.first_run { self.head } else { 0 }
+            - if last_run { self.tail } else { 0 };
+        if self.node == UNKNOWN {
+            self.out.unknown = self.out.unknown.saturating_add(bytes);
+        } else {
+            self.out.add_on(self.node as usize, bytes);
+        }
+    }
+
+    /// Goes on over lanes `from..=to` of `word`.
+    #[inline]
+    fn lanes(&mut self, word: u64, from: usize, to: usize) {
+        let first = (word >> (16 * from)) & 0xFFFF;
+        if (word ^ first * SPLAT) & lane_mask(from, to) == 0 {
+            // All on one node (or all unknown): one run, or one more page of the current.
+            if self.run > 0 && first != self.node {
+                self.flush(false);
+                (self.run, self.first_run) = (0, false);
+            }
+            self.node = first;
+            self.run += to - from + 1;
+            return;
+        }
+        for lane in from..=to {
+            let here = (word >> (16 * lane)) & 0xFFFF;
+            if self.run > 0 && here != self.node {
+                self.flush(false);
+                (self.run, self.first_run) = (0, false);
+            }
+            self.node = here;
+            self.run += 1;
+        }
+    }
+}
+
+/// Pages per word of [`PageCache`].
+const LANES: usize = 4;
+/// A lane of a [`PageCache`] word whose page is not known yet.
+const UNKNOWN: u64 = 0xFFFF;
+/// A lane value repeated in every lane of a word.
+const SPLAT: u64 = 0x0001_0001_0001_0001;
+
+/// Lane `page % LANES` of `word`.
+fn lane_of(word: u64, page: usize) -> u64 {
+    (word >> (16 * (page % LANES))) & 0xFFFF
+}
+
+/// The bits of lanes `from..=to` of a word.
+fn lane_mask(from: usize, to: usize) -> u64 {
+    (u64::MAX << (16 * from)) & (u64::MAX >> (16 * (LANES - 1 - to)))
+}
+
+/// Whether a lane of `from..=to` of `word` holds a page not known.
+fn any_unknown(word: u64, from: usize, to: usize) -> bool {
+    // The lanes of the range; the others count as known (zero). An unknown lane is all ones:
+    // a zero lane of the complement.
+    let x = !(word & lane_mask(from, to));
+    x.wrapping_sub(SPLAT) & !x & (SPLAT << 15) != 0
 }
 
 /// The node of each page of a first-touch allocation, once the kernel reported it.
 #[derive(Debug)]
 pub(crate) struct PageCache {
-    /// Index in the topology of each page's node; -1 while not known.
-    nodes: Box<[AtomicI32]>,
-    /// How many entries of `nodes` are known.
+    /// The index in the topology of each page's node, 16 bits a page, page `p` in lane
+    /// `p % LANES` of word `p / LANES` ([`UNKNOWN`] while not known), so that a lookup reads
+    /// four pages at a time.
+    words: Box<[AtomicU64]>,
+    /// Pages of the allocation.
+    pages: usize,
+    /// How many pages are known.
     known: AtomicUsize,
 }
 
@@ -237,9 +344,39 @@ impl PageCache {
     /// A cache of `pages` pages, none known.
     pub(crate) fn new(pages: usize) -> Self {
         PageCache {
-            nodes: (0..pages).map(|_| AtomicI32::new(-1)).collect(),
+            words: (0..pages.div_ceil(LANES))
+                .map(|_| AtomicU64::new(u64::MAX))
+                .collect(),
+            pages,
             known: AtomicUsize::new(0),
         }
+    }
+
+    /// The node index cached for page `p`, if any.
+    fn get(&self, p: usize) -> Option<usize> {
+        let lane = lane_of(self.words[p / LANES].load(Ordering::Relaxed), p);
+        (lane != UNKNOWN).then_some(lane as usize)
+    }
+
+    /// Caches node index `node` for page `p` unless the page is known already (or `node`
+    /// does not fit a lane: the page then stays unknown). Whether this call cached it.
+    fn cache(&self, p: usize, node: usize) -> bool {
+        let Ok(node) = u64::try_from(node) else {
+            return false;
+        };
+        if node >= UNKNOWN {
+            return false;
+        }
+        let shift = 16 * (p % LANES);
+        let cached = self.words[p / LANES]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                (lane_of(w, p) == UNKNOWN).then_some(w & !(UNKNOWN << shift) | node << shift)
+            })
+            .is_ok();
+        if cached {
+            self.known.fetch_add(1, Ordering::Relaxed);
+        }
+        cached
     }
 }
 
@@ -247,28 +384,20 @@ impl PageCache {
 /// the answers of the resident ones.
 #[cold]
 fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
-    let cache = &pages.nodes;
     // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
     // unknown, without asking the kernel on every lookup.
     let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
         return;
     };
     let ps = page_size();
-    let missing: Vec<usize> = range
-        .filter(|&p| cache[p].load(Ordering::Relaxed) < 0)
-        .collect();
+    let missing: Vec<usize> = range.filter(|&p| pages.get(p).is_none()).collect();
     let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
     if let Ok(nodes) = kernel_page_nodes(&addrs) {
         for (&p, os) in missing.iter().zip(nodes) {
             let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
             if let Some(index) = index {
                 // Counted once per page, by whichever thread caches it first.
-                if cache[p]
-                    .compare_exchange(-1, index as i32, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    pages.known.fetch_add(1, Ordering::Relaxed);
-                }
+                pages.cache(p, index);
             }
         }
     }
@@ -621,12 +750,7 @@ mod tests {
                     if r != seen {
                         seen = r;
                         (0..r % 64).for_each(|_| std::hint::spin_loop());
-                        let _ = cache.nodes[0].compare_exchange(
-                            -1,
-                            0,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
+                        cache.cache(0, 0);
                     }
                 }
             })
@@ -635,7 +759,7 @@ mod tests {
         let start = 1 << 40;
         let (lo, hi) = (start + ps / 2, start + 2 * ps);
         for r in 1..20_000 {
-            cache.nodes[0].store(-1, Ordering::Relaxed);
+            cache.words[0].store(u64::MAX, Ordering::Relaxed);
             round.store(r, Ordering::Release);
             let mut out = NodeBytes::new(1);
             standard_bytes(start, lo, hi, &cache, &mut out);
@@ -643,6 +767,87 @@ mod tests {
         }
         stop.store(true, Ordering::Relaxed);
         other.join().unwrap();
+    }
+
+    #[test]
+    fn unknown_lanes_are_found_in_the_range_only() {
+        // Every word of lanes known (0, 1, 0xFFFE: the largest index that fits) or not, and
+        // every range of its lanes.
+        let values = [0u64, 1, 0xFFFE, UNKNOWN];
+        for code in 0..values.len().pow(LANES as u32) {
+            let lanes: Vec<u64> = (0..LANES)
+                .map(|l| values[code / values.len().pow(l as u32) % values.len()])
+                .collect();
+            let word = lanes
+                .iter()
+                .enumerate()
+                .fold(0, |w, (l, &v)| w | v << (16 * l));
+            for first in 0..LANES {
+                for last in first..LANES {
+                    assert_eq!(
+                        any_unknown(word, first, last),
+                        lanes[first..=last].contains(&UNKNOWN),
+                        "word {word:#x}, lanes {first}..={last}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn first_touch_lookup_matches_a_page_by_page_count() {
+        // Runs of known pages on several nodes, unknown pages among them, and ranges starting
+        // and ending anywhere in a page and in a word of four pages: the packed lookup must
+        // give each node exactly the bytes a page-by-page count gives.
+        let ps = page_size();
+        let n_pages = 37;
+        let node_of = |p: usize| match p {
+            0..=6 => Some(1),
+            7 | 8 => None,
+            9..=20 => Some(0),
+            21 => Some(2),
+            22..=27 => Some(300),
+            28..=31 => None,
+            _ => Some(0),
+        };
+        let cache = PageCache::new(n_pages);
+        for p in 0..n_pages {
+            if let Some(node) = node_of(p) {
+                assert!(cache.cache(p, node));
+                assert!(!cache.cache(p, 5), "page {p} cached twice");
+            }
+        }
+        assert!(
+            !cache.cache(0, UNKNOWN as usize),
+            "a node that does not fit a lane"
+        );
+        // Not mapped: the kernel knows none of the unknown pages.
+        let start = 1 << 40;
+        let offsets = [0, 1, ps / 2, ps - 1];
+        for first in 0..n_pages {
+            for last in first..n_pages {
+                for &a in &offsets {
+                    for &b in &offsets {
+                        let (lo, hi) = (start + first * ps + a, start + last * ps + b + 1);
+                        if lo >= hi {
+                            continue;
+                        }
+                        let mut expect = NodeBytes::new(3);
+                        for page in first..=last {
+                            let from = lo.max(start + page * ps);
+                            let to = hi.min(start + (page + 1) * ps);
+                            match node_of(page) {
+                                Some(node) => expect.add_on(node, (to - from) as u64),
+                                None => expect.unknown += (to - from) as u64,
+                            }
+                        }
+                        let mut out = NodeBytes::new(3);
+                        standard_bytes(start, lo, hi, &cache, &mut out);
+                        assert_eq!(out, expect, "pages {first}..={last}, offsets {a}, {b}");
+                    }
+                }
+            }
+        }
     }
 
     fn fine_by_pages(lo: usize, hi: usize, n: usize) -> Vec<u64> {
