@@ -280,7 +280,7 @@ impl Runs<'_> {
     #[inline]
     fn lanes(&mut self, word: u64, from: usize, to: usize) {
         let first = (word >> (16 * from)) & 0xFFFF;
-        if (word ^ first * SPLAT) & lane_mask(from, to) == 0 {
+        if (word ^ (first * SPLAT)) & lane_mask(from, to) == 0 {
             // All on one node (or all unknown): one run, or one more page of the current.
             if self.run > 0 && first != self.node {
                 self.flush(false);
@@ -370,7 +370,7 @@ impl PageCache {
         let shift = 16 * (p % LANES);
         let cached = self.words[p / LANES]
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                (lane_of(w, p) == UNKNOWN).then_some(w & !(UNKNOWN << shift) | node << shift)
+                (lane_of(w, p) == UNKNOWN).then_some((w & !(UNKNOWN << shift)) | (node << shift))
             })
             .is_ok();
         if cached {
