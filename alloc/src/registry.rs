@@ -113,7 +113,7 @@ impl NodeBytes {
 /// Where the pages of one allocation were meant to go.
 #[derive(Debug)]
 pub(crate) enum Placement {
-    /// First touch; the cache holds each page's node once the kernel reported it (-1: unknown).
+    /// First touch; the cache holds each page's node once the kernel reported it.
     Standard(PageCache),
     /// Interleaved over `num_nodes` nodes: the page with virtual page number `p` is on node
     /// `(p + phase) % num_nodes`. The kernel deals consecutive pages of a mapping to
