@@ -187,6 +187,12 @@ fn main() {
     let wants = |name: &str| filter.wants(name);
     let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
+        // Times row `name` with `f` (one whole fib run) and reports it, when the filter keeps it.
+        let measure = |name: &str, f: &mut dyn FnMut() -> u64| {
+            if wants(name) {
+                report(name, threads, n, time_reps(args.reps, f, expect));
+            }
+        };
         for &kind in &args.schedulers {
             let name = match kind {
                 SchedulerKind::WorkStealing => "numatask".to_owned(),
@@ -204,52 +210,25 @@ fn main() {
                 "fib",
                 common::runtime_builder("fib", threads, kind, several_runtimes),
             );
-            if wants(&rows[0]) {
-                let d = time_reps(
-                    args.reps,
-                    || rt.scope(|s| fib_numatask(s, n as u64)),
-                    expect,
-                );
-                report(&rows[0], threads, n, d);
-            }
-            if wants(&rows[1]) {
-                let d = time_reps(
-                    args.reps,
-                    || rt.scope(|s| fib_numatask_join(s, n as u64)),
-                    expect,
-                );
-                report(&rows[1], threads, n, d);
-            }
-            if wants(&rows[2]) {
-                let d = time_reps(
-                    args.reps,
-                    || rt.scope(|_| fib_numatask_free_join(n as u64)),
-                    expect,
-                );
-                report(&rows[2], threads, n, d);
-            }
+            measure(&rows[0], &mut || rt.scope(|s| fib_numatask(s, n as u64)));
+            measure(&rows[1], &mut || {
+                rt.scope(|s| fib_numatask_join(s, n as u64))
+            });
+            measure(&rows[2], &mut || {
+                rt.scope(|_| fib_numatask_free_join(n as u64))
+            });
         }
         if wants("rayon::join") || wants("rayon::scope") {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .expect("rayon pool");
-            if wants("rayon::join") {
-                let d = time_reps(
-                    args.reps,
-                    || pool.install(|| fib_rayon_join(n as u64)),
-                    expect,
-                );
-                report("rayon::join", threads, n, d);
-            }
-            if wants("rayon::scope") {
-                let d = time_reps(
-                    args.reps,
-                    || pool.install(|| fib_rayon_scope(n as u64)),
-                    expect,
-                );
-                report("rayon::scope", threads, n, d);
-            }
+            measure("rayon::join", &mut || {
+                pool.install(|| fib_rayon_join(n as u64))
+            });
+            measure("rayon::scope", &mut || {
+                pool.install(|| fib_rayon_scope(n as u64))
+            });
         }
         for bin in &args.omp {
             let peer_args = [n.to_string(), args.reps.to_string()];
