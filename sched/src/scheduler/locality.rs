@@ -472,6 +472,24 @@ impl Locality {
         }
     }
 
+    /// [`Scheduler::push`] where a push is not plain ([`LocalityLocal::plain_deque`] is
+    /// `None`, which the runtime has checked already): a task without a footprint, or any on
+    /// one node (with a vicinity), to the deque inlined; the others through
+    /// `push_with_footprint`, out of line.
+    #[inline]
+    pub(crate) fn push_decided(
+        &self,
+        local: &LocalityLocal,
+        ctx: &WorkerCtx<'_>,
+        task: Task,
+    ) -> Result<(), Task> {
+        if self.num_nodes == 1 || task.footprint().is_empty() {
+            self.push_local(local, ctx, task)
+        } else {
+            self.push_with_footprint(local, ctx, task)
+        }
+    }
+
     /// [`Scheduler::push`] of a task with a footprint on a machine of several nodes: out of
     /// line, so that the push of every other task stays small enough to be inlined into the
     /// spawn path.
@@ -627,17 +645,13 @@ impl Scheduler for Locality {
     /// work stealing, by the same code (`push_to_deque`), decided by one flag of the
     /// worker's part, which the runtime reads together with the policy's tag (callgrind, fib
     /// 22, one thread: the spawn path runs the same instructions as work stealing's, against
-    /// 14 more per spawn when the decision read the shared part). Elsewhere a task without a
-    /// footprint goes to the deque inlined; the others go through `push_with_footprint`, out
-    /// of line.
+    /// 14 more per spawn when the decision read the shared part). Elsewhere `push_decided`
+    /// decides.
     #[inline]
     fn push(&self, local: &LocalityLocal, ctx: &WorkerCtx<'_>, task: Task) -> Result<(), Task> {
-        if local.plain_push {
-            push_to_deque(&local.deque, ctx.sleep, task)
-        } else if self.num_nodes == 1 || task.footprint().is_empty() {
-            self.push_local(local, ctx, task)
-        } else {
-            self.push_with_footprint(local, ctx, task)
+        match local.plain_deque() {
+            Some(deque) => push_to_deque(deque, ctx.sleep, task),
+            None => self.push_decided(local, ctx, task),
         }
     }
 

@@ -399,7 +399,7 @@ impl WorkerQueues {
             WorkerQueues::WorkStealing(_, local) => local.deque(),
             WorkerQueues::Locality(shared, local) => match local.plain_deque() {
                 Some(deque) => deque,
-                None => return shared.push(local, ctx, task),
+                None => return shared.push_decided(local, ctx, task),
             },
         };
         push_to_deque(deque, ctx.sleep, task)
