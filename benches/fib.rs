@@ -98,8 +98,8 @@ fn fib_numatask(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let x = s.spawn_with_result(move |s| fib_numatask(s, n - 1));
-    let y = s.spawn_with_result(move |s| fib_numatask(s, n - 2));
+    let x = s.task().spawn_with_result(move |s| fib_numatask(s, n - 1));
+    let y = s.task().spawn_with_result(move |s| fib_numatask(s, n - 2));
     s.taskwait();
     x.join() + y.join()
 }

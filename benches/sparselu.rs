@@ -584,7 +584,7 @@ fn raw_tasks(
         };
         // SAFETY: the body touches only the blocks it declares, which live in the arena until
         // the scope ends.
-        unsafe { s.spawn_depend(deps, body) };
+        unsafe { s.task().depend(deps).spawn(body) };
     });
     created(start);
     let wait = Instant::now();

@@ -20,8 +20,8 @@ fn fib_spawn(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let x = s.spawn_with_result(move |s| fib_spawn(s, n - 1));
-    let y = s.spawn_with_result(move |s| fib_spawn(s, n - 2));
+    let x = s.task().spawn_with_result(move |s| fib_spawn(s, n - 1));
+    let y = s.task().spawn_with_result(move |s| fib_spawn(s, n - 2));
     s.taskwait();
     x.join() + y.join()
 }

@@ -6,8 +6,8 @@
 //! ```
 //! let rt = numatask::Runtime::builder().num_threads(2).build()?;
 //! let total: u64 = rt.scope(|s| {
-//!     let a = s.spawn_with_result(|_| (1..=50u64).sum::<u64>());
-//!     let b = s.spawn_with_result(|_| (51..=100u64).sum::<u64>());
+//!     let a = s.task().spawn_with_result(|_| (1..=50u64).sum::<u64>());
+//!     let b = s.task().spawn_with_result(|_| (51..=100u64).sum::<u64>());
 //!     s.taskwait();
 //!     a.join() + b.join()
 //! });
@@ -110,7 +110,7 @@
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
 pub use numatask_sched::data::TaskBuilder;
-pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
+pub use numatask_sched::{current_num_workers, current_worker, join, scope};
 pub use numatask_sched::{
     DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
     TaskHandle, WaitPolicy,
@@ -138,7 +138,7 @@ pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
     pub use numatask_sched::data::{Blocks, Region, TaskBuilder};
     pub use numatask_sched::depend::{Access, AccessKind};
-    pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
+    pub use numatask_sched::{current_num_workers, current_worker, join, scope};
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
         Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle,

@@ -1,4 +1,4 @@
-//! Model checks of `numatask_sched::blocking::BlockingLatch`, the latch a thread outside the
+//! Model checks of `numatask_sched::__internals::BlockingLatch`, the latch a thread outside the
 //! pool waits on while a worker runs its scope: the waiter returns once the latch is set,
 //! whether it saw the latch while spinning or blocked first; a lost wake-up leaves it blocked
 //! forever, which loom reports as a deadlock. Run through `scripts/loom.sh`.
@@ -8,7 +8,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 use numatask_loom_tests::model;
-use numatask_sched::blocking::BlockingLatch;
+use numatask_sched::__internals::BlockingLatch;
 
 #[test]
 fn the_waiter_of_a_blocking_latch_is_woken_and_sees_the_setters_writes() {

@@ -1,4 +1,4 @@
-//! Model checks of `numatask_sched::child_counter::ChildCounter`, the count of a frame's
+//! Model checks of `numatask_sched::__internals::ChildCounter`, the count of a frame's
 //! unfinished children behind `taskwait`, taskgroups and scope ends: a waiting owner sees its
 //! remote children's writes once the count says they are done; when the body ends while the
 //! last child finishes elsewhere, exactly one of the two takes the frame, and sees what the
@@ -10,7 +10,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use numatask_loom_tests::model;
-use numatask_sched::child_counter::{ChildCounter, ChildDone};
+use numatask_sched::__internals::{ChildCounter, ChildDone};
 
 /// The owner's worker index, and a child's on another worker.
 const OWNER: usize = 0;

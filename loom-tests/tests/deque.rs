@@ -5,10 +5,10 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
-use numatask_sched::deque::{Steal, deque};
+use numatask_sched::__internals::{Steal, deque};
 
 /// Steals until the deque reports `Empty` (a `Retry` means another thread took an item).
-fn steal_one(s: &numatask_sched::deque::Stealer<usize>) -> Option<usize> {
+fn steal_one(s: &numatask_sched::__internals::Stealer<usize>) -> Option<usize> {
     loop {
         match s.steal() {
             Steal::Success(i) => return Some(i),

@@ -1,11 +1,11 @@
-//! Model checks of `numatask_sched::node_queue::NodeQueue` with blocks of 1 and 3 slots, so
+//! Model checks of `numatask_sched::__internals::NodeQueue` with blocks of 1 and 3 slots, so
 //! that block installation, the head's move to the next block and block destruction all
 //! happen within a few operations. Run through `scripts/loom.sh`.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use numatask_sched::node_queue::NodeQueue;
+use numatask_sched::__internals::NodeQueue;
 
 /// Checks that `got` (what each consumer received, in order) holds every `(producer, i)` for
 /// `i < per_producer` exactly once, and that each consumer saw each producer's values in order.

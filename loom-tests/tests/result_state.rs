@@ -1,4 +1,4 @@
-//! Model checks of `numatask_sched::result_state::ResultState`, the state a task with a result
+//! Model checks of `numatask_sched::__internals::ResultState`, the state a task with a result
 //! handle shares with the handle: a joiner reads the result only after the finisher's write;
 //! when the handle is dropped while the task finishes, exactly one of the two frees the frame,
 //! and the handle that frees it sees the result it must drop. The result is an `UnsafeCell`, so
@@ -9,7 +9,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 use numatask_loom_tests::model;
-use numatask_sched::result_state::{DONE, DROPPED, JOINING, RUNNING, ResultState};
+use numatask_sched::__internals::{DONE, DROPPED, JOINING, RUNNING, ResultState};
 
 /// A task frame as far as these models need it: the state and the result slot.
 struct Frame {

@@ -6,7 +6,7 @@
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::thread;
-use numatask_sched::sleep::{IdleState, Sleep};
+use numatask_sched::__internals::{IdleState, Sleep};
 
 /// The simplest work source: a bag of items, each a distinct bit, so that the model explores
 /// the sleep protocol and not a queue's own spin loops (the queues have their own models).

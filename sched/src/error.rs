@@ -158,3 +158,8 @@ fn places_named_by(from_env: &bool) -> &'static str {
         "places (RuntimeBuilder::places)"
     }
 }
+
+/// Start-up errors (until the split of this type lands).
+pub type BuildError = SchedError;
+/// Declaration errors (until the split of this type lands).
+pub type DependError = SchedError;

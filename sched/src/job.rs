@@ -127,7 +127,7 @@ pub(crate) struct Header {
     /// Number of links to the root (0 for a root).
     depth: u32,
     /// A final task (OpenMP's `final`), or a descendant of one: its children run at once,
-    /// inline, as included tasks ([`Scope::spawn_final`]).
+    /// inline, as included tasks ([`TaskBuilder::final_if`](crate::TaskBuilder::final_if)).
     final_task: bool,
     pub(crate) children: ChildCounter,
 }
@@ -174,7 +174,7 @@ impl Header {
         self.final_task
     }
 
-    /// Makes the task of `frame` final (before it is published: [`Scope::spawn_final`]).
+    /// Makes the task of `frame` final (before it is published: [`TaskBuilder::final_if`](crate::TaskBuilder::final_if)).
     ///
     /// # Safety
     ///
@@ -325,14 +325,19 @@ impl Task {
         unsafe { self.0.as_ref() }
     }
 
-    /// The byte ranges the task declared it touches: its `depend` list for a dependent task,
-    /// its footprint hint otherwise (empty for most tasks).
+    /// The byte ranges the task declared it touches: its affinity (footprint hint) if it was
+    /// given one, else its `depend` list for a dependent task (empty for most tasks).
     pub fn footprint(&self) -> &[Access] {
+        if let Some(meta) = self.header().meta.as_deref()
+            && !meta.footprint.is_empty()
+        {
+            return &meta.footprint;
+        }
         // SAFETY: the handle is written only by the thread that holds a dependent task alone
         // (module docs), before it hands the `Task` to a scheduler.
         match unsafe { &*self.header().depend.get() } {
             Some(handle) => handle.accesses(),
-            None => self.header().meta.as_deref().map_or(&[], |m| &m.footprint),
+            None => &[],
         }
     }
 

@@ -9,7 +9,8 @@
 //! [`RuntimeBuilder`]. [`Runtime::scope`] runs a closure with a [`Scope`] in which tasks are
 //! spawned; tasks may borrow the caller's stack, spawn tasks themselves, wait for their
 //! children ([`Scope::taskwait`]) or for a group ([`Scope::taskgroup`]), and hand back results
-//! ([`Scope::spawn_with_result`], [`Scope::join`]).
+//! ([`TaskBuilder::spawn_with_result`], [`Scope::join`]). [`Scope::task`] is the task
+//! construct with OpenMP's clauses ([`task`](mod@task) lists them).
 //!
 //! ```
 //! use numatask_sched::{Runtime, Scope};
@@ -18,7 +19,7 @@
 //!     if n < 2 {
 //!         return n;
 //!     }
-//!     let a = s.spawn_with_result(move |s| fib(s, n - 1));
+//!     let a = s.task().spawn_with_result(move |s| fib(s, n - 1));
 //!     let b = fib(s, n - 2);
 //!     s.taskwait(); // waits for `a`, running it (or stealing its children) meanwhile
 //!     a.join() + b
@@ -34,14 +35,14 @@
 //! }); // every task has finished here
 //! assert_eq!(answer, 6765);
 //! assert_eq!(squares[7], 49);
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), numatask_sched::BuildError>(())
 //! ```
 //!
 //! **Dependent tasks** (OpenMP's `depend` clauses, among the children of one task): cut data
 //! into [`data::Blocks`], declare what each task reads and writes with [`Scope::task`], and the
 //! task starts once the earlier sibling tasks it conflicts with finished; its body gets the
 //! blocks as `&[T]` / `&mut [T]`, and the runtime's order is what makes that sound (see
-//! [`data`]). [`Scope::spawn_depend`] is the raw, `unsafe` form on byte ranges.
+//! [`data`]). [`TaskBuilder::depend`] is the raw, `unsafe` form on byte ranges.
 //!
 //! ```
 //! use numatask_alloc::{Distribution, NumaVec};
@@ -62,73 +63,106 @@
 //!             .updates(&blocks[i])
 //!             .spawn(|_, (prev, this)| this[0] += prev[0])?;
 //!     }
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(v[3 * 1024], 8.0); // 2 + (2 + (2 + 2))
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Inside: [`scheduler`] (the policy trait and work stealing), [`scope`](mod@scope) (spawning, waiting,
-//! panics), [`worker`] (worker threads and the taskwait policy), [`job`] (task frames),
-//! `child_counter` (the count of a task's unfinished children behind `taskwait`, and its memory
-//! orderings), `result_state` (who frees a task frame with a result handle), [`latch`] (the
-//! other completion signals), `blocking` (the latch a thread
-//! outside the pool waits on), [`deque`], [`sleep`],
-//! [`depend`] (the dependence tracker), [`dependences`] (how the runtime drives it), [`data`]
-//! (the safe handles), [`taskloop`] (loops split into tasks).
-// Public for the loom models (loom-tests/), not for programs: a pool worker that blocks on
-// a latch keeps its core from every task.
-#[doc(hidden)]
-pub mod blocking;
-// Public for the loom models, as `blocking` (and `result_state` below): the runtime's own.
-#[doc(hidden)]
-pub mod child_counter;
+//! The design of the parts (the scheduling policies, the sleep protocol, the deques, the
+//! dependence tracker) is described in the repository's `docs/` folder.
+
+// The runtime's parts. Private: programs use the types re-exported below; the loom models and
+// the internal benchmarks reach what they check through `__internals`.
+mod blocking;
 // Under loom only the block sizes are used (the task code that allocates is not built).
 #[cfg_attr(loom, allow(dead_code))]
 mod blocks;
+mod child_counter;
 #[cfg(not(loom))]
 pub mod config;
 #[cfg(not(loom))]
 pub mod data;
+// The dependence tracker: its public face is `depend` below.
+#[path = "depend/mod.rs"]
+mod dependence_tracker;
 #[cfg(not(loom))]
-pub mod dependences;
-pub mod deque;
+mod dependences;
+mod deque;
 #[cfg(not(loom))]
-pub mod error;
+mod error;
 #[cfg(not(loom))]
-pub mod job;
+mod footprint;
 #[cfg(not(loom))]
-pub mod latch;
-pub mod locality_policy;
-pub mod node_queue;
-#[doc(hidden)]
-pub mod result_state;
+mod job;
 #[cfg(not(loom))]
-pub mod runtime;
+mod latch;
+mod locality_policy;
+mod node_queue;
+mod result_state;
 #[cfg(not(loom))]
-pub mod scheduler;
+mod runtime;
 #[cfg(not(loom))]
-pub mod scope;
-pub mod sleep;
-pub mod sync;
+mod scheduler;
+#[cfg(not(loom))]
+mod scope;
+mod sleep;
+mod sync;
+#[cfg(not(loom))]
+pub mod task;
 #[cfg(not(loom))]
 pub mod taskloop;
 pub mod trace;
 mod unwind;
 #[cfg(not(loom))]
-pub mod worker;
+mod views;
+#[cfg(not(loom))]
+mod worker;
+
 #[cfg(not(loom))]
 pub use config::{DisplayEnv, Places, ProcBind, WaitPolicy};
 #[cfg(not(loom))]
-pub use error::SchedError;
+pub use error::{BuildError, DependError, SchedError};
 #[cfg(not(loom))]
-pub use job::{Task, TaskMeta};
+pub use footprint::Footprint;
 #[cfg(not(loom))]
 pub use runtime::{
     Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope,
+
 };
 #[cfg(not(loom))]
-pub use scheduler::{Scheduler, SchedulerKind, WorkerPlace};
+pub use scheduler::{SchedulerKind, WorkerPlace};
 #[cfg(not(loom))]
 pub use scope::{Scope, TaskHandle};
-pub mod depend;
+#[cfg(not(loom))]
+pub use task::{RawTaskBuilder, TaskBuilder};
+
+/// Dependences on raw byte ranges (OpenMP's `depend` clauses on addresses), for
+/// [`TaskBuilder::depend`]: an [`Access`](depend::Access) is an address, a length and an
+/// [`AccessKind`](depend::AccessKind). The safe form on data is in [`data`].
+pub mod depend {
+    pub use crate::dependence_tracker::{Access, AccessKind};
+    #[allow(unused_imports)]
+    pub(crate) use crate::dependence_tracker::*;
+}
+
+/// Not part of the API: the runtime's internal structures, public only so that the loom
+/// model checks (`loom-tests/`), the internal benchmarks and the white-box tests of this
+/// repository can reach them. Anything here may change in any release.
+#[doc(hidden)]
+pub mod __internals {
+    pub use crate::blocking::BlockingLatch;
+    pub use crate::child_counter::{ChildCounter, ChildDone};
+    pub use crate::dependence_tracker::{DepHandle, DepTracker, Ready, Released, Submitted};
+    pub use crate::deque::{Steal, Stealer, Worker, deque};
+    pub use crate::locality_policy::{DealReason, LocalityModel};
+    pub use crate::node_queue::NodeQueue;
+    pub use crate::result_state::{DONE, DROPPED, JOINING, RUNNING, ResultState};
+    pub use crate::sleep::{IdleState, Sleep};
+    #[cfg(not(loom))]
+    pub use crate::dependences::CANCELLED;
+    #[cfg(not(loom))]
+    pub use crate::job::{Task, TaskMeta};
+    #[cfg(not(loom))]
+    pub use crate::scheduler::Scheduler;
+}

@@ -1,4 +1,4 @@
-//! The state of a task spawned with a result handle (`Scope::spawn_with_result`, and the task
+//! The state of a task spawned with a result handle (`TaskBuilder::spawn_with_result`, and the task
 //! `a` of `Scope::join`): who frees its frame, the task's finisher or the handle, and when the
 //! handle may read the result. Its own file so that loom model-checks it
 //! (`loom-tests/tests/result_state.rs`).

@@ -16,7 +16,7 @@
 //!   the task: the parent's next `taskwait`, the end of the enclosing `taskgroup`, or the end
 //!   of the scope (if the parent itself finished meanwhile, the panic climbs to the nearest
 //!   waiter). A panic of the scope body itself takes precedence over its tasks' panics. A
-//!   task with a result handle ([`Scope::spawn_with_result`]) keeps its subtree's panic for
+//!   task with a result handle ([`TaskBuilder::spawn_with_result`]) keeps its subtree's panic for
 //!   the handle: [`TaskHandle::join`] resumes it (as `std::thread::ScopedJoinHandle::join`
 //!   returns it), and a handle dropped unjoined passes it on as above. The runtime stays
 //!   usable afterwards.
@@ -131,53 +131,18 @@ impl<'scope> Scope<'scope> {
 
     /// Spawns a task running `f`. It may start at once on another worker, or later on this
     /// one; it finishes before the next `taskwait` of this task returns, and before the scope
-    /// ends.
+    /// ends. The short form of [`task`](Self::task)`().spawn(f)`, which adds clauses
+    /// (priority, `if`, `final`, affinity, dependences, a result).
     #[inline]
     pub fn spawn<F>(&self, f: F)
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.spawn_task(None, f);
-    }
-
-    /// Spawns a task running `f` with a priority (OpenMP's `priority(p)` clause, a hint as
-    /// there): among the tasks ready to run, workers take those of higher priority first
-    /// (equal priorities in the order they became ready), ahead of tasks without one, from a
-    /// pool-wide list that an idle worker looks at before its own queues, and a waiting one
-    /// first for what it waits for, else where it would steal (a priority outranks where the
-    /// task's data lives: such tasks are not dealt by locality). With several workers a task
-    /// of lower priority may still start first elsewhere. Priorities above the runtime's
-    /// `OMP_MAX_TASK_PRIORITY` count as it; with that at 0, the default, priorities are
-    /// ignored (a priority-0 task is an ordinary one) and cost nothing. For tasks long enough
-    /// that the order they start in matters: the list is locked.
-    ///
-    /// ```
-    /// use std::sync::Mutex;
-    /// let rt = numatask_sched::Runtime::builder().num_threads(1).max_task_priority(5).build()?;
-    /// let order = Mutex::new(Vec::new());
-    /// rt.scope(|s| {
-    ///     for p in [1, 5, 0, 3] {
-    ///         let order = &order;
-    ///         s.spawn_with_priority(p, move |_| order.lock().unwrap().push(p));
-    ///     }
-    /// });
-    /// // One worker, which ran the scope body first: then the highest priority first.
-    /// assert_eq!(*order.lock().unwrap(), [5, 3, 1, 0]);
-    /// # Ok::<(), numatask_sched::SchedError>(())
-    /// ```
-    #[inline]
-    pub fn spawn_with_priority<F>(&self, priority: u32, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        let priority = self.honoured_priority(priority);
-        let meta = (priority > 0).then(|| {
-            Box::new(TaskMeta {
-                priority,
-                ..TaskMeta::default()
-            })
-        });
-        self.spawn_task(meta, f);
+        let this = self.current();
+        this.spawn_frame(
+            job::heap_task::<F, (), false>(this.frame, this.worker(), None, f),
+            false,
+        );
     }
 
     /// `priority` capped at the runtime's `OMP_MAX_TASK_PRIORITY` (0 when that is 0).
@@ -186,26 +151,37 @@ impl<'scope> Scope<'scope> {
         priority.min(self.worker().registry().settings.max_task_priority)
     }
 
-    /// Spawns a task running `f` and returns a handle to its result. The result is available
-    /// (without waiting) after a `taskwait` of this task, or through
-    /// [`TaskHandle::join`], which waits for this task only.
-    ///
-    /// ```
-    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
-    /// fn fib(s: &numatask_sched::Scope<'_>, n: u64) -> u64 {
-    ///     if n < 2 {
-    ///         return n;
-    ///     }
-    ///     let a = s.spawn_with_result(move |s| fib(s, n - 1));
-    ///     let b = fib(s, n - 2);
-    ///     s.taskwait();
-    ///     a.join() + b
-    /// }
-    /// assert_eq!(rt.scope(|s| fib(s, 20)), 6765);
-    /// # Ok::<(), numatask_sched::SchedError>(())
-    /// ```
+    /// Spawns `f` with `meta` as a child of the current scope (this one, or the taskgroup
+    /// running in its body), final if `is_final`, run at once on this thread if `undeferred`.
     #[inline]
-    pub fn spawn_with_result<'s, F, T>(&'s self, f: F) -> TaskHandle<'s, T>
+    pub(crate) fn spawn_with_clauses<F>(
+        &self,
+        meta: Option<Box<TaskMeta>>,
+        is_final: bool,
+        undeferred: bool,
+        f: F,
+    ) where
+        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    {
+        let this = self.current();
+        let frame = job::heap_task::<F, (), false>(this.frame, this.worker(), meta, f);
+        if is_final {
+            // SAFETY: the frame was made just above and is not published yet.
+            unsafe { Header::mark_final(frame) };
+        }
+        this.spawn_frame(frame, undeferred);
+    }
+
+    /// Spawns `f` as [`spawn_with_clauses`](Self::spawn_with_clauses) does, with a handle to
+    /// its result.
+    #[inline]
+    pub(crate) fn spawn_result_with_clauses<'s, F, T>(
+        &'s self,
+        meta: Option<Box<TaskMeta>>,
+        is_final: bool,
+        undeferred: bool,
+        f: F,
+    ) -> TaskHandle<'s, T>
     where
         F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
         T: Send + 'scope,
@@ -214,146 +190,32 @@ impl<'scope> Scope<'scope> {
         // spawns): the handle borrows this scope and may outlive the group, and an unjoined
         // handle passes its task's panic to the frame the task reports to, which must then
         // still be alive. Its task is this task's child, whose handle waits for it.
-        let frame = job::heap_task::<F, T, true>(self.frame, self.worker(), None, f);
+        let frame = job::heap_task::<F, T, true>(self.frame, self.worker(), meta, f);
+        if is_final {
+            // SAFETY: the frame was made just above and is not published yet.
+            unsafe { Header::mark_final(frame) };
+        }
         let handle = TaskHandle {
             head: frame.cast(),
             _marker: PhantomData,
         };
-        self.spawn_frame(frame);
+        self.spawn_frame(frame, undeferred);
         handle
     }
 
-    /// Spawns `f` as a task if `defer` is true; otherwise runs it right away, inline, as a
-    /// plain call on this task's context (OpenMP's `if(false)`: no frame, no queue, its
-    /// children become this task's children). The cheap way to stop spawning below a cutoff;
-    /// [`spawn_final`](Self::spawn_final) stops it for a whole subtree.
-    #[inline]
-    pub fn spawn_if<F>(&self, defer: bool, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        if defer {
-            self.spawn(f);
-        } else {
-            f(self);
-        }
-    }
-
-    /// Spawns `f` as a **final** task (OpenMP's `final` clause): a task like any other, but
-    /// every task spawned inside it, at any depth, is *included*: it runs at once on the
-    /// spawning thread, before `spawn` returns, instead of being queued. Dependent spawns
-    /// inside it run at once too (in program order, which satisfies every dependence among
-    /// them). Results, panics, `taskwait` and taskgroups behave as for deferred tasks, and a
-    /// dependent task after one that panicked is cancelled. A new scope entered inside
-    /// ([`Runtime::scope`](crate::Runtime::scope)) is a tree of its own, whose tasks are
-    /// deferred. [`in_final`](Self::in_final) tells a body whether it runs in a final task.
-    ///
-    /// The usual cutoff of recursive task programs: above a depth spawn, below it spawn one
-    /// final task and let the recursion run sequentially inside it, code unchanged.
-    ///
-    /// ```
-    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
-    /// use numatask_sched::Scope;
-    ///
-    /// fn fib(s: &Scope<'_>, n: u64) -> u64 {
-    ///     if n < 2 {
-    ///         return n;
-    ///     }
-    ///     let a = s.spawn_with_result(move |s| fib(s, n - 1));
-    ///     let b = s.spawn_with_result(move |s| fib(s, n - 2));
-    ///     s.taskwait();
-    ///     a.join() + b.join()
-    /// }
-    ///
-    /// let (mut small, mut large) = (0, 0);
-    /// rt.scope(|s| {
-    ///     // Below the cutoff: one final task, inside which fib's spawns run inline.
-    ///     s.spawn_final(|s| {
-    ///         assert!(s.in_final());
-    ///         small = fib(s, 15);
-    ///     });
-    ///     s.spawn(|s| large = fib(s, 20));
-    /// });
-    /// assert_eq!((small, large), (610, 6765));
-    /// # Ok::<(), numatask_sched::SchedError>(())
-    /// ```
-    #[inline]
-    pub fn spawn_final<F>(&self, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        let this = self.current();
-        let frame = job::heap_task::<F, (), false>(this.frame, this.worker(), None, f);
-        // SAFETY: the frame was made just above and is not published yet.
-        unsafe { Header::mark_final(frame) };
-        this.spawn_frame(frame);
-    }
-
     /// Whether this task is a final task or runs inside one (OpenMP's `omp_in_final`): then
-    /// every task it spawns runs at once, inline (see [`spawn_final`](Self::spawn_final)).
+    /// every task it spawns runs at once, inline (see
+    /// [`TaskBuilder::final_if`](crate::TaskBuilder::final_if)).
     #[inline]
     pub fn in_final(&self) -> bool {
         self.frame().is_final()
     }
 
-    /// Spawns a task that declares the byte ranges it touches (OpenMP 5's `affinity`): a
-    /// locality-aware scheduler places it near that data; the work-stealing scheduler ignores
-    /// it. The ranges are a hint: nothing checks them, and they order nothing (the access
-    /// kinds say how the bytes are used, for weighting; they are not `depend` clauses here).
-    pub fn spawn_with_footprint<F>(&self, footprint: impl Into<Box<[Access]>>, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        self.spawn_labeled("task", footprint, f);
-    }
-
-    /// [`spawn_with_footprint`](Self::spawn_with_footprint) with a name for the task in traces
-    /// (see [`crate::trace`]); the footprint may be empty.
-    ///
-    /// ```
-    /// use numatask_sched::depend::{Access, AccessKind};
-    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
-    /// let mut chunk = vec![1.0f64; 1024];
-    /// rt.scope(|s| {
-    ///     let footprint = [Access::of_slice(&chunk, AccessKind::InOut)];
-    ///     s.spawn_labeled("map", footprint, |_| chunk.iter_mut().for_each(|x| *x *= 2.0));
-    /// });
-    /// assert_eq!(chunk[0], 2.0);
-    /// # Ok::<(), numatask_sched::SchedError>(())
-    /// ```
-    pub fn spawn_labeled<F>(&self, label: &'static str, footprint: impl Into<Box<[Access]>>, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        let meta = Box::new(TaskMeta {
-            footprint: footprint.into(),
-            label: Some(label),
-            priority: 0,
-        });
-        self.spawn_task(Some(meta), f);
-    }
-
-    /// Spawns `f` with `meta` as a child of the current scope (this one, or the taskgroup
-    /// running in its body): the plain spawns end here.
     #[inline]
-    fn spawn_task<F>(&self, meta: Option<Box<TaskMeta>>, f: F)
-    where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
-    {
-        let this = self.current();
-        this.spawn_frame(job::heap_task::<F, (), false>(
-            this.frame,
-            this.worker(),
-            meta,
-            f,
-        ));
-    }
-
-    #[inline]
-    fn spawn_frame(&self, frame: NonNull<Header>) {
+    fn spawn_frame(&self, frame: NonNull<Header>, undeferred: bool) {
         self.frame().children.on_spawn();
-        if self.frame().is_final() {
-            // An included task: run now, on this thread.
+        if undeferred || self.frame().is_final() {
+            // An included or undeferred task: run now, on this thread.
             self.worker().run_undeferred(Task::from_header(frame));
         } else {
             self.worker().push(Task::from_header(frame));
@@ -391,27 +253,28 @@ impl<'scope> Scope<'scope> {
     }
 
     /// Spawns `f` as a child that runs once the earlier children it conflicts with on
-    /// `accesses` finished (the safe and raw dependent spawns end here).
+    /// `accesses` finished (the safe and raw dependent spawns end here). With `handle`, the
+    /// child is this scope's own (not a taskgroup's running in its body: see
+    /// [`spawn_result_with_clauses`](Self::spawn_result_with_clauses)) and its frame keeps
+    /// a result for a [`TaskHandle`].
     #[inline]
-    pub(crate) fn spawn_dependent<F>(
+    pub(crate) fn spawn_dependent<F, T, const HANDLE: bool>(
         &self,
         accesses: &[Access],
-        label: Option<&'static str>,
-        priority: u32,
+        meta: Option<Box<TaskMeta>>,
+        is_final: bool,
         f: F,
-    ) where
-        F: FnOnce(&Scope<'scope>) + Send + 'scope,
+    ) -> NonNull<Header>
+    where
+        F: FnOnce(&Scope<'scope>) -> T + Send + 'scope,
+        T: Send + 'scope,
     {
-        let priority = self.honoured_priority(priority);
-        let meta = (label.is_some() || priority > 0).then(|| {
-            Box::new(TaskMeta {
-                footprint: Box::new([]),
-                label,
-                priority,
-            })
-        });
-        let this = self.current();
-        let frame = job::heap_task::<F, (), false>(this.frame, this.worker(), meta, f);
+        let this = if HANDLE { self } else { self.current() };
+        let frame = job::heap_task::<F, T, HANDLE>(this.frame, this.worker(), meta, f);
+        if is_final {
+            // SAFETY: the frame was made just above and is not published yet.
+            unsafe { Header::mark_final(frame) };
+        }
         this.frame().children.on_spawn();
         // In a final task every earlier sibling was included and has finished, so the task
         // is ready at once (or cancelled, behind a sibling that panicked) and runs inline.
@@ -422,6 +285,20 @@ impl<'scope> Scope<'scope> {
             this.worker(),
             this.frame().is_final(),
         );
+        frame
+    }
+
+    /// A handle to the result of the task whose frame `frame` is.
+    ///
+    /// # Safety
+    ///
+    /// `frame` was made by [`spawn_dependent`](Self::spawn_dependent) of this scope with
+    /// `HANDLE` and result type `T`, and no other handle to it exists.
+    pub(crate) unsafe fn handle_of<'s, T>(&'s self, frame: NonNull<Header>) -> TaskHandle<'s, T> {
+        TaskHandle {
+            head: frame.cast(),
+            _marker: PhantomData,
+        }
     }
 
     /// Waits until every child this task spawned so far (and their descendants) finished,
@@ -507,7 +384,7 @@ impl<'scope> Scope<'scope> {
     /// if the program caught that one already, the panic of another earlier child). A
     /// cancellation a waiter inside the group already raised counts as a panic of its own.
     ///
-    /// [`spawn_with_result`]: Self::spawn_with_result
+    /// [`spawn_with_result`]: crate::TaskBuilder::spawn_with_result
     #[track_caller]
     pub fn taskgroup<R>(&self, f: impl FnOnce(&Scope<'scope>) -> R) -> R {
         let this = self.current();
@@ -608,7 +485,7 @@ impl<'scope> Scope<'scope> {
             head: frame.cast(),
             _marker: PhantomData,
         };
-        this.spawn_frame(frame);
+        this.spawn_frame(frame, false);
         let rb = panic::catch_unwind(AssertUnwindSafe(|| b(this)));
         // `a` may borrow this call's stack: were the wait to unwind (its check that the task
         // is not buried under the caller, true of a task made here), the frame would go while
@@ -681,7 +558,7 @@ impl fmt::Debug for Scope<'_> {
     }
 }
 
-/// The result of a task spawned with [`Scope::spawn_with_result`].
+/// The result of a task spawned with [`TaskBuilder::spawn_with_result`].
 ///
 /// The value can be taken with [`join`](Self::join): immediately after a `taskwait` of the
 /// spawning task, otherwise after waiting for this task. Dropping the handle drops the value,
@@ -705,7 +582,7 @@ impl fmt::Debug for Scope<'_> {
 /// }
 /// let rt = Runtime::builder().num_threads(2).build().unwrap();
 /// rt.scope(|s| {
-///     let h = s.spawn_with_result(|_| 5u32);
+///     let h = s.task().spawn_with_result(|_| 5u32);
 ///     // error: the handle borrows `s`, which does not live for 'static
 ///     KEPT.with(|k| *k.borrow_mut() = Some(h));
 /// });
@@ -746,53 +623,66 @@ impl<T> TaskHandle<'_, T> {
         }
     }
 
-    /// The result, or the panic of the task's subtree. `worker`: the calling thread's worker.
-    fn join_inner(self, worker: Option<&WorkerThread>) -> Result<T, Payload> {
+    /// Waits until the task (and its descendants) finished, running other tasks meanwhile as
+    /// [`join`](Self::join) does.
+    pub(crate) fn wait(&self) {
+        self.wait_on(WorkerThread::current());
+    }
+
+    /// [`wait`](Self::wait) on `worker`, the calling thread's worker.
+    fn wait_on(&self, worker: Option<&WorkerThread>) {
         let head = self.head();
-        if head.state.get() != DONE {
-            match worker {
-                Some(worker) => {
-                    let mut announced = false;
-                    let waited = worker.wait_until(
-                        &head.header,
-                        &head.header,
-                        || head.state.get() == DONE,
-                        // Each time the worker's own deque is empty and the task not done.
-                        || {
-                            if !announced {
-                                // The handle borrows the spawning task's `&Scope`, so only
-                                // that task (or code it calls inline) gets here: the task
-                                // waited for descends from the caller and cannot be buried
-                                // under it on this worker's stack. Kept as a check, were that
-                                // argument to break (a panic below is better than a hang);
-                                // made here rather than before the wait, as it walks every
-                                // task running on this worker, and a join whose task is
-                                // still on top of the deque (the common case) runs it in
-                                // `wait_until`'s fast path and never gets here.
-                                if worker.is_running_under_caller(&head.header) {
-                                    return false;
-                                }
-                                announced = true;
-                                head.state.announce_join();
+        if head.state.get() == DONE {
+            return;
+        }
+        match worker {
+            Some(worker) => {
+                let mut announced = false;
+                let waited = worker.wait_until(
+                    &head.header,
+                    &head.header,
+                    || head.state.get() == DONE,
+                    // Each time the worker's own deque is empty and the task not done.
+                    || {
+                        if !announced {
+                            // The handle borrows the spawning task's `&Scope`, so only
+                            // that task (or code it calls inline) gets here: the task
+                            // waited for descends from the caller and cannot be buried
+                            // under it on this worker's stack. Kept as a check, were that
+                            // argument to break (a panic below is better than a hang);
+                            // made here rather than before the wait, as it walks every
+                            // task running on this worker, and a join whose task is
+                            // still on top of the deque (the common case) runs it in
+                            // `wait_until`'s fast path and never gets here.
+                            if worker.is_running_under_caller(&head.header) {
+                                return false;
                             }
-                            true
-                        },
-                    );
-                    assert!(
-                        waited,
-                        "numatask: TaskHandle::join of a task that is running on this worker \
-                         under the caller: it cannot finish before the caller returns"
-                    );
-                }
-                // Not on a worker: a handle lives within its spawning task, which runs on a
-                // worker, so this is not reached; should it be, wait politely.
-                None => {
-                    while head.state.get() != DONE {
-                        thread::yield_now();
-                    }
+                            announced = true;
+                            head.state.announce_join();
+                        }
+                        true
+                    },
+                );
+                assert!(
+                    waited,
+                    "numatask: TaskHandle::join of a task that is running on this worker \
+                     under the caller: it cannot finish before the caller returns"
+                );
+            }
+            // Not on a worker: a handle lives within its spawning task, which runs on a
+            // worker, so this is not reached; should it be, wait politely.
+            None => {
+                while head.state.get() != DONE {
+                    thread::yield_now();
                 }
             }
         }
+    }
+
+    /// The result, or the panic of the task's subtree. `worker`: the calling thread's worker.
+    fn join_inner(self, worker: Option<&WorkerThread>) -> Result<T, Payload> {
+        self.wait_on(worker);
+        let head = self.head();
         // SAFETY: the state is `DONE` and we own the handle.
         let value = unsafe { head.take_result() };
         // The frame kept the first panic of the task's subtree (its own, a descendant's, or

@@ -6,7 +6,7 @@
 //!
 //! The shape follows tokio's `loom` module:
 //!
-//! - [`atomic`]: `AtomicBool`, `AtomicUsize`, `AtomicIsize`, `AtomicU32`, `AtomicU64`,
+//! - [`atomic`]: `AtomicBool`, `AtomicUsize`, `AtomicU32`,
 //!   `AtomicPtr`, `Ordering` and `fence`.
 //! - [`Arc`], [`Mutex`], [`Condvar`]: the std types, or loom's (same method names; `lock` and
 //!   `wait` return `LockResult` in both).
@@ -32,7 +32,7 @@ mod imp {
     /// Atomic types and fences (loom's model-checked versions).
     pub mod atomic {
         pub use loom::sync::atomic::{
-            AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+            AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence,
         };
     }
 
@@ -97,7 +97,7 @@ mod imp {
     pub mod atomic {
         #[doc(no_inline)]
         pub use std::sync::atomic::{
-            AtomicBool, AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+            AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering, fence,
         };
     }
 
@@ -146,11 +146,6 @@ mod imp {
             UnsafeCell(std::cell::UnsafeCell::new(value))
         }
 
-        /// Unwraps the value.
-        #[inline(always)]
-        pub fn into_inner(self) -> T {
-            self.0.into_inner()
-        }
     }
 
     impl<T: ?Sized> UnsafeCell<T> {

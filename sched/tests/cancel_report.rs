@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use numatask_sched::Runtime;
 use numatask_sched::data::Blocks;
-use numatask_sched::dependences::CANCELLED;
+use numatask_sched::__internals::CANCELLED;
 
 #[test]
 fn a_cancellation_resumed_at_a_taskwait_goes_through_the_panic_hook() {

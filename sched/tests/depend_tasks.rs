@@ -14,7 +14,7 @@ use common::{message, runtime, within};
 use numatask_sched::SchedError;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::dependences::CANCELLED;
+use numatask_sched::__internals::CANCELLED;
 
 /// A chain of `n` updates of one block, each appending its index: the log must be in order.
 fn chain_in_program_order(workers: usize, n: usize) {
@@ -355,7 +355,7 @@ fn a_panic_cancels_the_dependent_tasks_and_resumes_at_taskwait() {
         assert_eq!(ran.load(Ordering::SeqCst), 0);
         assert_eq!(v[2], 5);
         // The runtime is still usable.
-        assert_eq!(rt.scope(|s| s.spawn_with_result(|_| 3).join()), 3);
+        assert_eq!(rt.scope(|s| s.task().spawn_with_result(|_| 3).join()), 3);
     });
 }
 
@@ -782,14 +782,14 @@ fn raw_dependences_order_c_like_byte_ranges() {
                 // SAFETY: each task touches only the bytes it declares; the buffer outlives
                 // the scope; plain numbers may be written from any thread.
                 unsafe {
-                    s.spawn_depend(&[whole], move |_| {
+                    s.task().depend(&[whole]).spawn(move |_| {
                         let p = p as *mut u64;
                         (0..n).for_each(|i| *p.add(i) = *p.add(i) * 2 + round);
                     });
                     for half in 0..2 {
                         let start = half * n / 2;
                         let acc = Access::new(p + start * 8, n / 2 * 8, AccessKind::InOut);
-                        s.spawn_depend(&[acc], move |_| {
+                        s.task().depend(&[acc]).spawn(move |_| {
                             let p = p as *mut u64;
                             (start..start + n / 2).for_each(|i| *p.add(i) += 1);
                         });
@@ -847,7 +847,7 @@ fn a_dependent_tasks_footprint_is_its_depend_list() {
             // SAFETY: the task writes only the bytes it declares, which nothing else touches
             // until the scope ends; the address of plain numbers may go to another thread.
             unsafe {
-                s.spawn_depend_labeled("raw", &[whole], move |_| *(addr as *mut f64) += 1.0);
+                s.task().label("raw").depend(&[whole]).spawn(move |_| *(addr as *mut f64) += 1.0);
             }
         });
         let records = rt.tracer().expect("tracing").records();

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use common::within;
 use numatask_alloc::{Distribution, NumaVec, Place, Preset, Topology};
+use numatask_sched::Footprint;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::locality_policy::{DealReason, LocalityModel};
+use numatask_sched::__internals::{DealReason, LocalityModel};
 use numatask_sched::taskloop::Grain;
 use numatask_sched::trace::QueueChoice;
 use numatask_sched::{Runtime, SchedulerKind};
@@ -67,8 +68,8 @@ fn chunk_on(node: usize) -> NumaVec<u8> {
     NumaVec::zeroed(1 << 20, Place::OnNode(node)).expect("allocation on a preset node")
 }
 
-fn footprint(chunk: &NumaVec<u8>) -> [Access; 1] {
-    [Access::of_slice(chunk, AccessKind::InOut)]
+fn footprint(chunk: &NumaVec<u8>) -> Footprint {
+    Footprint::of(chunk)
 }
 
 fn trace_path(name: &str) -> std::path::PathBuf {
@@ -95,7 +96,7 @@ fn a_task_whose_footprint_lies_on_node_k_runs_on_a_worker_of_node_k() {
             for _ in 0..3 {
                 for (k, chunk) in chunks.iter().enumerate() {
                     let ran_on = &ran_on;
-                    s.spawn_labeled("map", footprint(chunk), move |s| {
+                    s.task().label("map").affinity(footprint(chunk)).spawn(move |s| {
                         ran_on.lock().unwrap().push((k, s.node()));
                     });
                 }
@@ -206,7 +207,7 @@ fn a_summary_only_trace_counts_local_bytes_without_a_file() {
         rt.scope(|s| {
             for chunk in &chunks {
                 // SAFETY: the tasks only read the chunks, which outlive the scope.
-                unsafe { s.spawn_depend(&footprint(chunk), move |_| assert_eq!(chunk[0], 0)) };
+                unsafe { s.task().depend(&[Access::of_slice(chunk, AccessKind::InOut)]).spawn(move |_| assert_eq!(chunk[0], 0)) };
             }
         });
         let summary = rt
@@ -247,14 +248,11 @@ fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_sa
         let even: Vec<NumaVec<u8>> = (0..8)
             .map(|k| NumaVec::zeroed(1 << 17, Place::OnNode(k)).unwrap())
             .collect();
-        let even_footprint: Vec<Access> = even
-            .iter()
-            .map(|c| Access::of_slice(c, AccessKind::In))
-            .collect();
+        let even_footprint = even.iter().fold(Footprint::new(), |f, c| f.slice(c));
         rt.scope(|s| {
-            s.spawn_labeled("small", footprint(&small), |_| {});
-            s.spawn_labeled("even", even_footprint, |_| {});
-            s.spawn_labeled("none", [], |_| {});
+            s.task().label("small").affinity(footprint(&small)).spawn(|_| {});
+            s.task().label("even").affinity(even_footprint).spawn(|_| {});
+            s.task().label("none").affinity(Footprint::new()).spawn(|_| {});
             s.spawn(|_| {});
         });
         let records = rt.tracer().unwrap().records();
@@ -312,7 +310,7 @@ fn a_fine_footprint_a_few_pages_uneven_stays_local_unless_the_even_tolerance_is_
             let rt = builder.build().expect("runtime starts");
             rt.scope(|s| {
                 for _ in 0..16 {
-                    s.spawn_labeled("fine", [Access::of_slice(&fine, AccessKind::In)], |_| {});
+                    s.task().label("fine").affinity(Footprint::of(&fine)).spawn(|_| {});
                 }
             });
             let records = rt.tracer().expect("tracing").records();
@@ -357,13 +355,10 @@ fn an_intensive_access_decides_the_node() {
         let big = NumaVec::<u8>::zeroed(4 << 20, Place::OnNode(2)).unwrap();
         let hot = chunk_on(6);
         let node = rt.scope(|s| {
-            let accesses = [
-                Access::of_slice(&big, AccessKind::In),
-                Access::of_slice(&hot, AccessKind::InOut).intensive(),
-            ];
+            let accesses = Footprint::of(&big).slice(&hot).intensive();
             let node = Arc::new(AtomicUsize::new(usize::MAX));
             let seen = Arc::clone(&node);
-            s.spawn_with_footprint(accesses, move |s| seen.store(s.node(), Ordering::SeqCst));
+            s.task().affinity(accesses).spawn(move |s| seen.store(s.node(), Ordering::SeqCst));
             s.taskwait();
             node.load(Ordering::SeqCst)
         });
@@ -387,7 +382,7 @@ fn a_task_dealt_to_a_node_without_workers_goes_to_the_nearest_node_with_workers(
                 .map(|_| {
                     let seen = Arc::new(AtomicUsize::new(usize::MAX));
                     let store = Arc::clone(&seen);
-                    s.spawn_with_footprint(footprint(&on3), move |s| {
+                    s.task().affinity(footprint(&on3)).spawn(move |s| {
                         store.store(s.node(), Ordering::SeqCst)
                     });
                     seen
@@ -427,9 +422,9 @@ fn steal_test(vicinity: Option<u32>, dealt: usize, give_up_after: usize) -> Stea
     rt.scope(|s| {
         // The driver runs on node 0 (its footprint is there, and node 1 may not steal a
         // queue of one task).
-        s.spawn_with_footprint(footprint(&on0), |s| {
+        s.task().affinity(footprint(&on0)).spawn(|s| {
             assert_eq!(s.node(), 0);
-            s.spawn_with_footprint(footprint(&on1), |s| {
+            s.task().affinity(footprint(&on1)).spawn(|s| {
                 assert_eq!(s.node(), 1, "the blocker runs on node 1");
                 blocker_started.store(true, Ordering::SeqCst);
                 loop {
@@ -447,7 +442,7 @@ fn steal_test(vicinity: Option<u32>, dealt: usize, give_up_after: usize) -> Stea
             }
             *last_steal.lock().unwrap() = Instant::now();
             for _ in 0..dealt {
-                s.spawn_with_footprint(footprint(&on1), |s| {
+                s.task().affinity(footprint(&on1)).spawn(|s| {
                     if s.node() == 0 {
                         stolen.fetch_add(1, Ordering::SeqCst);
                         *last_steal.lock().unwrap() = Instant::now();
@@ -490,18 +485,18 @@ fn steal_with_one_thief(dealt: usize, threshold: usize) -> usize {
         }
     };
     rt.scope(|s| {
-        s.spawn_with_footprint(footprint(&on0), |s| {
+        s.task().affinity(footprint(&on0)).spawn(|s| {
             assert_eq!(s.node(), 0, "the driver runs on node 0");
-            s.spawn_with_footprint(footprint(&on1), |s| hold(s, 1));
+            s.task().affinity(footprint(&on1)).spawn(|s| hold(s, 1));
             for _ in 0..4 {
-                s.spawn_with_footprint(footprint(&on0), |s| hold(s, 0));
+                s.task().affinity(footprint(&on0)).spawn(|s| hold(s, 0));
             }
             // The driver is the fifth held worker of node 0 once it has dealt the tasks.
             while held.load(Ordering::SeqCst) < 5 {
                 std::thread::yield_now();
             }
             for _ in 0..dealt {
-                s.spawn_with_footprint(footprint(&on1), |s| {
+                s.task().affinity(footprint(&on1)).spawn(|s| {
                     if s.node() == 0 {
                         stolen.fetch_add(1, Ordering::SeqCst);
                     }
@@ -593,27 +588,27 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
             }
         };
         rt.scope(|s| {
-            s.spawn_with_footprint(footprint(&chunks[0]), |s| {
+            s.task().affinity(footprint(&chunks[0])).spawn(|s| {
                 assert_eq!(s.node(), 0, "the driver runs on node 0");
                 for node in [1, 2, 3] {
                     for _ in 0..6 {
                         let release = &release;
-                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                        s.task().affinity(footprint(&chunks[node])).spawn(move |s| {
                             hold_until(s, node, release)
                         });
                     }
                 }
                 for _ in 0..4 {
-                    s.spawn_with_footprint(footprint(&chunks[0]), |s| hold_until(s, 0, &release));
+                    s.task().affinity(footprint(&chunks[0])).spawn(|s| hold_until(s, 0, &release));
                 }
-                s.spawn_with_footprint(footprint(&chunks[0]), |s| hold_until(s, 0, &gate));
+                s.task().affinity(footprint(&chunks[0])).spawn(|s| hold_until(s, 0, &gate));
                 while held.load(Ordering::SeqCst) < 23 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 for node in [1, 3] {
                     for _ in 0..20 {
                         let order = &order;
-                        s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                        s.task().affinity(footprint(&chunks[node])).spawn(move |s| {
                             if s.node() == 0 {
                                 order.lock().unwrap().push(node);
                             }
@@ -671,11 +666,11 @@ fn a_thief_takes_a_nearer_nodes_dealt_tasks_before_a_farther_nodes_kept_ones() {
                 release.store(true, Ordering::SeqCst);
             });
             rt.scope(|s| {
-                s.spawn_with_footprint(footprint(&chunks[0]), |s| {
+                s.task().affinity(footprint(&chunks[0])).spawn(|s| {
                     assert_eq!(s.node(), 0, "the driver runs on node 0");
                     for node in [1, 2, 3] {
                         for k in 0..6 {
-                            s.spawn_with_footprint(footprint(&chunks[node]), move |s| {
+                            s.task().affinity(footprint(&chunks[node])).spawn(move |s| {
                                 if node == 3 && k == 0 {
                                     // Once every other worker is held, so that nobody takes
                                     // them before the driver looks.
@@ -695,13 +690,13 @@ fn a_thief_takes_a_nearer_nodes_dealt_tasks_before_a_farther_nodes_kept_ones() {
                         }
                     }
                     for _ in 0..5 {
-                        s.spawn_with_footprint(footprint(&chunks[0]), move |s| hold(s, 0));
+                        s.task().affinity(footprint(&chunks[0])).spawn(move |s| hold(s, 0));
                     }
                     while held.load(Ordering::SeqCst) < 23 {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     for _ in 0..20 {
-                        s.spawn_with_footprint(footprint(&chunks[1]), move |s| {
+                        s.task().affinity(footprint(&chunks[1])).spawn(move |s| {
                             if s.node() == 0 {
                                 order.lock().unwrap().push(1);
                             }
@@ -746,19 +741,19 @@ fn tasks_a_waiter_short_of_stack_sets_aside_stay_within_the_vicinity() {
         let (on0, on1) = (chunk_on(0), chunk_on(1));
         let ran_on = Mutex::new(Vec::new());
         rt.scope(|s| {
-            s.spawn_with_footprint(footprint(&on0), |s| {
+            s.task().affinity(footprint(&on0)).spawn(|s| {
                 assert_eq!(s.node(), 0);
                 let mut pad = [0u8; 420 << 10];
                 std::hint::black_box(&mut pad);
                 for _ in 0..60 {
                     let ran_on = &ran_on;
-                    s.spawn_with_footprint(footprint(&on0), move |s| {
+                    s.task().affinity(footprint(&on0)).spawn(move |s| {
                         ran_on.lock().unwrap().push(s.node());
                         std::thread::sleep(Duration::from_millis(20));
                     });
                 }
                 s.taskgroup(|g| {
-                    g.spawn_with_footprint(footprint(&on1), |s| {
+                    g.task().affinity(footprint(&on1)).spawn(|s| {
                         assert_eq!(s.node(), 1);
                         std::thread::sleep(Duration::from_millis(100));
                     });
@@ -791,16 +786,16 @@ fn a_waiter_short_of_stack_wakes_for_a_descendant_dealt_to_its_node() {
             let delay = Duration::from_nanos(150_000 + (rounds * 997) % 150_000);
             let (on0, on1) = (&on0, &on1);
             rt.scope(|s| {
-                s.spawn_with_footprint(footprint(on1), move |s| {
+                s.task().affinity(footprint(on1)).spawn(move |s| {
                     assert_eq!(s.node(), 1);
                     let mut pad = [0u8; 420 << 10];
                     std::hint::black_box(&mut pad);
                     let t0 = Instant::now();
-                    s.spawn_with_footprint(footprint(on0), move |s| {
+                    s.task().affinity(footprint(on0)).spawn(move |s| {
                         while t0.elapsed() < delay {
                             std::hint::spin_loop();
                         }
-                        s.spawn_with_footprint(footprint(on1), |_| {});
+                        s.task().affinity(footprint(on1)).spawn(|_| {});
                         s.taskwait();
                     });
                     s.taskwait();
@@ -826,13 +821,13 @@ fn a_waiter_with_room_takes_its_descendant_set_aside_beyond_the_vicinity() {
         for _ in 0..20 {
             let (on0, on1, d_ran_on) = (&on0, &on1, &d_ran_on);
             rt.scope(|s| {
-                s.spawn_with_footprint(footprint(on1), move |s| {
+                s.task().affinity(footprint(on1)).spawn(move |s| {
                     assert_eq!(s.node(), 1);
                     let mut pad = [0u8; 420 << 10];
                     std::hint::black_box(&mut pad);
-                    s.spawn_with_footprint(footprint(on0), move |_| {
+                    s.task().affinity(footprint(on0)).spawn(move |_| {
                         numatask_sched::scope(|inner| {
-                            inner.spawn_with_footprint(footprint(on1), move |d| {
+                            inner.task().affinity(footprint(on1)).spawn(move |d| {
                                 d_ran_on.lock().unwrap().push(d.node());
                             });
                         })
@@ -1027,13 +1022,13 @@ fn tasks_for_a_node_without_workers_take_turns_among_the_equally_near_staffed_no
             // Dealt to node 1, whose worker spawns the tasks below: a node without workers
             // does not send all of its tasks to the spawner's node (or the lowest), but to
             // each of the staffed nodes at the least cost in turn.
-            s.spawn_with_footprint(footprint(&on1), |s| {
+            s.task().affinity(footprint(&on1)).spawn(|s| {
                 for _ in 0..8 {
-                    s.spawn_labeled("least cost", footprint(&on4), |_| {});
+                    s.task().label("least cost").affinity(footprint(&on4)).spawn(|_| {});
                 }
                 for _ in 0..8 {
-                    let marked = [Access::of_slice(&on4, AccessKind::In).intensive()];
-                    s.spawn_labeled("intensive", marked, |_| {});
+                    let marked = Footprint::of(&on4).intensive();
+                    s.task().label("intensive").affinity(marked).spawn(|_| {});
                 }
                 s.taskwait();
             });
@@ -1123,7 +1118,7 @@ fn tree_node<'scope>(
             0 => {
                 for i in 0..fan {
                     let add = adder();
-                    s.spawn_with_footprint(on(i), move |s| {
+                    s.task().affinity(on(i)).spawn(move |s| {
                         add(tree(s, child(i), depth - 1, chunks))
                     });
                 }
@@ -1132,7 +1127,7 @@ fn tree_node<'scope>(
             1 => s.taskgroup(|g| {
                 for i in 0..fan {
                     let add = adder();
-                    g.spawn_with_footprint(on(i), move |s| {
+                    g.task().affinity(on(i)).spawn(move |s| {
                         add(tree(s, child(i), depth - 1, chunks))
                     });
                 }
@@ -1148,7 +1143,7 @@ fn tree_node<'scope>(
                 let adders: Vec<_> = (0..fan).map(|_| adder()).collect();
                 numatask_sched::scope(|inner| {
                     for (i, add) in adders.into_iter().enumerate() {
-                        inner.spawn_with_footprint(on(i), move |s| {
+                        inner.task().affinity(on(i)).spawn(move |s| {
                             add(tree(s, child(i), depth - 1, chunks))
                         });
                     }
@@ -1157,7 +1152,7 @@ fn tree_node<'scope>(
             }
             _ => {
                 let handles: Vec<_> = (0..fan)
-                    .map(|i| s.spawn_with_result(move |s| tree(s, child(i), depth - 1, chunks)))
+                    .map(|i| s.task().spawn_with_result(move |s| tree(s, child(i), depth - 1, chunks)))
                     .collect();
                 let add = adder();
                 handles.into_iter().for_each(|h| add(h.join()));
@@ -1385,12 +1380,12 @@ fn a_small_intensive_access_still_decides_the_node() {
         let spawner = AtomicUsize::new(usize::MAX);
         rt.scope(|s| {
             // The spawner runs on node 0 (its footprint is there), off node 6.
-            s.spawn_with_footprint(footprint(&on0), |s| {
+            s.task().affinity(footprint(&on0)).spawn(|s| {
                 spawner.store(s.node(), Ordering::SeqCst);
                 for _ in 0..8 {
-                    let access = [Access::of_slice(&hot, AccessKind::InOut).intensive()];
+                    let access = Footprint::of(&hot).intensive();
                     let seen = &seen;
-                    s.spawn_with_footprint(access, move |s| seen.lock().unwrap().push(s.node()));
+                    s.task().affinity(access).spawn(move |s| seen.lock().unwrap().push(s.node()));
                 }
                 s.taskwait();
             });

@@ -158,5 +158,5 @@ fn a_panic_in_a_taskgroup_of_dependent_tasks_reaches_the_scope_end() {
     }));
     assert_eq!(message(r.expect_err("group panic")), "in group");
     assert_eq!(u[2], 1);
-    assert_eq!(rt.scope(|s| s.spawn_with_result(|_| 3).join()), 3);
+    assert_eq!(rt.scope(|s| s.task().spawn_with_result(|_| 3).join()), 3);
 }

@@ -17,7 +17,7 @@ fn fib(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let a = s.spawn_with_result(move |s| fib(s, n - 1));
+    let a = s.task().spawn_with_result(move |s| fib(s, n - 1));
     let b = fib(s, n - 2);
     s.taskwait();
     a.join() + b
@@ -61,9 +61,9 @@ fn panicking_destructors() {
     // Result whose destructor panics, handle dropped before/after the task finished.
     let r = catch_unwind(AssertUnwindSafe(|| {
         rt.scope(|s| {
-            let h = s.spawn_with_result(|_| Bomb(Box::new(1)));
+            let h = s.task().spawn_with_result(|_| Bomb(Box::new(1)));
             drop(h);
-            let h = s.spawn_with_result(|_| Bomb(Box::new(2)));
+            let h = s.task().spawn_with_result(|_| Bomb(Box::new(2)));
             s.taskwait();
             let d = catch_unwind(AssertUnwindSafe(|| drop(h)));
             assert!(d.is_err());
@@ -139,7 +139,7 @@ fn nested_runtimes_and_reentry() {
     let a = passive_runtime(2);
     let b = passive_runtime(2);
     let r = a.scope(|s| {
-        let h = s.spawn_with_result(|_| {
+        let h = s.task().spawn_with_result(|_| {
             // Another runtime's scope from a worker of this one.
             b.scope(|s2| {
                 let (x, y) = numatask_sched::join(|| 1, || 2).unwrap();
@@ -147,7 +147,7 @@ fn nested_runtimes_and_reentry() {
             })
         });
         // The same runtime's scope from inside its own task.
-        let g = s.spawn_with_result(|_| a.scope(|s3| fib(s3, 5)));
+        let g = s.task().spawn_with_result(|_| a.scope(|s3| fib(s3, 5)));
         h.join() + g.join()
     });
     assert_eq!(r, 3 + 3 + 5);
@@ -158,7 +158,7 @@ fn forgotten_handle_and_raw_depend() {
     let rt = passive_runtime(2);
     let mut x = [0u64; 4];
     rt.scope(|s| {
-        let h = s.spawn_with_result(|s| {
+        let h = s.task().spawn_with_result(|s| {
             s.spawn(|_| panic!("forgotten"));
             vec![1u8]
         });
@@ -168,7 +168,7 @@ fn forgotten_handle_and_raw_depend() {
         for i in 0..4 {
             // SAFETY: the tasks are ordered by their InOut on all of `x`, which outlives the scope.
             unsafe {
-                s.spawn_depend(&acc, move |_| {
+                s.task().depend(&acc).spawn(move |_| {
                     let q = p as *mut u64;
                     *q.add(i) += i as u64 + *q.add(i.saturating_sub(1));
                 })

@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use numatask_alloc::{Distribution, NumaVec, Place};
+use numatask_sched::Footprint;
 use numatask_sched::data::Blocks;
-use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::{Runtime, SchedulerKind, WaitPolicy};
 
 #[test]
@@ -29,9 +29,9 @@ fn locality_scheduler_with_footprints() {
     rt.scope(|s| {
         for (i, c) in chunks.iter().enumerate() {
             let count = &count;
-            s.spawn_with_footprint([Access::of_slice(c, AccessKind::In)], move |s| {
+            s.task().affinity(Footprint::of(c)).spawn(move |s| {
                 count.fetch_add(c.len() / (1 << 16), Ordering::Relaxed);
-                s.spawn_with_priority(i as u32, move |_| {
+                s.task().priority(i as u32).spawn(move |_| {
                     count.fetch_add(1, Ordering::Relaxed);
                 });
             });
@@ -56,7 +56,7 @@ fn locality_scheduler_with_footprints() {
         s.taskloop(0..16, Default::default(), |_, r| {
             count.fetch_add(r.len(), Ordering::Relaxed);
         });
-        let h = s.spawn_with_result(|s| s.join(|_| 1, |_| 2));
+        let h = s.task().spawn_with_result(|s| s.join(|_| 1, |_| 2));
         assert_eq!(h.join(), (1, 2));
     });
     let n = chunks.len();
@@ -70,7 +70,7 @@ fn global_runtime_from_outside() {
     let (a, b) = numatask_sched::join(|| 1u32, || String::from("x")).expect("global");
     assert_eq!((a, b.as_str()), (1, "x"));
     let r = numatask_sched::scope(|s| {
-        let h = s.spawn_with_result(|_| numatask_sched::join(|| 2, || 3).unwrap());
+        let h = s.task().spawn_with_result(|_| numatask_sched::join(|| 2, || 3).unwrap());
         h.join()
     })
     .expect("global");

@@ -58,18 +58,18 @@ fn handles_joined_dropped_and_after_taskwait() {
     let rt = passive_runtime(2);
     let r = rt.scope(|s| {
         assert_eq!(fib(s, 6), 8);
-        let a = s.spawn_with_result(|_| vec![1u8, 2, 3]);
-        let b = s.spawn_with_result(|_| String::from("dropped"));
-        let c = s.spawn_with_result(|s| {
-            let inner = s.spawn_with_result(|_| Box::new(41u64));
-            drop(s.spawn_with_result(|_| Box::new(1u64))); // dropped unjoined inside a task
+        let a = s.task().spawn_with_result(|_| vec![1u8, 2, 3]);
+        let b = s.task().spawn_with_result(|_| String::from("dropped"));
+        let c = s.task().spawn_with_result(|s| {
+            let inner = s.task().spawn_with_result(|_| Box::new(41u64));
+            drop(s.task().spawn_with_result(|_| Box::new(1u64))); // dropped unjoined inside a task
             *inner.join() + 1
         });
         drop(b); // unjoined
         s.taskwait();
         assert!(c.is_finished());
-        let d = s.spawn_with_result(|_| Box::new(5u32));
-        let dropped_late = s.spawn_with_result(|_| String::from("late"));
+        let d = s.task().spawn_with_result(|_| Box::new(5u32));
+        let dropped_late = s.task().spawn_with_result(|_| String::from("late"));
         let _ = dropped_late;
         (a.join(), c.join(), *d.join())
     });
@@ -77,7 +77,7 @@ fn handles_joined_dropped_and_after_taskwait() {
     // Handles never joined nor waited: the scope end waits.
     rt.scope(|s| {
         for i in 0..4 {
-            let _ = s.spawn_with_result(move |_| vec![i; 3]);
+            let _ = s.task().spawn_with_result(move |_| vec![i; 3]);
         }
     });
 }
@@ -97,10 +97,10 @@ fn scope_join_and_free_functions() {
     assert_eq!((a, *b), (2, 3));
     // numatask::join and scope from inside tasks: the runtime of the worker.
     let r = rt.scope(|s| {
-        let h = s.spawn_with_result(|_| {
+        let h = s.task().spawn_with_result(|_| {
             let (a, b) = numatask_sched::join(|| 1u32, || vec![2u32]).expect("join");
             let c = numatask_sched::scope(|s| {
-                let h = s.spawn_with_result(|_| 4u32);
+                let h = s.task().spawn_with_result(|_| 4u32);
                 h.join()
             })
             .expect("scope");
@@ -117,19 +117,19 @@ fn spawn_final_and_spawn_if() {
     let count = AtomicUsize::new(0);
     rt.scope(|s| {
         let count = &count;
-        s.spawn_final(move |s| {
+        s.task().final_if(true).spawn(move |s| {
             assert!(s.in_final());
             s.spawn(move |s| {
                 assert!(s.in_final());
                 count.fetch_add(1, Ordering::Relaxed);
             });
-            let h = s.spawn_with_result(|_| 2usize);
+            let h = s.task().spawn_with_result(|_| 2usize);
             count.fetch_add(h.join(), Ordering::Relaxed);
         });
-        s.spawn_if(false, move |_| {
+        s.task().defer_if(false).spawn(move |_| {
             count.fetch_add(10, Ordering::Relaxed);
         });
-        s.spawn_if(true, move |_| {
+        s.task().defer_if(true).spawn(move |_| {
             count.fetch_add(100, Ordering::Relaxed);
         });
     });
@@ -154,11 +154,11 @@ fn panics_are_caught_and_runtime_reused() {
             s.taskgroup(|g| g.spawn(|_| panic!("group")))
         }));
         assert!(g.is_err());
-        let h = s.spawn_with_result(|_| -> u32 { panic!("handle") });
+        let h = s.task().spawn_with_result(|_| -> u32 { panic!("handle") });
         let j = catch_unwind(AssertUnwindSafe(|| h.join()));
         assert!(j.is_err());
         // Dropped handle of a panicking task: reported at the scope end.
-        drop(s.spawn_with_result(|_| -> Box<u32> { panic!("dropped handle") }));
+        drop(s.task().spawn_with_result(|_| -> Box<u32> { panic!("dropped handle") }));
         let w = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
         assert!(w.is_err());
         5
@@ -180,8 +180,8 @@ fn priorities() {
     rt.scope(|s| {
         for p in 0..6u32 {
             let count = &count;
-            s.spawn_with_priority(p, move |s| {
-                s.spawn_with_priority(p + 1, move |_| {
+            s.task().priority(p).spawn(move |s| {
+                s.task().priority(p + 1).spawn(move |_| {
                     count.fetch_add(1, Ordering::Relaxed);
                 });
                 count.fetch_add(1, Ordering::Relaxed);

@@ -16,9 +16,9 @@ use common::worker_affinities;
 
 use numatask_alloc::topology::Pinning;
 use numatask_alloc::{Distribution, NumaVec, Topology, page_size, reset_coarse_counter};
+use numatask_sched::Footprint;
 use numatask_sched::config::Places;
-use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::locality_policy::LocalityModel;
+use numatask_sched::__internals::LocalityModel;
 use numatask_sched::{Runtime, SchedulerKind};
 
 /// The node count the harness configured.
@@ -86,9 +86,9 @@ fn run_map(
     let ran = Mutex::new(Vec::new());
     rt.scope(|s| {
         for (i, chunk) in chunks.iter_mut().enumerate() {
-            let footprint = [Access::of_slice(chunk, AccessKind::InOut)];
+            let footprint = Footprint::of(chunk);
             let ran = &ran;
-            s.spawn_labeled("map", footprint, move |s| {
+            s.task().label("map").affinity(footprint).spawn(move |s| {
                 for x in chunk.iter_mut() {
                     *x = x.wrapping_mul(3).wrapping_add(1);
                 }

@@ -46,7 +46,7 @@ fn panic_in_a_task_resumes_at_its_parents_taskwait() {
     within(60, || {
         let rt = runtime(2);
         let caught = rt.scope(|s| {
-            let h = s.spawn_with_result(|s| {
+            let h = s.task().spawn_with_result(|s| {
                 s.spawn(|_| panic!("child failed"));
                 let r = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
                 message(r.expect_err("taskwait resumes the child's panic"))
@@ -172,7 +172,7 @@ fn joining_the_handle_of_a_task_that_panicked_resumes_its_panic_which_the_scope_
     within(60, || {
         let rt = runtime(2);
         let caught = rt.scope(|s| {
-            let h = s.spawn_with_result(|_| -> u32 { panic!("task failed") });
+            let h = s.task().spawn_with_result(|_| -> u32 { panic!("task failed") });
             // A taskwait does not report the panic of a task whose handle will.
             s.taskwait();
             assert!(h.is_finished());
@@ -182,7 +182,7 @@ fn joining_the_handle_of_a_task_that_panicked_resumes_its_panic_which_the_scope_
         assert_eq!(caught, "task failed");
         // A descendant's panic is the task's subtree's: `join` resumes it, the value dropped.
         let caught = rt.scope(|s| {
-            let h = s.spawn_with_result(|s| {
+            let h = s.task().spawn_with_result(|s| {
                 s.spawn(|_| panic!("grandchild failed"));
                 5u32
             });
@@ -190,7 +190,7 @@ fn joining_the_handle_of_a_task_that_panicked_resumes_its_panic_which_the_scope_
         });
         assert_eq!(caught, "grandchild failed");
         let done = rt.scope(|s| {
-            let h = s.spawn_with_result(|_| 7u32);
+            let h = s.task().spawn_with_result(|_| 7u32);
             s.taskwait();
             (h.is_finished(), h.join())
         });
@@ -205,7 +205,7 @@ fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() 
         // Dropped after the task finished (the handle holds the panic then) ...
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
-                let h = s.spawn_with_result(|_| -> u32 { panic!("finished, then dropped") });
+                let h = s.task().spawn_with_result(|_| -> u32 { panic!("finished, then dropped") });
                 s.taskwait();
                 drop(h);
             })
@@ -218,7 +218,7 @@ fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() 
         let gate = AtomicBool::new(false);
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
-                let h = s.spawn_with_result(|_| -> u32 {
+                let h = s.task().spawn_with_result(|_| -> u32 {
                     while !gate.load(Ordering::Acquire) {
                         std::hint::spin_loop();
                     }
@@ -236,7 +236,7 @@ fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() 
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
                 s.taskgroup(|g| {
-                    let _h = g.spawn_with_result(|_| -> u32 { panic!("in a group") });
+                    let _h = g.task().spawn_with_result(|_| -> u32 { panic!("in a group") });
                 });
                 unreachable!("the group's end resumes the panic");
             })
@@ -269,7 +269,7 @@ fn panic_in_a_scope_entered_from_a_task_stays_in_that_task() {
     let rt = runtime(2);
     let rt = &rt;
     let v = rt.scope(|s| {
-        let h = s.spawn_with_result(move |_| {
+        let h = s.task().spawn_with_result(move |_| {
             catch_unwind(AssertUnwindSafe(|| {
                 rt.scope(|s| s.spawn(|_| panic!("inner")))
             }))
@@ -295,7 +295,7 @@ fn panicking_destructor_of_an_unread_result_is_reported_at_the_scope_end() {
         let rt = runtime(2);
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
-                let h = s.spawn_with_result(|_| {
+                let h = s.task().spawn_with_result(|_| {
                     thread::sleep(Duration::from_millis(5));
                     PanicsOnDrop
                 });
@@ -567,7 +567,7 @@ fn a_handle_made_through_the_scope_inside_a_taskgroup_outlives_it_and_keeps_its_
         // the group, its task's panic must still reach the scope end.
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
-                let h = s.taskgroup(|_g| s.spawn_with_result(|_| -> u32 { panic!("boom") }));
+                let h = s.taskgroup(|_g| s.task().spawn_with_result(|_| -> u32 { panic!("boom") }));
                 let mut pad = [0u8; 4096];
                 std::hint::black_box(&mut pad);
                 drop(h);
@@ -576,7 +576,7 @@ fn a_handle_made_through_the_scope_inside_a_taskgroup_outlives_it_and_keeps_its_
         assert_eq!(message(r.expect_err("the task's panic")), "boom");
         // Joined after the group, its value.
         let v = rt.scope(|s| {
-            let h = s.taskgroup(|_g| s.spawn_with_result(|_| 7u32));
+            let h = s.taskgroup(|_g| s.task().spawn_with_result(|_| 7u32));
             h.join()
         });
         assert_eq!(v, 7);

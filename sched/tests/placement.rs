@@ -27,7 +27,7 @@ fn workers_fill_one_node_before_the_next() {
     assert!(rt.pinning().iter().all(Option::is_some));
     let seen = rt.scope(|s| {
         let hs: Vec<_> = (0..64)
-            .map(|_| s.spawn_with_result(|s| (s.worker_index(), s.node())))
+            .map(|_| s.task().spawn_with_result(|s| (s.worker_index(), s.node())))
             .collect();
         s.taskwait();
         hs.into_iter().map(|h| h.join()).collect::<Vec<_>>()

@@ -33,7 +33,7 @@ fn run_order(max_priority: u32, priorities: &[u32]) -> Vec<usize> {
             rt.scope(|s| {
                 for (i, &p) in priorities.iter().enumerate() {
                     let order = &order;
-                    s.spawn_with_priority(p, move |_| order.lock().unwrap().push(i));
+                    s.task().priority(p).spawn(move |_| order.lock().unwrap().push(i));
                 }
             });
             order.into_inner().unwrap()
@@ -160,7 +160,7 @@ fn fib_prioritized<'s>(s: &Scope<'s>, n: u64, total: &'s AtomicUsize) {
         total.fetch_add(n as usize, Ordering::Relaxed);
         return;
     }
-    s.spawn_with_priority((n % 4) as u32, move |s| fib_prioritized(s, n - 1, total));
+    s.task().priority((n % 4) as u32).spawn(move |s| fib_prioritized(s, n - 1, total));
     s.spawn(move |s| fib_prioritized(s, n - 2, total));
     s.taskwait();
 }
@@ -190,7 +190,7 @@ fn recursive_prioritized_tasks_complete_on_every_worker_count_and_short_of_stack
             if depth > 0 {
                 let mut pad = [depth as u8; 64 << 10];
                 std::hint::black_box(&mut pad);
-                s.spawn_with_priority(depth % 3, move |s| chain(s, depth - 1, done));
+                s.task().priority(depth % 3).spawn(move |s| chain(s, depth - 1, done));
                 s.spawn(move |_| {
                     done.fetch_add(1, Ordering::Relaxed);
                 });
@@ -212,7 +212,7 @@ fn the_trace_names_the_priority_a_task_ran_with() {
             .build()
             .expect("runtime starts");
         rt.scope(|s| {
-            s.spawn_with_priority(7, |_| {});
+            s.task().priority(7).spawn(|_| {});
             s.spawn(|_| {});
         });
         let tracer = rt.tracer().expect("tracing");

@@ -393,7 +393,7 @@ fn a_panic_of_a_task_a_chunk_spawned_resumes_at_the_loop() {
                         "{workers} workers, {grain:?}"
                     );
                     // Nothing is left for the scope's end to resume.
-                    s.spawn_with_result(|_| 7).join()
+                    s.task().spawn_with_result(|_| 7).join()
                 });
                 assert_eq!(after, 7);
             }

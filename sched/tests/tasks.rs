@@ -183,8 +183,8 @@ fn results_come_out_of_tasks_through_handles() {
 fn handle_join_without_taskwait_waits_for_that_task() {
     let rt = runtime(2);
     let v = rt.scope(|s| {
-        let h = s.spawn_with_result(|s| {
-            let inner = s.spawn_with_result(|_| {
+        let h = s.task().spawn_with_result(|s| {
+            let inner = s.task().spawn_with_result(|_| {
                 thread::sleep(Duration::from_millis(5));
                 20
             });
@@ -201,7 +201,7 @@ fn dropping_a_handle_before_the_task_ends_is_harmless() {
     let ran = AtomicUsize::new(0);
     rt.scope(|s| {
         for _ in 0..100 {
-            let h = s.spawn_with_result(|_| {
+            let h = s.task().spawn_with_result(|_| {
                 ran.fetch_add(1, Ordering::Relaxed);
                 vec![1u8; 64]
             });
@@ -306,13 +306,13 @@ fn spawn_if_false_runs_the_closure_before_returning() {
     let deferred = AtomicBool::new(false);
     rt.scope(|s| {
         s.taskgroup(|s| {
-            s.spawn_if(false, |_| ran.store(true, Ordering::Relaxed));
+            s.task().defer_if(false).spawn(|_| ran.store(true, Ordering::Relaxed));
             assert!(
                 ran.load(Ordering::Relaxed),
                 "an undeferred task runs at once"
             );
         });
-        s.taskgroup(|s| s.spawn_if(true, |_| deferred.store(true, Ordering::Relaxed)));
+        s.taskgroup(|s| s.task().defer_if(true).spawn(|_| deferred.store(true, Ordering::Relaxed)));
         assert!(deferred.load(Ordering::Relaxed));
     });
 }
@@ -351,7 +351,7 @@ fn scope_entered_from_inside_a_task_does_not_deadlock() {
             let rt = &rt;
             let total = rt.scope(|s| {
                 let hs: Vec<_> = (0..4)
-                    .map(|_| s.spawn_with_result(move |_| rt.scope(|s| fib(s, 15))))
+                    .map(|_| s.task().spawn_with_result(move |_| rt.scope(|s| fib(s, 15))))
                     .collect();
                 s.taskwait();
                 hs.into_iter().map(|h| h.join()).sum::<u64>()
@@ -384,7 +384,7 @@ fn a_task_can_enter_another_runtime() {
         let outer = runtime(2);
         let inner = runtime(2);
         let v = outer.scope(|s| {
-            let h = s.spawn_with_result(|_| inner.scope(|s| fib(s, 15)));
+            let h = s.task().spawn_with_result(|_| inner.scope(|s| fib(s, 15)));
             s.taskwait();
             h.join()
         });
@@ -403,7 +403,7 @@ fn scopes_of_two_runtimes_nested_in_each_other_do_not_deadlock() {
             let b = runtime(1);
             let (a, b) = (&a, &b);
             let v = a.scope(|s| {
-                let h = s.spawn_with_result(move |_| b.scope(|_| a.scope(|s| fib(s, 12))));
+                let h = s.task().spawn_with_result(move |_| b.scope(|_| a.scope(|s| fib(s, 12))));
                 // With two workers the body's own worker waits here while the other runs the
                 // task: it too must take what `b` injects.
                 s.taskwait();
@@ -509,13 +509,12 @@ fn tasks_know_their_worker_and_node() {
 
 #[test]
 fn tasks_with_a_footprint_run_under_work_stealing() {
-    use numatask_sched::depend::{Access, AccessKind};
     let rt = runtime(2);
     let mut blocks = vec![[0u8; 256]; 8];
     rt.scope(|s| {
         for (i, block) in blocks.iter_mut().enumerate() {
-            let footprint = [Access::of_slice(&block[..], AccessKind::Out)];
-            s.spawn_with_footprint(footprint, move |_| block.fill(i as u8));
+            let footprint = numatask_sched::Footprint::of(&block[..]);
+            s.task().affinity(footprint).spawn(move |_| block.fill(i as u8));
         }
     });
     assert!(
@@ -574,7 +573,7 @@ fn tasks_spawned_in_a_final_task_run_inline_on_its_thread_at_any_depth() {
             let ran_before_spawn_returned = AtomicBool::new(false);
             rt.scope(|s| {
                 assert!(!s.in_final(), "a scope body is not final");
-                s.spawn_final(|s| {
+                s.task().final_if(true).spawn(|s| {
                     // An included child has run by the time `spawn` returns.
                     let flag = &ran_before_spawn_returned;
                     s.spawn(move |_| flag.store(true, Ordering::SeqCst));
@@ -606,8 +605,8 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
         let mut v = vec![1u64; 8];
         let (mut sum, mut fib_20) = (0, 0);
         rt.scope(|s| {
-            s.spawn_final(|s| {
-                fib_20 = s.spawn_with_result(|s| fib(s, 20)).join();
+            s.task().final_if(true).spawn(|s| {
+                fib_20 = s.task().spawn_with_result(|s| fib(s, 20)).join();
                 let blocks = Blocks::new(&mut v, 2).expect("blocks");
                 for i in 1..blocks.len() {
                     s.task()
@@ -616,7 +615,7 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
                         .spawn(|_, (prev, this)| this[0] += prev[0])
                         .expect("spawn");
                 }
-                sum = s.spawn_with_result(|_| 40 + 2).join();
+                sum = s.task().spawn_with_result(|_| 40 + 2).join();
             });
         });
         assert_eq!(fib_20, fib_seq(20));
@@ -626,7 +625,7 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
         // the runtime stays usable.
         let caught = AtomicBool::new(false);
         rt.scope(|s| {
-            s.spawn_final(|s| {
+            s.task().final_if(true).spawn(|s| {
                 s.spawn(|_| panic!("included task panics"));
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.taskwait()));
                 caught.store(r.is_err(), Ordering::SeqCst);
@@ -648,7 +647,7 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
                     rt.scope(|s| {
                         let (v, ran) = (&mut v, &successor_ran);
                         if final_task {
-                            s.spawn_final(move |s| writer_then_successor(s, v, ran));
+                            s.task().final_if(true).spawn(move |s| writer_then_successor(s, v, ran));
                         } else {
                             s.spawn(move |s| writer_then_successor(s, v, ran));
                         }

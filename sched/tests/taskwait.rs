@@ -69,7 +69,7 @@ fn chain(s: &Scope<'_>, depth: u32) -> u32 {
     if depth == 0 {
         return 0;
     }
-    let child = s.spawn_with_result(move |s| chain(s, depth - 1));
+    let child = s.task().spawn_with_result(move |s| chain(s, depth - 1));
     s.taskwait();
     child.join() + 1
 }
@@ -98,7 +98,7 @@ fn padded_chain(s: &Scope<'_>, depth: u32) -> u32 {
     // which would hold the pad several times over.
     let mut pad = [depth as u8; LEVEL_BYTES];
     std::hint::black_box(&mut pad);
-    let child = s.spawn_with_result(move |s| padded_chain(s, depth - 1));
+    let child = s.task().spawn_with_result(move |s| padded_chain(s, depth - 1));
     thread::sleep(Duration::from_micros(50));
     s.taskwait();
     std::hint::black_box(&pad);
@@ -108,8 +108,8 @@ fn padded_chain(s: &Scope<'_>, depth: u32) -> u32 {
 /// Spawns two children, joins the first and waits for both, holding `pad` bytes of stack.
 fn join_first_of_two(s: &Scope<'_>, pad: &mut [u8]) -> u32 {
     std::hint::black_box(&mut *pad);
-    let first = s.spawn_with_result(|_| 1u32);
-    let second = s.spawn_with_result(|_| 2u32);
+    let first = s.task().spawn_with_result(|_| 1u32);
+    let second = s.task().spawn_with_result(|_| 2u32);
     // The second child is on top of the deque: joining the first pops it first.
     let a = first.join();
     s.taskwait();
@@ -127,7 +127,7 @@ fn a_worker_short_of_stack_still_runs_the_children_it_set_aside_while_joining() 
         let rt = runtime_with_stack(1, 512 << 10);
         for _ in 0..3 {
             let sum = rt.scope(|s| {
-                s.spawn_with_result(|s| {
+                s.task().spawn_with_result(|s| {
                     // About 420 KiB of the 512 KiB stack in use while waiting.
                     let mut pad = [0u8; 420 << 10];
                     join_first_of_two(s, &mut pad)
@@ -146,7 +146,7 @@ fn nested_joins(s: &Scope<'_>, depth: u32) -> u32 {
     if depth == 0 {
         return join_first_of_two(s, &mut pad);
     }
-    let below = s.spawn_with_result(move |s| nested_joins(s, depth - 1));
+    let below = s.task().spawn_with_result(move |s| nested_joins(s, depth - 1));
     let here = join_first_of_two(s, &mut pad);
     below.join() + here
 }
@@ -160,7 +160,7 @@ fn nested_joins_a_hundred_levels_deep_short_of_stack_do_not_deadlock() {
         let rt = runtime_with_stack(1, 2 << 20);
         for depth in [20, 60, 100] {
             let sum = rt.scope(|s| {
-                s.spawn_with_result(move |s| {
+                s.task().spawn_with_result(move |s| {
                     let mut pad = [0u8; 1400 << 10];
                     std::hint::black_box(&mut pad);
                     let r = nested_joins(s, depth);
@@ -261,7 +261,7 @@ fn children_of_an_inline_spawn_if_false_are_the_callers_children() {
         let child = AtomicUsize::new(0);
         rt.scope(|s| {
             s.spawn(|s| {
-                s.spawn_if(false, |s| {
+                s.task().defer_if(false).spawn(|s| {
                     s.spawn(|_| {
                         thread::sleep(Duration::from_millis(50));
                         child.store(1, Ordering::SeqCst);
@@ -285,7 +285,7 @@ fn wake_up_after_sleep_completes_the_work() {
             assert_eq!(rt.scope(|s| fib(s, 10 + round)), fib_seq(10 + round));
             // A task waiting for a child that sleeps must be woken when the child ends.
             let v = rt.scope(|s| {
-                let h = s.spawn_with_result(|_| {
+                let h = s.task().spawn_with_result(|_| {
                     thread::sleep(Duration::from_millis(20));
                     round
                 });

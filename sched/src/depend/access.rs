@@ -76,7 +76,7 @@ impl AccessKind {
         }
     }
 
-    /// How a [`TaskBuilder`](crate::data::TaskBuilder) declares the kind, with OpenMP's
+    /// How a [`TaskBuilder`](crate::TaskBuilder) declares the kind, with OpenMP's
     /// name: `reads (depend(in))`, `updates (depend(inout))`, ...
     pub fn describe(self) -> &'static str {
         match self {

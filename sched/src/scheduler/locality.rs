@@ -203,21 +203,6 @@ fn wake_one(sleep: &Sleep) {
 }
 
 impl Locality {
-    /// The decisions' model (thresholds, steal orders).
-    pub fn model(&self) -> &LocalityModel {
-        &self.model
-    }
-
-    /// The vicinity: the largest OS distance a worker steals any task across (`None`: any).
-    pub fn vicinity(&self) -> Option<u32> {
-        self.vicinity
-    }
-
-    /// Number of tasks in node `node`'s queue now (0 for a node that does not exist).
-    pub fn node_queue_len(&self, node: usize) -> usize {
-        self.node_queues.get(node).map_or(0, |q| q.len())
-    }
-
     /// The policy's settings as `OMP_DISPLAY_ENV` lines: the footprint threshold of
     /// Algorithm 1 and the steal thresholds of Algorithm 2 by distance.
     pub(crate) fn display_lines(&self) -> Vec<(&'static str, String)> {

@@ -73,8 +73,8 @@ pub fn fib(s: &Scope<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let a = s.spawn_with_result(move |s| fib(s, n - 1));
-    let b = s.spawn_with_result(move |s| fib(s, n - 2));
+    let a = s.task().spawn_with_result(move |s| fib(s, n - 1));
+    let b = s.task().spawn_with_result(move |s| fib(s, n - 2));
     s.taskwait();
     a.join() + b.join()
 }
@@ -110,7 +110,7 @@ pub fn worker_affinities(rt: &Runtime) -> Vec<Option<std::collections::BTreeSet<
         let found = rt.scope(|s| {
             let hs: Vec<_> = (0..4 * rt.num_workers())
                 .map(|_| {
-                    s.spawn_with_result(|s| {
+                    s.task().spawn_with_result(|s| {
                         // Long enough that every worker gets some.
                         std::thread::sleep(std::time::Duration::from_micros(200));
                         (s.worker_index(), affinity())

@@ -192,7 +192,7 @@ pub fn run_on(
                     };
                     // SAFETY: the body touches only the cells it declares (atomics, so even a
                     // runtime bug could not make this a data race), which outlive the scope.
-                    unsafe { s.spawn_depend(&deps, body) };
+                    unsafe { s.task().depend(&deps).spawn(body) };
                     if id % 25_000 == 24_999 {
                         // Resumes a panic of the tasks so far, if any: keep going.
                         let _ = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
