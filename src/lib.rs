@@ -12,7 +12,7 @@
 //!     a.join() + b.join()
 //! });
 //! assert_eq!(total, 5050);
-//! # Ok::<(), numatask::SchedError>(())
+//! # Ok::<(), numatask::BuildError>(())
 //! ```
 //!
 //! # Start here
@@ -21,17 +21,20 @@
 //! |---|---|
 //! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables ([`sched::config`] lists them) |
 //! | `ThreadPoolBuilder::build_global` | [`RuntimeBuilder::build_global`] (else [`Runtime::global`] is made from the environment on first use) |
-//! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime ([`Runtime::global`]) |
-//! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
-//! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |
-//! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], [`TaskBuilder::priority`]; [`RuntimeBuilder::max_task_priority`] |
-//! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
+//! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime |
+//! | `s.spawn(...)`; `task` | [`Scope::spawn`]; [`Scope::task`] for the clauses below ([`sched::task`] lists them) |
+//! | `taskwait`, `taskgroup` | [`Scope::taskwait`], [`Scope::taskgroup`] |
+//! | `if(c)`, `final(c)`, `priority(p)` | [`TaskBuilder::defer_if`], [`TaskBuilder::final_if`], [`TaskBuilder::priority`] (with [`RuntimeBuilder::max_task_priority`]) |
+//! | a task's result | [`TaskBuilder::spawn_with_result`] and [`TaskHandle::join`] |
+//! | `rayon::join` | [`Scope::join`]; [`join()`] on the process-wide runtime |
 //! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] ([`sched::taskloop`]) |
 //! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (inputs as an array, `[&b, &c]`, or a tuple of any types, `(&b, &mask)`) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
-//! | `depend(in: a) depend(inout: b)` | [`s.task()`](Scope::task)[`.reads(a)`](TaskBuilder::reads)[`.updates(b)`](TaskBuilder::updates)[`.spawn(...)`](TaskBuilder::spawn) on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]: the builder's other calls, why it is sound) |
+//! | `depend(in: a) depend(inout: b)` | [`s.task()`](Scope::task)[`.reads(a)`](TaskBuilder::reads)[`.updates(b)`](TaskBuilder::updates)[`.spawn(...)`](TaskBuilder::spawn) on [`prelude::Blocks`] of a [`prelude::NumaVec`] ([`sched::data`]: the other clauses, why it is sound) |
+//! | a depend list the program computes, of mixed kinds | [`TaskBuilder::accesses`]: the body gets [`sched::data::View`]s that know where they start |
 //! | `depend(in: a)` on inputs nobody writes in the scope | [`prelude::Blocks::shared`] over `&a`: regions for [`.reads`](TaskBuilder::reads) only, the data still readable outside the tasks |
-//! | `depend` on raw addresses, from C-like code | `unsafe` [`Scope::spawn_depend`] with [`prelude::Access`] ([`sched::depend`]: the dependence tracker) |
+//! | `depend` on raw addresses, from C-like code | `unsafe` [`TaskBuilder::depend`] with [`prelude::Access`] |
+//! | `affinity(...)` | [`TaskBuilder::affinity`] with a [`Footprint`] |
 //! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |
 //! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
 //! | the locality-aware scheduler | [`SchedulerKind::Locality`], `NUMATASK_SCHEDULER=locality` |
@@ -61,7 +64,7 @@
 //! (the divide-and-conquer shape); a scope of its own, [`scope()`], which waits for its tasks
 //! before it returns, on the same runtime when called from a task (for the data a task makes
 //! and then hands to tasks, too); or a task that owns its data and gives it back through
-//! [`Scope::spawn_with_result`].
+//! [`TaskBuilder::spawn_with_result`].
 //!
 //! ```
 //! fn merge_sort(s: &numatask::Scope<'_>, v: &mut [u32]) {
@@ -94,12 +97,11 @@
 //!         let (a, b) = w.split_at_mut(4);
 //!         s.spawn(move |_| a.fill(1));
 //!         b.fill(2);
-//!     })?;
+//!     });
 //!     w.rotate_left(2);
-//!     Ok::<_, numatask::SchedError>(())
-//! })?;
+//! });
 //! assert_eq!(w, [1, 1, 2, 2, 2, 2, 1, 1]);
-//! # Ok::<(), numatask::SchedError>(())
+//! # Ok::<(), numatask::BuildError>(())
 //! ```
 //!
 //! The pages of [`sched`] and [`alloc`] (module docs, every type) are built with the facade by
@@ -109,11 +111,10 @@
 // content.
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
-pub use numatask_sched::data::TaskBuilder;
-pub use numatask_sched::{current_num_workers, current_worker, join, scope};
 pub use numatask_sched::{
-    DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
-    TaskHandle, WaitPolicy,
+    BuildError, DependError, DisplayEnv, Footprint, Places, ProcBind, RawTaskBuilder, Runtime,
+    RuntimeBuilder, SchedulerKind, Scope, TaskBuilder, TaskHandle, WaitPolicy,
+    current_num_workers, current_worker, join, scope, try_join, try_scope,
 };
 
 /// The names most programs use, in one import: the runtime and its scopes, the allocator's
@@ -129,20 +130,20 @@ pub use numatask_sched::{
 ///     for b in blocks.iter() {
 ///         s.task().updates(b).spawn(|_, (x,)| x.iter_mut().for_each(|e| *e *= 2))?;
 ///     }
-///     Ok::<(), SchedError>(())
+///     Ok::<(), DependError>(())
 /// })?;
 /// assert!(v.iter().all(|&e| e == 2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
-    pub use numatask_sched::data::{Blocks, Region, TaskBuilder};
+    pub use numatask_sched::data::{Blocks, Region, View};
     pub use numatask_sched::depend::{Access, AccessKind};
-    pub use numatask_sched::{current_num_workers, current_worker, join, scope};
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
-        Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle,
-        WaitPolicy,
+        BuildError, DependError, Footprint, Places, ProcBind, Runtime, RuntimeBuilder,
+        SchedulerKind, Scope, TaskBuilder, TaskHandle, WaitPolicy, current_num_workers,
+        current_worker, join, scope, try_join, try_scope,
     };
 }
 

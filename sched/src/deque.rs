@@ -60,7 +60,7 @@
 //! # Example
 //!
 //! ```
-//! use numatask_sched::deque::{deque, Steal};
+//! use numatask_sched::__internals::{deque, Steal};
 //!
 //! let (worker, stealer) = deque::<u32>(4);
 //! for i in 0..4 {

@@ -57,7 +57,7 @@
 //! # Example
 //!
 //! ```
-//! use numatask_sched::node_queue::NodeQueue;
+//! use numatask_sched::__internals::NodeQueue;
 //!
 //! let queue = NodeQueue::new();
 //! queue.push("a");

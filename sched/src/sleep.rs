@@ -48,8 +48,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use numatask_sched::node_queue::NodeQueue;
-//! use numatask_sched::sleep::{IdleState, Sleep};
+//! use numatask_sched::__internals::NodeQueue;
+//! use numatask_sched::__internals::{IdleState, Sleep};
 //!
 //! let sleep = Arc::new(Sleep::new(1));
 //! let queue = Arc::new(NodeQueue::new());

@@ -11,7 +11,8 @@
 //! # Example
 //!
 //! ```
-//! use numatask_sched::depend::{Access, AccessKind, DepTracker, Released, Submitted};
+//! use numatask_sched::depend::{Access, AccessKind};
+//! use numatask_sched::__internals::{DepTracker, Released, Submitted};
 //!
 //! let tracker = DepTracker::new();
 //! // `a` writes bytes [0, 64).
