@@ -113,8 +113,8 @@ pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
 pub use numatask_sched::{
     BuildError, DependError, DisplayEnv, Footprint, Places, ProcBind, RawTaskBuilder, Runtime,
-    RuntimeBuilder, SchedulerKind, Scope, TaskBuilder, TaskHandle, WaitPolicy,
-    current_num_workers, current_worker, join, scope, try_join, try_scope,
+    RuntimeBuilder, SchedulerKind, Scope, TaskBuilder, TaskHandle, WaitPolicy, current_num_workers,
+    current_worker, join, scope, try_join, try_scope,
 };
 
 /// The names most programs use, in one import: the runtime and its scopes, the allocator's

@@ -21,8 +21,8 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use numatask_sched::__internals::{Steal, deque};
 use numatask_sched::__internals::NodeQueue;
+use numatask_sched::__internals::{Steal, deque};
 
 const BATCH: usize = 64;
 

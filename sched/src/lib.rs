@@ -128,7 +128,6 @@ pub use footprint::Footprint;
 #[cfg(not(loom))]
 pub use runtime::{
     Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope,
-
 };
 #[cfg(not(loom))]
 pub use scheduler::{SchedulerKind, WorkerPlace};
@@ -141,9 +140,9 @@ pub use task::{RawTaskBuilder, TaskBuilder};
 /// [`TaskBuilder::depend`]: an [`Access`](depend::Access) is an address, a length and an
 /// [`AccessKind`](depend::AccessKind). The safe form on data is in [`data`].
 pub mod depend {
-    pub use crate::dependence_tracker::{Access, AccessKind};
     #[allow(unused_imports)]
     pub(crate) use crate::dependence_tracker::*;
+    pub use crate::dependence_tracker::{Access, AccessKind};
 }
 
 /// Not part of the API: the runtime's internal structures, public only so that the loom
@@ -154,15 +153,15 @@ pub mod __internals {
     pub use crate::blocking::BlockingLatch;
     pub use crate::child_counter::{ChildCounter, ChildDone};
     pub use crate::dependence_tracker::{DepHandle, DepTracker, Ready, Released, Submitted};
+    #[cfg(not(loom))]
+    pub use crate::dependences::CANCELLED;
     pub use crate::deque::{Steal, Stealer, Worker, deque};
+    #[cfg(not(loom))]
+    pub use crate::job::{Task, TaskMeta};
     pub use crate::locality_policy::{DealReason, LocalityModel};
     pub use crate::node_queue::NodeQueue;
     pub use crate::result_state::{DONE, DROPPED, JOINING, RUNNING, ResultState};
-    pub use crate::sleep::{IdleState, Sleep};
-    #[cfg(not(loom))]
-    pub use crate::dependences::CANCELLED;
-    #[cfg(not(loom))]
-    pub use crate::job::{Task, TaskMeta};
     #[cfg(not(loom))]
     pub use crate::scheduler::Scheduler;
+    pub use crate::sleep::{IdleState, Sleep};
 }

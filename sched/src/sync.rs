@@ -145,7 +145,6 @@ mod imp {
         pub const fn new(value: T) -> Self {
             UnsafeCell(std::cell::UnsafeCell::new(value))
         }
-
     }
 
     impl<T: ?Sized> UnsafeCell<T> {

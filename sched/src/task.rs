@@ -46,8 +46,8 @@ use crate::footprint::Footprint;
 use crate::job::TaskMeta;
 use crate::scope::{Scope, TaskHandle};
 use crate::views::{
-    Append, ConcurrentUpdate, ConcurrentUpdateEach, Mixed, MixedPart, MutexUpdate,
-    MutexUpdateEach, Read, ReadEach, Update, UpdateEach, Views, Write, WriteEach, sealed,
+    Append, ConcurrentUpdate, ConcurrentUpdateEach, Mixed, MixedPart, MutexUpdate, MutexUpdateEach,
+    Read, ReadEach, Update, UpdateEach, Views, Write, WriteEach, sealed,
 };
 
 /// The clauses that do not declare data: kept apart so that both builders share them.
@@ -385,6 +385,16 @@ impl<'s, 'scope> TaskBuilder<'s, 'scope, ()> {
     /// assert_eq!(buf[0], 2.0);
     /// assert_eq!(buf[63], 1.0);
     /// # Ok::<(), numatask_sched::BuildError>(())
+    /// ```
+    ///
+    /// The body runs on any worker, so it must be `Send`: `unsafe` covers the memory contract
+    /// only. A raw pointer is not `Send`; pass the address as an integer.
+    ///
+    /// ```compile_fail,E0277
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(2).build().unwrap();
+    /// let mut x = 0u32;
+    /// let p: *mut u32 = &mut x;
+    /// rt.scope(|s| unsafe { s.task().depend(&[]).spawn(move |_| *p = 1) });
     /// ```
     #[inline]
     pub fn depend<'d>(self, deps: &'d [Access]) -> RawTaskBuilder<'s, 'scope, 'd> {
@@ -817,7 +827,6 @@ fn with_accesses<A: sealed::Sealed, R>(
     check_conflicts(accesses)?;
     Ok(spawn(accesses, views))
 }
-
 
 /// Whether the accesses of one task conflict among themselves: two overlapping accesses of
 /// which one gives the body `&mut`.

@@ -5,9 +5,9 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
+use numatask_sched::__internals::CANCELLED;
 use numatask_sched::Runtime;
 use numatask_sched::data::Blocks;
-use numatask_sched::__internals::CANCELLED;
 
 #[test]
 fn a_cancellation_resumed_at_a_taskwait_goes_through_the_panic_hook() {

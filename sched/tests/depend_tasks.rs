@@ -11,10 +11,10 @@ use std::thread;
 use std::time::Duration;
 
 use common::{message, runtime, within};
+use numatask_sched::__internals::CANCELLED;
 use numatask_sched::SchedError;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::__internals::CANCELLED;
 
 /// A chain of `n` updates of one block, each appending its index: the log must be in order.
 fn chain_in_program_order(workers: usize, n: usize) {
@@ -847,7 +847,10 @@ fn a_dependent_tasks_footprint_is_its_depend_list() {
             // SAFETY: the task writes only the bytes it declares, which nothing else touches
             // until the scope ends; the address of plain numbers may go to another thread.
             unsafe {
-                s.task().label("raw").depend(&[whole]).spawn(move |_| *(addr as *mut f64) += 1.0);
+                s.task()
+                    .label("raw")
+                    .depend(&[whole])
+                    .spawn(move |_| *(addr as *mut f64) += 1.0);
             }
         });
         let records = rt.tracer().expect("tracing").records();

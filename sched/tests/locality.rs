@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use common::within;
 use numatask_alloc::{Distribution, NumaVec, Place, Preset, Topology};
+use numatask_sched::__internals::{DealReason, LocalityModel};
 use numatask_sched::Footprint;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::__internals::{DealReason, LocalityModel};
 use numatask_sched::taskloop::Grain;
 use numatask_sched::trace::QueueChoice;
 use numatask_sched::{Runtime, SchedulerKind};
@@ -96,9 +96,12 @@ fn a_task_whose_footprint_lies_on_node_k_runs_on_a_worker_of_node_k() {
             for _ in 0..3 {
                 for (k, chunk) in chunks.iter().enumerate() {
                     let ran_on = &ran_on;
-                    s.task().label("map").affinity(footprint(chunk)).spawn(move |s| {
-                        ran_on.lock().unwrap().push((k, s.node()));
-                    });
+                    s.task()
+                        .label("map")
+                        .affinity(footprint(chunk))
+                        .spawn(move |s| {
+                            ran_on.lock().unwrap().push((k, s.node()));
+                        });
                 }
             }
         });
@@ -207,7 +210,11 @@ fn a_summary_only_trace_counts_local_bytes_without_a_file() {
         rt.scope(|s| {
             for chunk in &chunks {
                 // SAFETY: the tasks only read the chunks, which outlive the scope.
-                unsafe { s.task().depend(&[Access::of_slice(chunk, AccessKind::InOut)]).spawn(move |_| assert_eq!(chunk[0], 0)) };
+                unsafe {
+                    s.task()
+                        .depend(&[Access::of_slice(chunk, AccessKind::InOut)])
+                        .spawn(move |_| assert_eq!(chunk[0], 0))
+                };
             }
         });
         let summary = rt
@@ -250,9 +257,18 @@ fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_sa
             .collect();
         let even_footprint = even.iter().fold(Footprint::new(), |f, c| f.slice(c));
         rt.scope(|s| {
-            s.task().label("small").affinity(footprint(&small)).spawn(|_| {});
-            s.task().label("even").affinity(even_footprint).spawn(|_| {});
-            s.task().label("none").affinity(Footprint::new()).spawn(|_| {});
+            s.task()
+                .label("small")
+                .affinity(footprint(&small))
+                .spawn(|_| {});
+            s.task()
+                .label("even")
+                .affinity(even_footprint)
+                .spawn(|_| {});
+            s.task()
+                .label("none")
+                .affinity(Footprint::new())
+                .spawn(|_| {});
             s.spawn(|_| {});
         });
         let records = rt.tracer().unwrap().records();
@@ -310,7 +326,10 @@ fn a_fine_footprint_a_few_pages_uneven_stays_local_unless_the_even_tolerance_is_
             let rt = builder.build().expect("runtime starts");
             rt.scope(|s| {
                 for _ in 0..16 {
-                    s.task().label("fine").affinity(Footprint::of(&fine)).spawn(|_| {});
+                    s.task()
+                        .label("fine")
+                        .affinity(Footprint::of(&fine))
+                        .spawn(|_| {});
                 }
             });
             let records = rt.tracer().expect("tracing").records();
@@ -358,7 +377,9 @@ fn an_intensive_access_decides_the_node() {
             let accesses = Footprint::of(&big).slice(&hot).intensive();
             let node = Arc::new(AtomicUsize::new(usize::MAX));
             let seen = Arc::clone(&node);
-            s.task().affinity(accesses).spawn(move |s| seen.store(s.node(), Ordering::SeqCst));
+            s.task()
+                .affinity(accesses)
+                .spawn(move |s| seen.store(s.node(), Ordering::SeqCst));
             s.taskwait();
             node.load(Ordering::SeqCst)
         });
@@ -382,9 +403,9 @@ fn a_task_dealt_to_a_node_without_workers_goes_to_the_nearest_node_with_workers(
                 .map(|_| {
                     let seen = Arc::new(AtomicUsize::new(usize::MAX));
                     let store = Arc::clone(&seen);
-                    s.task().affinity(footprint(&on3)).spawn(move |s| {
-                        store.store(s.node(), Ordering::SeqCst)
-                    });
+                    s.task()
+                        .affinity(footprint(&on3))
+                        .spawn(move |s| store.store(s.node(), Ordering::SeqCst));
                     seen
                 })
                 .collect();
@@ -593,15 +614,19 @@ fn a_thief_empties_the_nearer_queue_to_its_threshold_before_the_farther_one() {
                 for node in [1, 2, 3] {
                     for _ in 0..6 {
                         let release = &release;
-                        s.task().affinity(footprint(&chunks[node])).spawn(move |s| {
-                            hold_until(s, node, release)
-                        });
+                        s.task()
+                            .affinity(footprint(&chunks[node]))
+                            .spawn(move |s| hold_until(s, node, release));
                     }
                 }
                 for _ in 0..4 {
-                    s.task().affinity(footprint(&chunks[0])).spawn(|s| hold_until(s, 0, &release));
+                    s.task()
+                        .affinity(footprint(&chunks[0]))
+                        .spawn(|s| hold_until(s, 0, &release));
                 }
-                s.task().affinity(footprint(&chunks[0])).spawn(|s| hold_until(s, 0, &gate));
+                s.task()
+                    .affinity(footprint(&chunks[0]))
+                    .spawn(|s| hold_until(s, 0, &gate));
                 while held.load(Ordering::SeqCst) < 23 {
                     std::thread::sleep(Duration::from_millis(1));
                 }
@@ -690,7 +715,9 @@ fn a_thief_takes_a_nearer_nodes_dealt_tasks_before_a_farther_nodes_kept_ones() {
                         }
                     }
                     for _ in 0..5 {
-                        s.task().affinity(footprint(&chunks[0])).spawn(move |s| hold(s, 0));
+                        s.task()
+                            .affinity(footprint(&chunks[0]))
+                            .spawn(move |s| hold(s, 0));
                     }
                     while held.load(Ordering::SeqCst) < 23 {
                         std::thread::sleep(Duration::from_millis(1));
@@ -1024,7 +1051,10 @@ fn tasks_for_a_node_without_workers_take_turns_among_the_equally_near_staffed_no
             // each of the staffed nodes at the least cost in turn.
             s.task().affinity(footprint(&on1)).spawn(|s| {
                 for _ in 0..8 {
-                    s.task().label("least cost").affinity(footprint(&on4)).spawn(|_| {});
+                    s.task()
+                        .label("least cost")
+                        .affinity(footprint(&on4))
+                        .spawn(|_| {});
                 }
                 for _ in 0..8 {
                     let marked = Footprint::of(&on4).intensive();
@@ -1118,18 +1148,18 @@ fn tree_node<'scope>(
             0 => {
                 for i in 0..fan {
                     let add = adder();
-                    s.task().affinity(on(i)).spawn(move |s| {
-                        add(tree(s, child(i), depth - 1, chunks))
-                    });
+                    s.task()
+                        .affinity(on(i))
+                        .spawn(move |s| add(tree(s, child(i), depth - 1, chunks)));
                 }
                 s.taskwait();
             }
             1 => s.taskgroup(|g| {
                 for i in 0..fan {
                     let add = adder();
-                    g.task().affinity(on(i)).spawn(move |s| {
-                        add(tree(s, child(i), depth - 1, chunks))
-                    });
+                    g.task()
+                        .affinity(on(i))
+                        .spawn(move |s| add(tree(s, child(i), depth - 1, chunks)));
                 }
             }),
             2 => {
@@ -1143,16 +1173,20 @@ fn tree_node<'scope>(
                 let adders: Vec<_> = (0..fan).map(|_| adder()).collect();
                 numatask_sched::scope(|inner| {
                     for (i, add) in adders.into_iter().enumerate() {
-                        inner.task().affinity(on(i)).spawn(move |s| {
-                            add(tree(s, child(i), depth - 1, chunks))
-                        });
+                        inner
+                            .task()
+                            .affinity(on(i))
+                            .spawn(move |s| add(tree(s, child(i), depth - 1, chunks)));
                     }
                 })
                 .expect("a nested scope");
             }
             _ => {
                 let handles: Vec<_> = (0..fan)
-                    .map(|i| s.task().spawn_with_result(move |s| tree(s, child(i), depth - 1, chunks)))
+                    .map(|i| {
+                        s.task()
+                            .spawn_with_result(move |s| tree(s, child(i), depth - 1, chunks))
+                    })
                     .collect();
                 let add = adder();
                 handles.into_iter().for_each(|h| add(h.join()));
@@ -1385,7 +1419,9 @@ fn a_small_intensive_access_still_decides_the_node() {
                 for _ in 0..8 {
                     let access = Footprint::of(&hot).intensive();
                     let seen = &seen;
-                    s.task().affinity(access).spawn(move |s| seen.lock().unwrap().push(s.node()));
+                    s.task()
+                        .affinity(access)
+                        .spawn(move |s| seen.lock().unwrap().push(s.node()));
                 }
                 s.taskwait();
             });

@@ -70,7 +70,9 @@ fn global_runtime_from_outside() {
     let (a, b) = numatask_sched::join(|| 1u32, || String::from("x")).expect("global");
     assert_eq!((a, b.as_str()), (1, "x"));
     let r = numatask_sched::scope(|s| {
-        let h = s.task().spawn_with_result(|_| numatask_sched::join(|| 2, || 3).unwrap());
+        let h = s
+            .task()
+            .spawn_with_result(|_| numatask_sched::join(|| 2, || 3).unwrap());
         h.join()
     })
     .expect("global");

@@ -158,7 +158,10 @@ fn panics_are_caught_and_runtime_reused() {
         let j = catch_unwind(AssertUnwindSafe(|| h.join()));
         assert!(j.is_err());
         // Dropped handle of a panicking task: reported at the scope end.
-        drop(s.task().spawn_with_result(|_| -> Box<u32> { panic!("dropped handle") }));
+        drop(
+            s.task()
+                .spawn_with_result(|_| -> Box<u32> { panic!("dropped handle") }),
+        );
         let w = catch_unwind(AssertUnwindSafe(|| s.taskwait()));
         assert!(w.is_err());
         5

@@ -16,9 +16,9 @@ use common::worker_affinities;
 
 use numatask_alloc::topology::Pinning;
 use numatask_alloc::{Distribution, NumaVec, Topology, page_size, reset_coarse_counter};
+use numatask_sched::__internals::LocalityModel;
 use numatask_sched::Footprint;
 use numatask_sched::config::Places;
-use numatask_sched::__internals::LocalityModel;
 use numatask_sched::{Runtime, SchedulerKind};
 
 /// The node count the harness configured.

@@ -172,7 +172,9 @@ fn joining_the_handle_of_a_task_that_panicked_resumes_its_panic_which_the_scope_
     within(60, || {
         let rt = runtime(2);
         let caught = rt.scope(|s| {
-            let h = s.task().spawn_with_result(|_| -> u32 { panic!("task failed") });
+            let h = s
+                .task()
+                .spawn_with_result(|_| -> u32 { panic!("task failed") });
             // A taskwait does not report the panic of a task whose handle will.
             s.taskwait();
             assert!(h.is_finished());
@@ -205,7 +207,9 @@ fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() 
         // Dropped after the task finished (the handle holds the panic then) ...
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
-                let h = s.task().spawn_with_result(|_| -> u32 { panic!("finished, then dropped") });
+                let h = s
+                    .task()
+                    .spawn_with_result(|_| -> u32 { panic!("finished, then dropped") });
                 s.taskwait();
                 drop(h);
             })
@@ -236,7 +240,9 @@ fn the_panic_of_a_task_whose_handle_is_dropped_unjoined_reaches_the_scope_end() 
         let r = catch_unwind(AssertUnwindSafe(|| {
             rt.scope(|s| {
                 s.taskgroup(|g| {
-                    let _h = g.task().spawn_with_result(|_| -> u32 { panic!("in a group") });
+                    let _h = g
+                        .task()
+                        .spawn_with_result(|_| -> u32 { panic!("in a group") });
                 });
                 unreachable!("the group's end resumes the panic");
             })

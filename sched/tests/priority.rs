@@ -33,7 +33,9 @@ fn run_order(max_priority: u32, priorities: &[u32]) -> Vec<usize> {
             rt.scope(|s| {
                 for (i, &p) in priorities.iter().enumerate() {
                     let order = &order;
-                    s.task().priority(p).spawn(move |_| order.lock().unwrap().push(i));
+                    s.task()
+                        .priority(p)
+                        .spawn(move |_| order.lock().unwrap().push(i));
                 }
             });
             order.into_inner().unwrap()
@@ -160,7 +162,9 @@ fn fib_prioritized<'s>(s: &Scope<'s>, n: u64, total: &'s AtomicUsize) {
         total.fetch_add(n as usize, Ordering::Relaxed);
         return;
     }
-    s.task().priority((n % 4) as u32).spawn(move |s| fib_prioritized(s, n - 1, total));
+    s.task()
+        .priority((n % 4) as u32)
+        .spawn(move |s| fib_prioritized(s, n - 1, total));
     s.spawn(move |s| fib_prioritized(s, n - 2, total));
     s.taskwait();
 }
@@ -190,7 +194,9 @@ fn recursive_prioritized_tasks_complete_on_every_worker_count_and_short_of_stack
             if depth > 0 {
                 let mut pad = [depth as u8; 64 << 10];
                 std::hint::black_box(&mut pad);
-                s.task().priority(depth % 3).spawn(move |s| chain(s, depth - 1, done));
+                s.task()
+                    .priority(depth % 3)
+                    .spawn(move |s| chain(s, depth - 1, done));
                 s.spawn(move |_| {
                     done.fetch_add(1, Ordering::Relaxed);
                 });

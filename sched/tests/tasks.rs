@@ -306,13 +306,19 @@ fn spawn_if_false_runs_the_closure_before_returning() {
     let deferred = AtomicBool::new(false);
     rt.scope(|s| {
         s.taskgroup(|s| {
-            s.task().defer_if(false).spawn(|_| ran.store(true, Ordering::Relaxed));
+            s.task()
+                .defer_if(false)
+                .spawn(|_| ran.store(true, Ordering::Relaxed));
             assert!(
                 ran.load(Ordering::Relaxed),
                 "an undeferred task runs at once"
             );
         });
-        s.taskgroup(|s| s.task().defer_if(true).spawn(|_| deferred.store(true, Ordering::Relaxed)));
+        s.taskgroup(|s| {
+            s.task()
+                .defer_if(true)
+                .spawn(|_| deferred.store(true, Ordering::Relaxed))
+        });
         assert!(deferred.load(Ordering::Relaxed));
     });
 }
@@ -351,7 +357,10 @@ fn scope_entered_from_inside_a_task_does_not_deadlock() {
             let rt = &rt;
             let total = rt.scope(|s| {
                 let hs: Vec<_> = (0..4)
-                    .map(|_| s.task().spawn_with_result(move |_| rt.scope(|s| fib(s, 15))))
+                    .map(|_| {
+                        s.task()
+                            .spawn_with_result(move |_| rt.scope(|s| fib(s, 15)))
+                    })
                     .collect();
                 s.taskwait();
                 hs.into_iter().map(|h| h.join()).sum::<u64>()
@@ -403,7 +412,9 @@ fn scopes_of_two_runtimes_nested_in_each_other_do_not_deadlock() {
             let b = runtime(1);
             let (a, b) = (&a, &b);
             let v = a.scope(|s| {
-                let h = s.task().spawn_with_result(move |_| b.scope(|_| a.scope(|s| fib(s, 12))));
+                let h = s
+                    .task()
+                    .spawn_with_result(move |_| b.scope(|_| a.scope(|s| fib(s, 12))));
                 // With two workers the body's own worker waits here while the other runs the
                 // task: it too must take what `b` injects.
                 s.taskwait();
@@ -514,7 +525,9 @@ fn tasks_with_a_footprint_run_under_work_stealing() {
     rt.scope(|s| {
         for (i, block) in blocks.iter_mut().enumerate() {
             let footprint = numatask_sched::Footprint::of(&block[..]);
-            s.task().affinity(footprint).spawn(move |_| block.fill(i as u8));
+            s.task()
+                .affinity(footprint)
+                .spawn(move |_| block.fill(i as u8));
         }
     });
     assert!(
@@ -647,7 +660,9 @@ fn a_final_tasks_results_panics_and_dependences_behave_as_deferred_ones() {
                     rt.scope(|s| {
                         let (v, ran) = (&mut v, &successor_ran);
                         if final_task {
-                            s.task().final_if(true).spawn(move |s| writer_then_successor(s, v, ran));
+                            s.task()
+                                .final_if(true)
+                                .spawn(move |s| writer_then_successor(s, v, ran));
                         } else {
                             s.spawn(move |s| writer_then_successor(s, v, ran));
                         }

@@ -98,7 +98,9 @@ fn padded_chain(s: &Scope<'_>, depth: u32) -> u32 {
     // which would hold the pad several times over.
     let mut pad = [depth as u8; LEVEL_BYTES];
     std::hint::black_box(&mut pad);
-    let child = s.task().spawn_with_result(move |s| padded_chain(s, depth - 1));
+    let child = s
+        .task()
+        .spawn_with_result(move |s| padded_chain(s, depth - 1));
     thread::sleep(Duration::from_micros(50));
     s.taskwait();
     std::hint::black_box(&pad);
@@ -127,12 +129,13 @@ fn a_worker_short_of_stack_still_runs_the_children_it_set_aside_while_joining() 
         let rt = runtime_with_stack(1, 512 << 10);
         for _ in 0..3 {
             let sum = rt.scope(|s| {
-                s.task().spawn_with_result(|s| {
-                    // About 420 KiB of the 512 KiB stack in use while waiting.
-                    let mut pad = [0u8; 420 << 10];
-                    join_first_of_two(s, &mut pad)
-                })
-                .join()
+                s.task()
+                    .spawn_with_result(|s| {
+                        // About 420 KiB of the 512 KiB stack in use while waiting.
+                        let mut pad = [0u8; 420 << 10];
+                        join_first_of_two(s, &mut pad)
+                    })
+                    .join()
             });
             assert_eq!(sum, 3);
         }
@@ -146,7 +149,9 @@ fn nested_joins(s: &Scope<'_>, depth: u32) -> u32 {
     if depth == 0 {
         return join_first_of_two(s, &mut pad);
     }
-    let below = s.task().spawn_with_result(move |s| nested_joins(s, depth - 1));
+    let below = s
+        .task()
+        .spawn_with_result(move |s| nested_joins(s, depth - 1));
     let here = join_first_of_two(s, &mut pad);
     below.join() + here
 }
@@ -160,14 +165,15 @@ fn nested_joins_a_hundred_levels_deep_short_of_stack_do_not_deadlock() {
         let rt = runtime_with_stack(1, 2 << 20);
         for depth in [20, 60, 100] {
             let sum = rt.scope(|s| {
-                s.task().spawn_with_result(move |s| {
-                    let mut pad = [0u8; 1400 << 10];
-                    std::hint::black_box(&mut pad);
-                    let r = nested_joins(s, depth);
-                    std::hint::black_box(&pad);
-                    r
-                })
-                .join()
+                s.task()
+                    .spawn_with_result(move |s| {
+                        let mut pad = [0u8; 1400 << 10];
+                        std::hint::black_box(&mut pad);
+                        let r = nested_joins(s, depth);
+                        std::hint::black_box(&pad);
+                        r
+                    })
+                    .join()
             });
             assert_eq!(sum, 3 * (depth + 1), "{depth} levels");
         }
