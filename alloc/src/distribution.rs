@@ -80,7 +80,8 @@ impl fmt::Display for Distribution {
 impl FromStr for Distribution {
     type Err = AllocError;
 
-    /// Case-insensitive, surrounding blanks ignored ([`crate::env::trim_blanks`]).
+    /// Case-insensitive; the blanks around the name (C's `isspace`, as OpenMP runtimes skip
+    /// them) are ignored.
     fn from_str(s: &str) -> Result<Self, AllocError> {
         let wanted = crate::env::trim_blanks(s);
         Distribution::ALL

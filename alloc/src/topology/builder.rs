@@ -54,7 +54,7 @@ impl fmt::Display for TopologySource {
 /// file, optionally with an explicit distance matrix.
 ///
 /// ```
-/// use numatask_alloc::topology::TopologyBuilder;
+/// use numatask_alloc::TopologyBuilder;
 /// let topo = TopologyBuilder::synthetic("pack:2 numa:2 core:2 pu:1")
 ///     .distances(vec![10, 12, 20, 20, 12, 10, 20, 20, 20, 20, 10, 12, 20, 20, 12, 10])
 ///     .build()?;

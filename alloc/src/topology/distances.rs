@@ -11,9 +11,9 @@ use hwlocality::object::types::ObjectType;
 use super::NumaNode;
 
 /// Distance on the diagonal of a default matrix (the ACPI SLIT convention: local = 10).
-pub const LOCAL_DISTANCE: u32 = 10;
+pub(super) const LOCAL_DISTANCE: u32 = 10;
 /// Distance between distinct nodes when the OS gives no matrix.
-pub const DEFAULT_REMOTE_DISTANCE: u32 = 20;
+pub(super) const DEFAULT_REMOTE_DISTANCE: u32 = 20;
 
 /// Where a topology's distance matrix came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub enum DistanceSource {
     Os,
     /// Read from an hwloc XML file.
     Xml,
-    /// Given explicitly (a preset or [`TopologyBuilder::distances`]).
+    /// Given explicitly (a preset or [`TopologyBuilder::distances`](super::TopologyBuilder::distances)).
     Given,
     /// Nothing described distances: 10 on the diagonal and 20 elsewhere.
     Default,
@@ -41,7 +41,7 @@ impl fmt::Display for DistanceSource {
 
 /// The NUMA distance matrix hwloc has for `nodes`, in node order: `Ok(None)` when it has
 /// none (the caller then uses the default), an error saying what is wrong when the matrix
-/// does not cover the nodes or fails the checks of [`TopologyBuilder::distances`].
+/// does not cover the nodes or fails the checks of [`TopologyBuilder::distances`](super::TopologyBuilder::distances).
 pub(super) fn read_distances(
     hw: &hwlocality::Topology,
     nodes: &[NumaNode],

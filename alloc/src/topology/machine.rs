@@ -1,6 +1,6 @@
 //! The [`Topology`] type: a machine's NUMA nodes with their cores and memory, the distances
 //! between nodes and the size of the last-level cache, and the queries on them. A topology is
-//! built by [`TopologyBuilder`](super::TopologyBuilder); [`Topology::current`] is the one the
+//! built by [`TopologyBuilder`]; [`Topology::current`] is the one the
 //! process uses.
 
 use std::fmt;
@@ -313,6 +313,7 @@ pub enum CoreGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::distances::LOCAL_DISTANCE;
     use crate::topology::*;
 
     #[test]

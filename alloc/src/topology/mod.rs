@@ -52,8 +52,7 @@ mod synthetic;
 mod xml;
 
 pub use builder::{TopologyBuilder, TopologySource};
-pub use distances::{DEFAULT_REMOTE_DISTANCE, DistanceSource, LOCAL_DISTANCE};
+pub use distances::DistanceSource;
 pub use machine::{Core, CoreGroup, NumaNode, TOPOLOGY_ENV, Topology};
 pub use pinning::Pinning;
 pub use preset::Preset;
-pub use synthetic::{MAX_SYNTHETIC_NODES, MAX_SYNTHETIC_PUS};

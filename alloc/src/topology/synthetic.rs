@@ -19,11 +19,11 @@ pub(super) fn with_synthetic_hint(description: &str, refusal: String) -> String 
 }
 
 /// The most NUMA nodes a synthetic topology may have.
-pub const MAX_SYNTHETIC_NODES: u64 = 256;
+pub(super) const MAX_SYNTHETIC_NODES: u64 = 256;
 
 /// The most processing units a synthetic topology may have (four times the most workers a
 /// runtime starts).
-pub const MAX_SYNTHETIC_PUS: u64 = 16384;
+pub(super) const MAX_SYNTHETIC_PUS: u64 = 16384;
 
 /// The most children of one object at one level of a synthetic topology.
 const MAX_SYNTHETIC_ARITY: u64 = 4096;
