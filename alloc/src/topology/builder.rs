@@ -8,9 +8,7 @@ use std::path::PathBuf;
 #[cfg(not(miri))]
 use hwlocality::topology::builder::BuildFlags;
 
-use super::Preset;
-#[cfg(not(miri))]
-use super::Topology;
+use super::{Preset, Topology};
 #[cfg(not(miri))]
 use super::discovery::{read_llc_bytes, read_nodes};
 #[cfg(not(miri))]
@@ -149,7 +147,7 @@ impl TopologyBuilder {
     /// Discovers or builds the topology.
     pub fn build(self) -> Result<Topology, AllocError> {
         #[cfg(miri)]
-        return Ok(miri_stub::topology(self.source));
+        return Ok(super::miri_stub::topology(self.source));
         #[cfg(not(miri))]
         self.build_hwloc()
     }
