@@ -8,7 +8,6 @@ use std::path::PathBuf;
 #[cfg(not(miri))]
 use hwlocality::topology::builder::BuildFlags;
 
-use super::{Preset, Topology};
 #[cfg(not(miri))]
 use super::discovery::{read_llc_bytes, read_nodes};
 #[cfg(not(miri))]
@@ -21,6 +20,7 @@ use super::hwloc_env::{not_this_system, oversized_hwloc_synthetic};
 use super::synthetic::{check_synthetic_size, declares_node_memory, with_synthetic_hint};
 #[cfg(not(miri))]
 use super::xml::read_xml;
+use super::{Preset, Topology};
 use crate::env::trim_blanks;
 use crate::error::AllocError;
 

@@ -177,6 +177,7 @@ impl Topology {
 
     /// Distance from node `from` to node `to` (10 = local). Panics if an index is out of range,
     /// like slice indexing; use [`Topology::node`] to validate user input first.
+    #[track_caller]
     pub fn distance(&self, from: usize, to: usize) -> u32 {
         let n = self.nodes.len();
         assert!(
