@@ -62,6 +62,11 @@ pub use topology::{
     TopologyBuilder, TopologySource,
 };
 
+/// The test files' directory guard, shared with the integration tests.
+#[cfg(test)]
+#[path = "../tests/common/temp_dir.rs"]
+mod temp_dir;
+
 /// The base page size of the machine (the unit of placement).
 pub fn page_size() -> usize {
     static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();

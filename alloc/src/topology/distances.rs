@@ -187,6 +187,7 @@ pub(super) fn default_matrix(n: usize) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::error::AllocError;
+    use crate::temp_dir::TempDir;
     use crate::topology::*;
 
     #[test]
@@ -233,8 +234,7 @@ mod tests {
 
     #[test]
     fn a_bandwidth_matrix_in_an_xml_file_is_not_taken_for_distances() {
-        let dir = std::env::temp_dir().join(format!("numatask-bw-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("bandwidth");
         let bandwidth = DistancesKind::FROM_USER | DistancesKind::MEANS_BANDWIDTH;
         // A bandwidth matrix listed before a latency matrix: the latency one is read.
         let mut t = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
@@ -257,13 +257,11 @@ mod tests {
         let read = TopologyBuilder::xml_file(&alone).build().unwrap();
         assert_eq!(read.distance_matrix(), &[10, 20, 20, 10]);
         assert_eq!(read.distance_source(), DistanceSource::Default);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn a_matrix_given_for_an_xml_topology_replaces_the_files_in_an_export() {
-        let dir = std::env::temp_dir().join(format!("numatask-given-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("given");
         let (first, second) = (dir.join("first.xml"), dir.join("second.xml"));
         Topology::preset(Preset::Opteron6172)
             .unwrap()
@@ -281,7 +279,6 @@ mod tests {
         let back = TopologyBuilder::xml_file(&second).build().unwrap();
         assert_eq!(back.distance_matrix(), &custom[..]);
         assert_eq!(back.distance_source(), DistanceSource::Xml);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// `xml` with its `distances2` element replaced by one holding `values` (as written,
@@ -304,8 +301,7 @@ mod tests {
 
     #[test]
     fn a_bad_distance_matrix_in_an_xml_file_is_an_error_naming_the_file() {
-        let dir = std::env::temp_dir().join(format!("numatask-bad-xml-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("bad-xml");
         let exported = dir.join("preset.xml");
         let preset = Topology::preset(Preset::Opteron6172).unwrap();
         preset.export_xml(&exported).unwrap();
@@ -399,6 +395,5 @@ mod tests {
                 .starts_with("default (none given")
         );
         assert_eq!(t.distance_matrix(), default_matrix(n));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -48,25 +48,25 @@ pub(super) fn read_xml(path: &std::path::Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use crate::error::AllocError;
+    use crate::temp_dir::TempDir;
     use crate::topology::*;
 
     #[test]
     fn missing_or_unreadable_xml_files_are_errors_naming_the_file() {
-        let missing = std::env::temp_dir().join("numatask-no-such-topology.xml");
+        let dir = TempDir::new("xml-unreadable");
+        let missing = dir.join("numatask-no-such-topology.xml");
         let err = TopologyBuilder::xml_file(&missing).build().unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, AllocError::InvalidTopology { .. }), "{text}");
         assert!(text.contains("numatask-no-such-topology.xml"), "{text}");
-        let dir = std::env::temp_dir();
-        let err = TopologyBuilder::xml_file(&dir)
+        let err = TopologyBuilder::xml_file(dir.path())
             .build()
             .unwrap_err()
             .to_string();
         assert!(err.contains("is a directory"), "{err}");
-        let junk = dir.join(format!("numatask-junk-{}.xml", std::process::id()));
+        let junk = dir.join("junk.xml");
         std::fs::write(&junk, "not xml at all").unwrap();
         let err = TopologyBuilder::xml_file(&junk).build();
-        std::fs::remove_file(&junk).unwrap();
         assert!(err.is_err(), "a file that is not an hwloc export");
     }
 
@@ -81,7 +81,8 @@ mod tests {
             "{err}"
         );
         // A pipe nobody writes to: refused, not waited on.
-        let fifo = std::env::temp_dir().join(format!("numatask-fifo-{}", std::process::id()));
+        let dir = TempDir::new("xml-fifo");
+        let fifo = dir.join("fifo");
         let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: `name` is a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
@@ -89,14 +90,12 @@ mod tests {
             .build()
             .unwrap_err()
             .to_string();
-        std::fs::remove_file(&fifo).unwrap();
         assert!(err.contains("it is not a regular file"), "{err}");
     }
 
     #[test]
     fn xml_file_with_distances_is_read() {
-        let dir = std::env::temp_dir().join(format!("numatask-xml-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("xml-read");
         let path = dir.join("topo.xml");
         let t = Topology::preset(Preset::Opteron6172).unwrap();
         t.export_xml(&path).unwrap();
@@ -105,6 +104,5 @@ mod tests {
         assert_eq!(back.distance_source(), DistanceSource::Xml);
         assert_eq!(back.distance_matrix(), t.distance_matrix());
         assert!(back.is_synthetic());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
