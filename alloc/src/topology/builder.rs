@@ -193,7 +193,11 @@ impl TopologyBuilder {
                     .map_or_else(|| "no reason given".to_owned(), |n| n.to_string());
                 invalid(match &self.source {
                     TopologySource::Xml(_) => {
-                        format!("hwloc could not load it (not an hwloc XML export?): {why}")
+                        // hwloc's parsers say why only when asked to, on stderr.
+                        format!(
+                            "hwloc could not load it (not an hwloc XML export?): {why}; \
+                             HWLOC_XML_VERBOSE=1 makes hwloc print why"
+                        )
                     }
                     _ => format!("hwloc could not build the topology: {why}"),
                 })

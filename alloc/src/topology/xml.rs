@@ -1,6 +1,14 @@
 //! Reading an hwloc XML file: opened without blocking, checked to be a regular file of a
 //! sensible size, then read, so that a pipe, a device or a missing file is an error naming the
 //! file rather than a hang or a panic in hwloc's bindings.
+//!
+//! A file hwloc cannot load is refused through the returned error alone. hwloc's XML parsers
+//! (its minimalistic one and libxml2) print why they failed on the standard error stream only
+//! when `HWLOC_XML_VERBOSE=1` asks them to, which the error message suggests; numatask leaves
+//! that variable to the user, so a program given a bad file writes nothing it did not write
+//! itself (`tests/xml_errors_quiet.rs` holds this). hwloc does print, whatever the variables
+//! say short of `HWLOC_HIDE_ERRORS=2`, when a file it *accepts* lists sibling objects out of
+//! order, which it then reorders.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
