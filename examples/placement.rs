@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use numatask::alloc::topology::TOPOLOGY_ENV;
+use numatask::alloc::TOPOLOGY_ENV;
 use numatask::alloc::{
     DISTRIBUTION_ENV, Distribution, NodeBytes, Topology, node_bytes, omp_free, omp_malloc,
     omp_malloc_specific, page_size, reset_coarse_counter, resident_nodes,

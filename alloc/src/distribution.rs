@@ -43,7 +43,11 @@ impl Distribution {
 
     /// The process-wide policy: `OMP_DATA_DISTRIBUTION` (case-insensitive), `standard` when the
     /// variable is unset or empty. Read once; an invalid value is an error naming the variable,
-    /// the value and the accepted values, returned on every call.
+    /// the value and the accepted values, returned on every call. [`omp_malloc`] places by
+    /// it; a runtime reading its settings from elsewhere interprets a value with
+    /// [`parse_env_value`](Self::parse_env_value), the same rule.
+    ///
+    /// [`omp_malloc`]: crate::omp_malloc
     pub fn from_env() -> Result<Distribution, AllocError> {
         static GLOBAL: OnceLock<Result<Distribution, AllocError>> = OnceLock::new();
         GLOBAL
@@ -51,7 +55,20 @@ impl Distribution {
             .clone()
     }
 
-    /// Interprets a value of `OMP_DATA_DISTRIBUTION` (`None` = unset).
+    /// Interprets a value of `OMP_DATA_DISTRIBUTION` (`None` = unset) as
+    /// [`from_env`](Self::from_env) does: a name in any case, blanks around it ignored,
+    /// `standard` when unset or blank; anything else, a value that is not UTF-8 included, is
+    /// an [`AllocError::InvalidEnv`] naming the variable, the value and the accepted names.
+    ///
+    /// ```
+    /// use numatask_alloc::{AllocError, Distribution};
+    ///
+    /// assert_eq!(Distribution::parse_env_value(Some(" Fine ".into()))?, Distribution::Fine);
+    /// assert_eq!(Distribution::parse_env_value(None)?, Distribution::Standard);
+    /// let err = Distribution::parse_env_value(Some("interleave".into())).unwrap_err();
+    /// assert!(matches!(err, AllocError::InvalidEnv { var: "OMP_DATA_DISTRIBUTION", .. }));
+    /// # Ok::<(), AllocError>(())
+    /// ```
     pub fn parse_env_value(value: Option<std::ffi::OsString>) -> Result<Distribution, AllocError> {
         let Some(value) = value else {
             return Ok(Distribution::Standard);
@@ -80,7 +97,8 @@ impl fmt::Display for Distribution {
 impl FromStr for Distribution {
     type Err = AllocError;
 
-    /// Case-insensitive, surrounding blanks ignored ([`crate::env::trim_blanks`]).
+    /// Case-insensitive; the blanks around the name (C's `isspace`, as OpenMP runtimes skip
+    /// them) are ignored.
     fn from_str(s: &str) -> Result<Self, AllocError> {
         let wanted = crate::env::trim_blanks(s);
         Distribution::ALL
@@ -131,6 +149,18 @@ mod tests {
         assert_eq!(
             Distribution::parse_env_value(Some("FINE".into())).unwrap(),
             Distribution::Fine
+        );
+    }
+
+    #[test]
+    fn env_value_that_is_not_utf8_is_refused_naming_the_variable() {
+        use std::os::unix::ffi::OsStringExt;
+        let err =
+            Distribution::parse_env_value(Some(std::ffi::OsString::from_vec(vec![b'f', 0xff])))
+                .unwrap_err();
+        assert!(
+            matches!(&err, AllocError::InvalidEnv { var: DISTRIBUTION_ENV, value, .. } if value == "f\u{fffd}"),
+            "{err}"
         );
     }
 

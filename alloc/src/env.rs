@@ -14,24 +14,12 @@ pub fn is_blank(c: char) -> bool {
 }
 
 /// `value` without the blanks around it ([`is_blank`]).
-///
-/// ```
-/// use numatask_alloc::env::trim_blanks;
-/// assert_eq!(trim_blanks(" \t4\x0b\n"), "4");
-/// assert_eq!(trim_blanks("4\u{a0}"), "4\u{a0}", "a no-break space is not a blank");
-/// ```
 pub fn trim_blanks(value: &str) -> &str {
     value.trim_matches(is_blank)
 }
 
 /// `value` as a message quotes it: control characters escaped (`\t`, `\u{b}`), everything
 /// else as written.
-///
-/// ```
-/// use numatask_alloc::env::shown;
-/// assert_eq!(shown("{0},{1}"), "{0},{1}");
-/// assert_eq!(shown("{0},\x0b{1}"), "{0},\\u{b}{1}");
-/// ```
 pub fn shown(value: &str) -> Cow<'_, str> {
     if !value.chars().any(char::is_control) {
         return Cow::Borrowed(value);
@@ -48,4 +36,25 @@ pub fn shown(value: &str) -> Cow<'_, str> {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimming_removes_c_blanks_and_keeps_a_no_break_space() {
+        assert_eq!(trim_blanks(" \t4\x0b\n"), "4");
+        assert_eq!(
+            trim_blanks("4\u{a0}"),
+            "4\u{a0}",
+            "a no-break space is not a blank"
+        );
+    }
+
+    #[test]
+    fn shown_escapes_control_characters_only() {
+        assert_eq!(shown("{0},{1}"), "{0},{1}");
+        assert_eq!(shown("{0},\x0b{1}"), "{0},\\u{b}{1}");
+    }
 }

@@ -32,14 +32,22 @@
 //! # Ok::<(), numatask_alloc::AllocError>(())
 //! ```
 
-pub mod allocator;
-pub mod distribution;
-pub mod env;
-pub mod error;
+mod allocator;
+mod distribution;
+mod env;
+mod error;
 pub mod ffi;
-pub mod numa_vec;
-pub mod registry;
-pub mod topology;
+mod numa_vec;
+mod registry;
+mod topology;
+
+/// Helpers that the scheduler crate (`numatask-sched`) shares with this one, so that both read
+/// environment values by one rule and quote them alike in messages. Not part of the API:
+/// programs have no use for them, and they may change without notice.
+#[doc(hidden)]
+pub mod sched_support {
+    pub use crate::env::{is_blank, shown, trim_blanks};
+}
 
 pub use allocator::{
     allocation_size, omp_free, omp_malloc, omp_malloc_on_node, omp_malloc_specific,
@@ -49,7 +57,15 @@ pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
 pub use numa_vec::{NumaVec, Place, Zeroable};
 pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};
-pub use topology::{Core, CoreGroup, NumaNode, Pinning, Preset, Topology, TopologyBuilder};
+pub use topology::{
+    Core, CoreGroup, DistanceSource, NumaNode, Pinning, Preset, TOPOLOGY_ENV, Topology,
+    TopologyBuilder, TopologySource,
+};
+
+/// The test files' directory guard, shared with the integration tests.
+#[cfg(test)]
+#[path = "../tests/common/temp_dir.rs"]
+mod temp_dir;
 
 /// The base page size of the machine (the unit of placement).
 pub fn page_size() -> usize {

@@ -272,6 +272,17 @@ impl<T> NumaVec<T> {
     }
 }
 
+/// The value, or a panic with the error's message reported at the caller's line: the
+/// conveniences that panic where `Vec` would (collecting, cloning) are `#[track_caller]`, and a
+/// closure (`unwrap_or_else(|e| panic!(..))`) would report its own line in this file instead.
+#[track_caller]
+fn or_panic<T>(result: Result<T, AllocError>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 impl<T> FromIterator<T> for NumaVec<T> {
     /// Collects with the process-wide distribution (`OMP_DATA_DISTRIBUTION`).
     ///
@@ -279,13 +290,17 @@ impl<T> FromIterator<T> for NumaVec<T> {
     ///
     /// If the allocation fails or the variable is invalid, with the error's message, as
     /// `Vec` does when it cannot allocate; [`NumaVec::from_iter_in`] returns the error instead.
+    /// The panic names the line that called `NumaVec::from_iter`; through `Iterator::collect`
+    /// it names a line of the standard library's, whose `collect` does not pass its caller's
+    /// location on.
     ///
     /// An iterator that knows its exact length (its `size_hint` bounds are equal: ranges, maps
     /// of them, slices' iterators) is written straight into the array; any other goes through
     /// a `Vec` first, which costs a copy and twice the memory for a moment (as does one whose
     /// exact hint was short of the truth, which costs a second mapping too).
+    #[track_caller]
     fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
-        let place = Distribution::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let place = or_panic(Distribution::from_env());
         let mut items = items.into_iter();
         let exact = match items.size_hint() {
             (lo, Some(hi)) if lo == hi => Some(lo),
@@ -293,13 +308,13 @@ impl<T> FromIterator<T> for NumaVec<T> {
         };
         let Some(len) = exact else {
             let items: Vec<T> = items.collect();
-            return Self::from_iter_in(items, place).unwrap_or_else(|e| panic!("{e}"));
+            return or_panic(Self::from_iter_in(items, place));
         };
         let announced = Announced {
             items: items.by_ref(),
             left: len,
         };
-        let mut v = Self::from_iter_in(announced, place).unwrap_or_else(|e| panic!("{e}"));
+        let mut v = or_panic(Self::from_iter_in(announced, place));
         // Fewer items than announced: the iterator ended (asked no further, as `collect`
         // would not). As many: it may hold more than it said.
         if v.len() < len {
@@ -314,7 +329,7 @@ impl<T> FromIterator<T> for NumaVec<T> {
                 drop(v);
                 all.push(extra);
                 all.extend(items);
-                Self::from_iter_in(all, place).unwrap_or_else(|e| panic!("{e}"))
+                or_panic(Self::from_iter_in(all, place))
             }
         }
     }
@@ -465,8 +480,14 @@ impl<T: fmt::Debug> fmt::Debug for NumaVec<T> {
 impl<T: Clone> Clone for NumaVec<T> {
     /// A copy placed as the original was asked to be: on the same node for
     /// [`Place::OnNode`], by the same policy otherwise (a coarse copy takes the next node).
+    ///
+    /// # Panics
+    ///
+    /// If the allocation fails, with the error's message, as `Vec` does when it cannot
+    /// allocate.
+    #[track_caller]
     fn clone(&self) -> Self {
-        Self::from_iter_in(self.iter().cloned(), self.place).unwrap_or_else(|e| panic!("{e}"))
+        or_panic(Self::from_iter_in(self.iter().cloned(), self.place))
     }
 }
 

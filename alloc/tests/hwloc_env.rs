@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use numatask_alloc::{AllocError, Preset, Topology};
 
+#[path = "common/temp_dir.rs"]
+mod temp_dir;
+use temp_dir::TempDir;
+
 #[test]
 fn hwloc_variables_naming_another_topology_are_refused_for_the_real_machine() {
     // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
@@ -51,12 +55,12 @@ fn hwloc_variables_naming_another_topology_are_refused_for_the_real_machine() {
     // An empty HWLOC_SYNTHETIC, which hwloc passes over: the file it read is named.
     // SAFETY: as above.
     unsafe { std::env::set_var("HWLOC_SYNTHETIC", "") };
-    let xml = std::env::temp_dir().join(format!("numatask-hwloc-env-{}.xml", std::process::id()));
+    let dir = TempDir::new("hwloc-env");
+    let xml = dir.join("preset.xml");
     preset.export_xml(&xml).unwrap();
     // SAFETY: as above.
     unsafe { std::env::set_var("HWLOC_XMLFILE", &xml) };
     let text = Topology::system().unwrap_err().to_string();
-    std::fs::remove_file(&xml).unwrap();
     assert!(text.contains("HWLOC_XMLFILE='"), "{text}");
     assert!(!text.contains("HWLOC_SYNTHETIC"), "{text}");
 }

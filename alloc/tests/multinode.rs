@@ -61,10 +61,7 @@ fn topology_reports_the_guest_nodes_cores_and_os_distances() {
     let topo = Topology::current().unwrap();
     assert!(!topo.is_synthetic());
     assert_eq!(topo.num_nodes(), n);
-    assert_eq!(
-        topo.distance_source(),
-        numatask_alloc::topology::DistanceSource::Os
-    );
+    assert_eq!(topo.distance_source(), numatask_alloc::DistanceSource::Os);
     for i in 0..n {
         assert_eq!(topo.nodes()[i].os_index, i);
         assert_eq!(topo.nodes()[i].cores.len(), 1, "one CPU per guest node");

@@ -4,10 +4,13 @@
 
 use numatask_alloc::{AllocError, Preset, Topology};
 
+#[path = "common/temp_dir.rs"]
+mod temp_dir;
+use temp_dir::TempDir;
+
 #[test]
 fn an_xml_topology_with_a_distance_below_the_local_one_is_refused() {
-    let dir = std::env::temp_dir().join(format!("numatask-env-xml-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = TempDir::new("env-xml");
     let path = dir.join("below-local.xml");
     Topology::preset(Preset::Opteron6172)
         .expect("the preset")
@@ -26,7 +29,6 @@ fn an_xml_topology_with_a_distance_below_the_local_one_is_refused() {
     // SAFETY: the only test of this binary, and nothing has read the environment yet.
     unsafe { std::env::set_var("NUMATASK_TOPOLOGY", &spec) };
     let err = Topology::current().map(|t| t.num_nodes()).unwrap_err();
-    std::fs::remove_dir_all(&dir).expect("clean up");
     let text = err.to_string();
     assert!(
         matches!(&err, AllocError::InvalidEnv { var: "NUMATASK_TOPOLOGY", value, .. } if *value == spec),

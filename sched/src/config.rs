@@ -27,7 +27,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use numatask_alloc::env::{is_blank, trim_blanks};
+use numatask_alloc::sched_support::{is_blank, trim_blanks};
 use numatask_alloc::{DISTRIBUTION_ENV, Distribution};
 
 use crate::error::SchedError;

@@ -1,7 +1,7 @@
 //! The scheduler's error type: every variant says what was wrong and what is accepted.
 
 use numatask_alloc::AllocError;
-use numatask_alloc::env::shown;
+use numatask_alloc::sched_support::shown;
 
 use crate::depend::AccessKind;
 use thiserror::Error;

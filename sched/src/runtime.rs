@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::thread::{self, JoinHandle};
 
-use numatask_alloc::topology::Pinning;
+use numatask_alloc::Pinning;
 use numatask_alloc::{AllocError, CoreGroup, Topology};
 
 use crate::config::{
@@ -735,8 +735,9 @@ fn warn_of_unread_env() {
         .filter(|&var| var != numatask_alloc::DISTRIBUTION_ENV)
         .chain([TRACE_ENV])
         .filter(|var| {
-            std::env::var_os(var)
-                .is_some_and(|v| !numatask_alloc::env::trim_blanks(&v.to_string_lossy()).is_empty())
+            std::env::var_os(var).is_some_and(|v| {
+                !numatask_alloc::sched_support::trim_blanks(&v.to_string_lossy()).is_empty()
+            })
         })
         .collect();
     if let Some(warning) = unread_env_warning(&set)

@@ -216,7 +216,7 @@ impl Tracer {
         // that is not UTF-8 is taken as it is).
         match value.to_str() {
             Some(text) => {
-                let name = numatask_alloc::env::trim_blanks(text);
+                let name = numatask_alloc::sched_support::trim_blanks(text);
                 (!name.is_empty()).then(|| PathBuf::from(name))
             }
             None => Some(PathBuf::from(value)),
@@ -627,7 +627,7 @@ mod tests {
         // Bytes not from the allocator: their node is unknown.
         let elsewhere = [0u8; 64];
         let mut unplaced = record(1, 1, None, None);
-        unplaced.footprint = Some(numatask_alloc::registry::node_bytes(elsewhere.as_ptr(), 64));
+        unplaced.footprint = Some(numatask_alloc::node_bytes(elsewhere.as_ptr(), 64));
         assert_eq!(
             unplaced.footprint.as_ref().map(NodeBytes::unknown),
             Some(64)

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use common::worker_affinities;
 
-use numatask_alloc::topology::Pinning;
+use numatask_alloc::Pinning;
 use numatask_alloc::{Distribution, NumaVec, Topology, page_size, reset_coarse_counter};
 use numatask_sched::__internals::LocalityModel;
 use numatask_sched::Footprint;

@@ -310,7 +310,7 @@ impl FromStr for SchedulerKind {
     /// `ws`, `work-stealing` or `work_stealing`; `locality`, `locality-aware` or
     /// `locality_aware`; in any case.
     fn from_str(s: &str) -> Result<Self, SchedError> {
-        match numatask_alloc::env::trim_blanks(s)
+        match numatask_alloc::sched_support::trim_blanks(s)
             .to_ascii_lowercase()
             .as_str()
         {
