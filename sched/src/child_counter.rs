@@ -118,6 +118,7 @@ pub struct ChildCounter {
 pub const SPAWNS_PER_FLUSH: u32 = 1 << 30;
 
 /// Where `pending` lies in a [`ChildCounter`].
+#[cfg_attr(loom, allow(dead_code))]
 pub const PENDING_OFFSET: usize = std::mem::offset_of!(ChildCounter, pending);
 
 /// A worker index as stored in a frame (indices beyond `u32` never occur: they would need

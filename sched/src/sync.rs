@@ -68,17 +68,6 @@ mod imp {
         pub fn snooze(&self) {
             loom::thread::yield_now();
         }
-
-        /// Whether the caller should stop spinning and block instead. Under loom the
-        /// answer is always yes, which keeps the explored state space small.
-        #[inline]
-        pub fn is_completed(&self) -> bool {
-            true
-        }
-
-        /// Starts the backoff over.
-        #[inline]
-        pub fn reset(&self) {}
     }
 }
 
