@@ -42,7 +42,7 @@ const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(2);
 /// cores) ends within it, where a block would add the waiter's own wake-up, tens of
 /// microseconds more on the virtual machines measured (64 yields, the earlier bound, lasted
 /// about as long as such a loop, and its time doubled or tripled whenever the loop took
-/// longer: BENCHMARKS.md, fifteenth session).
+/// longer; docs/sleep.md).
 #[cfg(not(loom))]
 const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(100);
 

@@ -17,7 +17,7 @@
 //!   2 or 4, whose rows of distances sum to 128 against the others' 140, so all the tasks of a
 //!   loop pile on those two nodes' queues, which Algorithm 2's thresholds keep the other
 //!   nodes from draining. In the paper's benchmarks on its 8-node machine (the MODEL of
-//!   BENCHMARKS-paper.md) the footprints dealt under fine distribution have coefficients of
+//!   BENCHMARKS.md) the footprints dealt under fine distribution have coefficients of
 //!   variation of at most 0.048, and those under coarse or first-touch placement 1.4 to 2.6
 //!   (one node of eight holding nothing already makes 0.38): 0.1 separates the two.
 //!   The coefficient is relative to the node count: 0.1 keeps local a split of 55/45 on two
