@@ -302,8 +302,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Stack size of each worker thread in bytes (default 2 MiB, at least 64 KiB). Deep task
-    /// recursion needs more: every nested `taskwait` keeps a few frames on the stack.
+    /// Stack size of each worker thread in bytes (default 2 MiB, at least 64 KiB). Tasks nested
+    /// through waits deeper than it holds run on stack segments the worker grows (see the
+    /// taskwait policy in the `worker` module); recursion in a task's own code gets what is
+    /// left of it.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self

@@ -713,15 +713,25 @@ mod tests {
         );
     }
 
+    /// Removes the file at its path when dropped, the test passed or not.
+    struct RemovedOnDrop(std::path::PathBuf);
+
+    impl Drop for RemovedOnDrop {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
     #[test]
     fn finish_writes_the_file() {
-        let path = std::env::temp_dir().join(format!("numatask-trace-{}.json", std::process::id()));
-        let t = Tracer::new(vec![0], 1, Some(path.clone()));
+        let path = RemovedOnDrop(
+            std::env::temp_dir().join(format!("numatask-trace-{}.json", std::process::id())),
+        );
+        let t = Tracer::new(vec![0], 1, Some(path.0.clone()));
         t.record(record(0, 0, Some(vec![1]), None));
         let s = t.finish().unwrap();
         assert_eq!(s.tasks, 1);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = std::fs::read_to_string(&path.0).unwrap();
         assert!(text.starts_with("{\"displayTimeUnit\""));
-        std::fs::remove_file(path).unwrap();
     }
 }

@@ -52,8 +52,8 @@
 //!   while it waits, short of stack, for this very waiter): the vicinity gives way only where
 //!   keeping it would deadlock. Before it sleeps, a worker short of stack checks its own
 //!   queues as well as the list: a descendant may be dealt to its node's queue at any time.
-//!   Recursion `n` deep still needs `n` frames of stack: raise `OMP_STACKSIZE` for deep
-//!   recursions. This bound holds within one runtime. Scopes that nest across two runtimes
+//!   Descendants still nest as deep as the program does: they get more stack as they need it
+//!   (stack segments, below). This bound holds within one runtime. Scopes that nest across two runtimes
 //!   back and forth (a task of pool A enters a scope of pool B whose tasks enter scopes of A)
 //!   are not bounded by it: a worker waiting for a scope it sent to another pool takes any
 //!   scope sent to its own, short of stack or not (one of them may be what the other pool
@@ -79,6 +79,38 @@
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
 //! injected from outside the pool, then tasks set aside.
+//!
+//! # Stack segments: waits nested deeper than the stack
+//!
+//! A task that waits for its child, which waits for its own child, and so on (a recursion
+//! through `taskwait`, a taskgroup's end, `TaskHandle::join` or the first closure of
+//! `Scope::join`, or through ready dependent tasks and included tasks run at once in
+//! `spawn`), keeps one level of frames on the worker's stack per link: the waiting task's
+//! frame cannot be left while its child runs. With one worker a chain of a few thousand links
+//! would overflow the default 2 MiB stack and abort the process. Rather than fail, a worker
+//! grows its stack, as rustc does for deep recursions (with the same `stacker` crate):
+//!
+//! - Every task run on top of a running one goes through `run_nested`, which compares the
+//!   stack pointer with the current segment's `limit`: one load and one comparison, on the
+//!   path that runs a task in a wait or at once in `spawn` (an idle worker's tasks start at the
+//!   bottom of its stack and are not checked).
+//! - Below the limit (less than a quarter of the segment left: the room every nested task
+//!   starts with), the task runs on a new segment that `stacker` maps for it, the size of the
+//!   worker's stack within 256 KiB and 256 MiB, with a guard page, and unmaps when the task
+//!   returns; the worker's segment record is put back then. Crossing costs a map and an unmap,
+//!   once per segment's worth of nesting, never on a shallow program.
+//! - The short-of-stack rule above counts the segments below as used: past three quarters
+//!   of `OMP_STACKSIZE`, in whatever segments, a waiting worker runs only descendants of what
+//!   it waits for. So segments hold the program's own nesting, never unrelated tasks piled on
+//!   a wait, and a chain of any depth finishes with one worker (memory permitting: each link
+//!   keeps its frames, about 2 KiB in a debug build).
+//!
+//! Bounding the depth and leaving the rest to other workers would not finish with one
+//! worker; refusing to run tasks inside a wait past a depth would deadlock it, as the waited
+//! task is the one to run. Without stack switching (Miri, or a target `stacker` does not
+//! support) a segment is the current stack and deep chains overflow as before. Recursion in
+//! the program's own code (the second closure of `Scope::join`, a plain call) is the
+//! program's: it gets the room of the task it runs in.
 //!
 //! # A full deque
 //!
@@ -117,8 +149,8 @@ pub(crate) struct WorkerThread {
     queues: WorkerQueues,
     frames: BlockCache,
     registry: Arc<Registry>,
-    /// An address near the top of this worker's stack (stacks grow down).
-    stack_base: usize,
+    /// The stack this worker runs on now: its thread's, or a segment it grew (module docs).
+    stack: Cell<StackSegment>,
     /// The worker thread's stack size.
     stack_size: usize,
     /// Tasks released by completions while the scheduler had no room (module docs); only
@@ -360,7 +392,7 @@ impl WorkerThread {
     /// task: see [`crate::dependences`]).
     #[inline]
     pub(crate) fn run_undeferred(&self, task: Task) {
-        self.run_task(task, None);
+        self.run_nested(task, None);
     }
 
     /// Makes a task that a completion released available; with no room in the scheduler it
@@ -417,7 +449,7 @@ impl WorkerThread {
     #[cold]
     #[inline(never)]
     fn run_inline(&self, task: Task) {
-        self.run_task(task, None);
+        self.run_nested(task, None);
     }
 
     /// Runs `task`, which the `found` operation gave (`None`: the spawner runs it inline).
@@ -511,7 +543,11 @@ impl WorkerThread {
             queues,
             frames: BlockCache::new(),
             registry,
-            stack_base: ptr::addr_of!(top) as usize,
+            stack: Cell::new(StackSegment::new(
+                ptr::addr_of!(top) as usize,
+                stack_size,
+                0,
+            )),
             stack_size,
             overflow: RefCell::new(std::collections::VecDeque::new()),
             has_overflow: Cell::new(false),
@@ -610,7 +646,7 @@ impl WorkerThread {
                 Some((task, found))
                     if ptr::eq(task.header_ptr(), frame) || ptr::eq(task.parent_ptr(), frame) =>
                 {
-                    self.run_task(task, Some(found));
+                    self.run_nested(task, Some(found));
                     if done() {
                         return None;
                     }
@@ -649,10 +685,10 @@ impl WorkerThread {
         let run_own = |task: Task, found: Found, idle: &mut IdleState| {
             if roomy || task.is_descendant_of(frame) {
                 sleep.work_found(idle);
-                self.run_task(task, Some(found));
+                self.run_nested(task, Some(found));
             } else if let Some((task, found)) = self.set_aside_until_descendant(task, frame) {
                 sleep.work_found(idle);
-                self.run_task(task, Some(found));
+                self.run_nested(task, Some(found));
             }
         };
         if let Some((task, found)) = popped {
@@ -671,7 +707,7 @@ impl WorkerThread {
                 .and_then(|list| list.take(|t| t.is_descendant_of(frame)))
             {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Priority));
+                self.run_nested(task, Some(Found::Priority));
                 continue;
             }
             if let Some((task, found)) = self.pop_own(&ctx) {
@@ -699,17 +735,17 @@ impl WorkerThread {
             };
             if !roomy && let Some(task) = set_aside.take(may_take) {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Injected));
+                self.run_nested(task, Some(Found::Injected));
                 continue;
             }
             if roomy && let Some(task) = self.prioritized().and_then(|list| list.take(|_| true)) {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Priority));
+                self.run_nested(task, Some(Found::Priority));
                 continue;
             }
             if roomy && let Some(task) = self.queues.steal(&ctx) {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Steal));
+                self.run_nested(task, Some(Found::Steal));
                 continue;
             }
             // A scope injected from outside: the thread that injected it may be a worker of
@@ -718,12 +754,12 @@ impl WorkerThread {
                 && let Some(task) = self.queues.take_injected(&ctx)
             {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Injected));
+                self.run_nested(task, Some(Found::Injected));
                 continue;
             }
             if roomy && let Some(task) = set_aside.take(may_take) {
                 sleep.work_found(&mut idle);
-                self.run_task(task, Some(Found::Injected));
+                self.run_nested(task, Some(Found::Injected));
                 continue;
             }
             if done() {
@@ -803,13 +839,96 @@ impl WorkerThread {
         !set_aside.is_empty() && set_aside.has(|_, node| self.queues.within_reach(ctx, node))
     }
 
-    /// Whether more than `1 / STACK_RESERVE_DIVISOR` of this worker's stack is free.
+    /// Whether more than `1 / STACK_RESERVE_DIVISOR` of this worker's stack is free, counting
+    /// the segments it grew as used (module docs).
     #[inline]
     fn stack_has_room(&self) -> bool {
-        let here = 0u8;
-        let used = self.stack_base.saturating_sub(ptr::addr_of!(here) as usize);
+        let used = self.stack.get().used_at(stack_pointer());
         used < self.stack_size - self.stack_size / STACK_RESERVE_DIVISOR
     }
+
+    /// Runs `task` on top of the running one (in a wait, or at once in `spawn`), on a new stack
+    /// segment when this one is near its end (module docs). One comparison when it is not.
+    #[inline]
+    fn run_nested(&self, task: Task, found: Option<Found>) {
+        if stack_pointer() < self.stack.get().limit {
+            self.run_on_new_segment(task, found);
+        } else {
+            self.run_task(task, found);
+        }
+    }
+
+    /// Runs `task` on a stack segment of its own, freed when it returns (module docs).
+    #[cold]
+    #[inline(never)]
+    fn run_on_new_segment(&self, task: Task, found: Option<Found>) {
+        let below = self.stack.get();
+        let used_below = below.used_at(stack_pointer());
+        let size = segment_size(self.stack_size);
+        // Put back when the task returns or, were that possible, unwinds through here.
+        let _restore = RestoreSegment(&self.stack, below);
+        stacker::grow(size, || {
+            // The first frame on the segment: its top, give or take this frame.
+            self.stack
+                .set(StackSegment::new(stack_pointer(), size, used_below));
+            self.run_task(task, found);
+        });
+    }
+}
+
+/// The stack segment a worker runs on: its thread's stack, or one it grew (module docs).
+#[derive(Clone, Copy)]
+struct StackSegment {
+    /// An address near the segment's top (stacks grow down).
+    top: usize,
+    /// Below this address a task run on top of a wait goes to a new segment: a quarter of the
+    /// segment above its end, the room every such task starts with.
+    limit: usize,
+    /// The stack in use in the segments below this one, when it was entered.
+    used_below: usize,
+}
+
+impl StackSegment {
+    /// The segment of `size` bytes whose first frame is at `top`.
+    fn new(top: usize, size: usize, used_below: usize) -> Self {
+        StackSegment {
+            top,
+            limit: top.saturating_sub(size - size / STACK_RESERVE_DIVISOR),
+            used_below,
+        }
+    }
+
+    /// The stack in use, in this segment and those below it, at stack address `sp`.
+    #[inline]
+    fn used_at(&self, sp: usize) -> usize {
+        self.used_below + self.top.saturating_sub(sp)
+    }
+}
+
+/// Puts a worker's segment back when the task run on a newer one returns.
+struct RestoreSegment<'a>(&'a Cell<StackSegment>, StackSegment);
+
+impl Drop for RestoreSegment<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
+}
+
+/// The smallest and the largest stack segment a worker grows (module docs).
+const SEGMENT_SIZES: std::ops::RangeInclusive<usize> = (256 << 10)..=(256 << 20);
+
+/// The size of the segments a worker whose thread has `stack_size` bytes of stack grows: the
+/// same, within [`SEGMENT_SIZES`].
+fn segment_size(stack_size: usize) -> usize {
+    stack_size.clamp(*SEGMENT_SIZES.start(), *SEGMENT_SIZES.end())
+}
+
+/// An address in the caller's frame: the stack pointer, near enough for the checks here
+/// (they leave a quarter of a segment to spare).
+#[inline(always)]
+fn stack_pointer() -> usize {
+    let here = 0u8;
+    ptr::addr_of!(here) as usize
 }
 
 /// A wait of a worker short of stack, counted in the registry's `short_waits` while it lasts.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use common::{message, runtime, within};
+use common::{TempPath, message, runtime, within};
 use numatask_sched::__internals::CANCELLED;
 use numatask_sched::SchedError;
 use numatask_sched::data::Blocks;
@@ -806,10 +806,7 @@ fn raw_dependences_order_c_like_byte_ranges() {
 fn a_dependent_tasks_footprint_is_its_depend_list() {
     use numatask_alloc::{Distribution, NumaVec};
     within(60, || {
-        let path = std::env::temp_dir().join(format!(
-            "numatask-depend-footprint-{}.json",
-            std::process::id()
-        ));
+        let path = TempPath::json("depend-footprint");
         let rt = numatask_sched::Runtime::builder()
             .num_threads(2)
             .proc_bind(false)
@@ -860,7 +857,6 @@ fn a_dependent_tasks_footprint_is_its_depend_list() {
         assert_eq!(d.known(), n as u64 * 8);
         assert_eq!(v[0], 1.0);
         drop(rt);
-        let _ = std::fs::remove_file(&path);
         assert_eq!(v[512 * 3], 3.0);
     });
 }

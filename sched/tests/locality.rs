@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
-use common::within;
+use common::{TempPath, within};
 use numatask_alloc::{Distribution, NumaVec, Place, Preset, Topology};
 use numatask_sched::__internals::{DealReason, LocalityModel};
 use numatask_sched::Footprint;
@@ -72,8 +72,8 @@ fn footprint(chunk: &NumaVec<u8>) -> Footprint {
     Footprint::of(chunk)
 }
 
-fn trace_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("numatask-{name}-{}.json", std::process::id()))
+fn trace_path(name: &str) -> TempPath {
+    TempPath::json(name)
 }
 
 #[test]
@@ -138,7 +138,6 @@ fn a_task_whose_footprint_lies_on_node_k_runs_on_a_worker_of_node_k() {
         let json = std::fs::read_to_string(&path).expect("the trace file");
         assert_eq!(json.matches("\"task\":\"map\"").count(), 24);
         drop(rt);
-        std::fs::remove_file(&path).expect("the trace file");
     });
 }
 
@@ -184,7 +183,6 @@ fn dependent_tasks_are_dealt_by_their_depend_list() {
             .count();
         assert_eq!(chain, 3);
         drop(rt);
-        std::fs::remove_file(&path).expect("the trace file");
     });
 }
 
@@ -291,16 +289,14 @@ fn small_even_and_missing_footprints_stay_on_the_spawners_deque_and_the_trace_sa
             };
             assert_eq!(r.queue, expected, "{}", r.label);
         }
-        let json_path = path.clone();
         let small_record = records.iter().find(|r| r.label == "small").unwrap();
         assert_eq!(
             small_record.footprint.as_ref().map(|f| f.on(5)),
             Some(threshold as u64)
         );
         drop(rt);
-        let json = std::fs::read_to_string(&json_path).expect("the trace file");
+        let json = std::fs::read_to_string(&path).expect("the trace file");
         assert!(json.contains("own deque (SmallFootprint)"), "{json:.600}");
-        std::fs::remove_file(&path).expect("the trace file");
     });
 }
 
@@ -546,7 +542,6 @@ fn steal_with_one_thief(dealt: usize, threshold: usize) -> usize {
         .filter(|e| e["ph"] == "X" && e["args"]["stolen_distance"] == 16)
         .count();
     assert_eq!(stolen_events, stolen, "slices with stolen_distance 16");
-    let _ = std::fs::remove_file(&path);
     stolen
 }
 

@@ -373,3 +373,166 @@ fn a_taskgroup_short_of_stack_runs_the_earlier_sibling_its_member_depends_on() {
         assert_eq!(seen.map(AtomicUsize::into_inner), [7, 7]);
     });
 }
+
+/// Set in the child process that [`in_child`] starts: the name of the test it runs.
+const DEEP_CHILD: &str = "NUMATASK_DEEP_CHAIN_CHILD";
+
+/// How deep the deep chains go: far beyond what one worker stack holds, so that a chain runs
+/// to completion only if waiting workers get more stack when they need it.
+const DEEP: u32 = 100_000;
+
+/// Runs `chain` in a child process (this test binary, running `test` alone, with `env` set):
+/// a chain that overflowed its stack would abort the process, harness included. In the child
+/// it runs `chain` itself. The parent asserts that the child ran the test and it passed.
+fn in_child(test: &str, env: &[(&str, &str)], chain: impl FnOnce()) {
+    if std::env::var_os(DEEP_CHILD).is_some_and(|v| v == test) {
+        chain();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+        .args([test, "--exact", "--test-threads=1", "--nocapture"])
+        .env(DEEP_CHILD, test)
+        .envs(env.iter().copied())
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the chain failed in the child ({}): {stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
+}
+
+/// One unpinned worker with the default stack.
+fn one_worker() -> Runtime {
+    Runtime::builder()
+        .num_threads(1)
+        .proc_bind(false)
+        .build()
+        .expect("runtime starts")
+}
+
+/// A task that spawns a child doing the same, `depth` levels, each waiting at a taskwait.
+fn spawn_chain(s: &Scope<'_>, depth: u32) -> u32 {
+    if depth == 0 {
+        return 0;
+    }
+    let child = s
+        .task()
+        .spawn_with_result(move |s| spawn_chain(s, depth - 1));
+    s.taskwait();
+    child.join() + 1
+}
+
+/// [`spawn_chain`] with plain spawns, the count kept in `levels`.
+fn plain_chain<'s>(s: &Scope<'s>, depth: u32, levels: &'s AtomicUsize) {
+    levels.fetch_add(1, Ordering::Relaxed);
+    if depth > 0 {
+        s.spawn(move |s| plain_chain(s, depth - 1, levels));
+        s.taskwait();
+    }
+}
+
+/// Each level writes the first element of `data` in a dependent child, which goes on with
+/// the rest, and waits for it.
+fn dependent_chain<'s>(s: &Scope<'s>, data: &'s mut [u32]) {
+    let Some((first, rest)) = data.split_first_mut() else {
+        return;
+    };
+    let blocks = Blocks::new(std::slice::from_mut(first), 1).expect("one block");
+    s.task()
+        .writes(&blocks[0])
+        .spawn(move |s, (x,)| {
+            x[0] = 1;
+            dependent_chain(s, rest);
+        })
+        .expect("a dependent child");
+    s.taskwait();
+}
+
+/// `s.join` `depth` levels deep through its first closure (the one run as a task).
+fn join_chain(s: &Scope<'_>, depth: u32) -> u32 {
+    if depth == 0 {
+        return 0;
+    }
+    let (below, here) = s.join(move |s| join_chain(s, depth - 1), |_| 1);
+    below + here
+}
+
+/// Taskgroups `depth` levels deep, each ending with a wait for a task that goes one deeper.
+fn group_chain<'s>(s: &Scope<'s>, depth: u32, levels: &'s AtomicUsize) {
+    levels.fetch_add(1, Ordering::Relaxed);
+    if depth > 0 {
+        s.taskgroup(|g| g.spawn(move |s| group_chain(s, depth - 1, levels)));
+    }
+}
+
+#[test]
+fn a_deep_chain_of_taskwaits_on_one_worker_runs_to_completion() {
+    in_child(
+        "a_deep_chain_of_taskwaits_on_one_worker_runs_to_completion",
+        &[],
+        || {
+            let rt = one_worker();
+            assert_eq!(rt.scope(|s| spawn_chain(s, DEEP)), DEEP);
+            let levels = AtomicUsize::new(0);
+            rt.scope(|s| plain_chain(s, DEEP, &levels));
+            assert_eq!(levels.into_inner(), DEEP as usize + 1);
+        },
+    );
+}
+
+#[test]
+fn a_deep_chain_of_taskwaits_runs_to_completion_on_small_stacks() {
+    // The smallest stack the runtime accepts.
+    in_child(
+        "a_deep_chain_of_taskwaits_runs_to_completion_on_small_stacks",
+        &[("OMP_STACKSIZE", "64K")],
+        || {
+            for workers in [1, 2] {
+                let rt = Runtime::builder()
+                    .num_threads(workers)
+                    .proc_bind(false)
+                    .env(&numatask_sched::config::EnvSettings::from_env().expect("the env"))
+                    .build()
+                    .expect("runtime starts");
+                assert_eq!(rt.settings().stack_size, 64 << 10);
+                assert_eq!(rt.scope(|s| spawn_chain(s, DEEP)), DEEP, "{workers}");
+            }
+        },
+    );
+}
+
+#[test]
+fn a_deep_chain_of_dependent_tasks_waiting_for_each_other_runs_to_completion() {
+    in_child(
+        "a_deep_chain_of_dependent_tasks_waiting_for_each_other_runs_to_completion",
+        &[],
+        || {
+            let mut data = vec![0u32; DEEP as usize];
+            one_worker().scope(|s| dependent_chain(s, &mut data));
+            assert!(data.iter().all(|&x| x == 1));
+        },
+    );
+}
+
+#[test]
+fn a_deep_chain_of_joins_runs_to_completion() {
+    in_child("a_deep_chain_of_joins_runs_to_completion", &[], || {
+        assert_eq!(one_worker().scope(|s| join_chain(s, DEEP)), DEEP);
+    });
+}
+
+#[test]
+fn a_deep_chain_of_taskgroups_runs_to_completion() {
+    in_child("a_deep_chain_of_taskgroups_runs_to_completion", &[], || {
+        let levels = AtomicUsize::new(0);
+        one_worker().scope(|s| group_chain(s, DEEP, &levels));
+        assert_eq!(levels.into_inner(), DEEP as usize + 1);
+    });
+}

@@ -2,13 +2,17 @@
 //! dropped) writes its trace when the process exits, and a runtime that ran no task leaves a
 //! valid, empty trace rather than the empty file created at start-up.
 
+mod common;
+
 use std::process::Command;
+
+use common::TempPath;
 
 /// Set in the child process that `the_global_runtime_writes_its_trace_at_exit` starts.
 const CHILD: &str = "NUMATASK_TRACE_EXIT_CHILD";
 
-fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("numatask-{name}-{}.json", std::process::id()))
+fn temp(name: &str) -> TempPath {
+    TempPath::json(name)
 }
 
 /// `n` empty tasks in a scope of `s`.
@@ -57,7 +61,6 @@ fn the_global_runtime_writes_its_trace_at_exit() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {stderr}");
     let json = std::fs::read_to_string(&path).expect("the trace file");
-    std::fs::remove_file(&path).expect("the trace file");
     assert!(
         json.contains("\"traceEvents\""),
         "a Chrome trace: {json:.200}"
@@ -73,7 +76,6 @@ fn a_runtime_that_ran_no_task_leaves_an_empty_trace() {
     let rt = one_traced_worker(&path);
     drop(rt);
     let json = std::fs::read_to_string(&path).expect("the trace file");
-    std::fs::remove_file(&path).expect("the trace file");
     assert!(
         json.contains("\"traceEvents\""),
         "a Chrome trace: {json:.200}"
@@ -109,7 +111,6 @@ fn a_trace_written_while_a_task_runs_marks_it_and_is_rewritten_when_it_ends() {
     // The body ended since: dropping the runtime writes the file again, with its duration.
     drop(rt);
     let after = slices(&read(&path));
-    std::fs::remove_file(&path).expect("the trace file");
     assert_eq!(after.len(), 1);
     assert!(after[0]["args"].get("unfinished").is_none(), "{}", after[0]);
     let dur_us = after[0]["dur"].as_f64().expect("a duration");
@@ -149,7 +150,6 @@ fn a_runtime_kept_in_a_static_writes_its_trace_at_exit() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {stderr}");
     let json = std::fs::read_to_string(&path).expect("the trace file");
-    std::fs::remove_file(&path).expect("the trace file");
     // The three tasks and the scope body.
     assert_eq!(json.matches("\"ph\":\"X\"").count(), 4, "{json:.400}");
     assert!(stderr.contains("trace of 4 tasks written"), "{stderr}");
@@ -167,7 +167,7 @@ fn every_runtime_the_variable_traces_keeps_its_own_file() {
         return;
     }
     let first = temp("several-traces");
-    let second = first.with_extension("2.json");
+    let second = TempPath::at(first.with_extension("2.json"));
     let out = run_child(
         "every_runtime_the_variable_traces_keeps_its_own_file",
         "several",
@@ -177,7 +177,6 @@ fn every_runtime_the_variable_traces_keeps_its_own_file() {
     assert!(out.status.success(), "child failed: {stderr}");
     for (path, events) in [(&first, 4), (&second, 6)] {
         let json = std::fs::read_to_string(path).expect("a trace file per runtime");
-        std::fs::remove_file(path).expect("the trace file");
         // Each runtime's tasks and its scope body, one complete event each.
         assert_eq!(
             json.matches("\"ph\":\"X\"").count(),
@@ -212,7 +211,7 @@ fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
         rt.scope(|s| spawn_empty(s, 2));
         return;
     }
-    let dir = std::env::temp_dir().join(format!("numatask-trace-dir-{}", std::process::id()));
+    let dir = TempPath::named(&format!("trace-dir-{}", std::process::id()));
     let trace = dir.join("t.json");
     let _ = std::fs::remove_dir_all(&dir);
     let out = run_child(
@@ -223,7 +222,6 @@ fn a_runtime_that_could_not_create_its_trace_leaves_the_name_to_the_next() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let json = std::fs::read_to_string(&trace);
     let numbered = dir.join("t.2.json").exists();
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "child failed: {stderr}");
     assert!(
         !numbered,
@@ -268,6 +266,23 @@ fn a_builder_runtime_says_once_which_variables_it_did_not_read() {
     // The runtime from the environment traced (its 2 tasks and its scope body); the
     // builder's runtimes did not.
     let json = std::fs::read_to_string(&path).expect("the environment runtime's trace");
-    std::fs::remove_file(&path).expect("the trace file");
     assert_eq!(json.matches("\"ph\":\"X\"").count(), 3, "{json:.400}");
+}
+
+#[test]
+fn a_test_that_panics_still_removes_the_files_it_wrote() {
+    // The guard every test here keeps its trace files in: a failing assertion unwinds
+    // through it, and the file goes with it.
+    let path = std::env::temp_dir().join(format!(
+        "numatask-panicking-test-{}.json",
+        std::process::id()
+    ));
+    let unwound = std::panic::catch_unwind(|| {
+        let written = TempPath::at(path.clone());
+        std::fs::write(&written, "{}").expect("the file");
+        assert!(written.exists());
+        panic!("a failing test");
+    });
+    assert!(unwound.is_err());
+    assert!(!path.exists(), "{} is left", path.display());
 }

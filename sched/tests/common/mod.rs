@@ -1,12 +1,83 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use numatask_sched::{Runtime, Scope, WaitPolicy};
 
 pub mod random_program;
+
+/// A file or directory a test writes in the temporary directory, removed when the guard
+/// drops: when the test ends, whether it passed or panicked. Declare it before the runtime
+/// that writes it, so that it drops after (locals drop in reverse order): dropping a tracing
+/// runtime writes its trace again.
+#[derive(Debug)]
+pub struct TempPath(PathBuf);
+
+impl TempPath {
+    /// `numatask-{name}-{pid}.json` in the temporary directory (a trace file).
+    pub fn json(name: &str) -> Self {
+        Self::named(&format!("{name}-{}.json", std::process::id()))
+    }
+
+    /// `numatask-{name}` in the temporary directory: `name` should tell the test and the
+    /// process apart.
+    pub fn named(name: &str) -> Self {
+        TempPath(std::env::temp_dir().join(format!("numatask-{name}")))
+    }
+
+    /// `path` itself (a file the runtime names after one the test gave it).
+    pub fn at(path: PathBuf) -> Self {
+        TempPath(path)
+    }
+
+    /// The path the guard removes.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Deref for TempPath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempPath {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// Also what makes `&TempPath` a `PathBuf` (`Runtime::builder().trace(&path)`) and an
+/// environment value.
+impl AsRef<std::ffi::OsStr> for TempPath {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        // A path never written (the test failed first) is fine; another error is reported,
+        // not raised: a panic while the test unwinds would abort the harness.
+        let removed = if self.0.is_dir() {
+            std::fs::remove_dir_all(&self.0)
+        } else {
+            std::fs::remove_file(&self.0)
+        };
+        if let Err(e) = removed
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!("could not remove {}: {e}", self.0.display());
+        }
+    }
+}
 
 /// Runs `f` on its own thread and fails the test, instead of hanging it, if `f` has not
 /// returned after `secs` seconds (a deadlock). Panics of `f` are re-raised.
