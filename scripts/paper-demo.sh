@@ -24,5 +24,6 @@ echo "== this machine, measured"
 cargo bench --quiet -p numatask-bench --bench paper -- --size small "$@"
 echo
 echo "== the paper's 8-node machine (synthetic preset), MODEL"
+# The traces' directory named from here: cargo runs the bench in bench/.
 NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench --quiet -p numatask-bench --bench paper -- \
-    --size small "$@"
+    --size small --trace-dir "$ROOT/target/paper-traces" "$@"

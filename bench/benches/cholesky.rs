@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! scripts/bench-cholesky.sh --nt 40 --bs 64 --threads 1,2 --reps 3   # builds the C peers too
-//! cargo bench -p numatask-bench --bench cholesky -- --nt 40 --bs 64 --threads 1,2 [--omp target/bench-c/cholesky_gomp ...]
+//! cargo bench -p numatask-bench --bench cholesky -- --nt 40 --bs 64 --threads 1,2 [--omp "$PWD"/target/bench-c/cholesky_gomp ...]
 //! ```
 //!
 //! Rows: `serial` (the kernels in program order, no runtime), `numatask` (the safe API: the

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! scripts/bench-fib.sh                       # builds the C peers, then runs this
-//! cargo bench -p numatask-bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp target/bench-c/fib_gomp ...]
+//! cargo bench -p numatask-bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp "$PWD"/target/bench-c/fib_gomp ...]
 //! cargo bench -p numatask-bench --bench fib -- --only numatask --scheduler ws,locality   # numatask's policies
 //! ```
 //!

@@ -92,7 +92,8 @@ usage: paper [--bench] [OPTIONS]
   --model-runs N    model: at most N runs per configuration, 1 to 100 (default 3; smoke run 1)
   --core-gbps X     model: bandwidth of one core in GB/s, 0.001 to 1e6 (default 2)
   --node-gbps Y     model: bandwidth of one node in GB/s, 0.001 to 1e6 (default 12)
-  --trace-dir DIR   model: where the Chrome traces go (default target/paper-traces;
+  --trace-dir DIR   model: where the Chrome traces go (default target/paper-traces of the
+                    working directory, which cargo bench makes bench/;
                     smoke run a temporary directory)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text

@@ -10,7 +10,7 @@
 //! ```text
 //! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
 //! cargo bench -p numatask-bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 [--rounds 5] \
-//!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
+//!     [--omp "$PWD"/target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
 //! ```
 //!
 //! Rows (`--only WORD` keeps the rows whose name contains `WORD`, `--skip W1,W2` drops those

@@ -10,6 +10,9 @@
 //! cargo test -p numatask-bench --bench '*'       # every bench once, a quick smoke run
 //! ```
 //!
+//! cargo runs a bench in this crate's directory, `bench/`: relative paths given to a bench
+//! (`--omp`, `NUMATASK_TRACE`) are taken from there; `scripts/bench-*.sh` pass absolute ones.
+//!
 //! With the `bench-mimalloc` feature every bench program allocates with mimalloc instead of
 //! the system's (glibc) malloc; rows then carry [`ALLOCATOR`] in their names.
 

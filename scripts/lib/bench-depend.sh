@@ -15,7 +15,8 @@ KERNEL_CFLAGS=(-O3 -ffunction-sections -fdata-sections -fPIC -fno-omit-frame-poi
 bench_depend() {
     local name=$1
     shift
-    local out=target/bench-c
+    # Absolute: cargo runs a bench in its package's directory (bench/), not here.
+    local out=$PWD/target/bench-c
     mkdir -p "$out"
     "${CC:-gcc}" "${KERNEL_CFLAGS[@]}" -Ibench/c \
         -c "bench/c/${name}_kernels.c" -o "$out/${name}_kernels.o"

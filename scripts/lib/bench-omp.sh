@@ -7,7 +7,8 @@
 bench_omp() {
     local name=$1
     shift
-    local out=target/bench-c
+    # Absolute: cargo runs a bench in its package's directory (bench/), not here.
+    local out=$PWD/target/bench-c
     mkdir -p "$out"
     local omp=()
     if command -v gcc >/dev/null; then
