@@ -14,6 +14,9 @@ cd "$ROOT"
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
 ensure_packages "${BUILD_PACKAGES[@]}"
+# Compiling first, with cargo's progress shown (a minute the first time), then the program's
+# output alone.
+cargo build --release --example placement
 echo "=== 1. pages per NUMA node for each distribution policy"
 cargo run --release --quiet --example placement
 echo

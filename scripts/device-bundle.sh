@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything the many-core measurements need into device-bundle/ (ignored by git), to be
-# carried to a machine without Rust: the release bench binaries (fib, sparselu, cholesky and any
-# other harness-less bench), the C/OpenMP peers built with gcc (libgomp) and clang (LLVM
-# libomp), clang's libomp.so.5, which such machines often lack, and scripts/device-run.sh as
-# run.sh, the measurements behind BENCHMARKS.md's summary. There:
+# carried to a machine without Rust: the release bench binaries of the numatask-bench crate
+# (fib, sparselu, cholesky and any other harness-less bench of bench/benches/), the C/OpenMP
+# peers built with gcc (libgomp) and clang (LLVM libomp), clang's libomp.so.5, which such
+# machines often lack, and scripts/device-run.sh as run.sh, the measurements behind
+# BENCHMARKS.md's summary. There:
 #   device-bundle/run.sh peers      (or overhead, loops; see scripts/device-run.sh)
 # or one bench by hand:
 #   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
@@ -13,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 out=device-bundle
 rm -rf "$out" && mkdir -p "$out/lib"
-cargo bench --no-run --message-format=json 2>/dev/null |
+cargo bench -p numatask-bench --no-run --message-format=json 2>/dev/null |
     grep '"kind":\["bench"\]' | grep '"harness":false\|"test":false' |
     sed -n 's/.*"name":"\([a-z_]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' |
     while read -r name exe; do
@@ -21,12 +22,13 @@ cargo bench --no-run --message-format=json 2>/dev/null |
     done
 # SparseLU once more with mimalloc as the global allocator (the rows `numatask+mimalloc`), to
 # tell the runtime's cost from glibc malloc's under a producer that many threads free after.
-cargo bench --no-run --features bench-mimalloc --bench sparselu --message-format=json 2>/dev/null |
+cargo bench -p numatask-bench --no-run --features bench-mimalloc --bench sparselu \
+    --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*sparselu[^"]*\)".*/\1/p' | head -1 |
     while read -r exe; do cp "$exe" "$out/sparselu_mimalloc" && strip "$out/sparselu_mimalloc"; done
 c=bench/c
 # fib's and taskloop's C peers are one file each; SparseLU's and Cholesky's kernels are compiled once by gcc with the
-# flags build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
+# flags bench/build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
 # both OpenMP peers, so that the runtime is the only difference (as scripts/bench-sparselu.sh).
 # The flags are KERNEL_CFLAGS of scripts/lib/bench-depend.sh.
 # shellcheck source=scripts/lib/bench-depend.sh

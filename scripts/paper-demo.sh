@@ -4,7 +4,7 @@
 #      {standard, fine, coarse}, time normalized to work stealing with fine distribution;
 #   2. on the paper's 8-node Opteron 6172 machine as a synthetic topology
 #      (NUMATASK_TOPOLOGY=preset:opteron6172): the NUMA cost MODEL of
-#      examples/paper/suite/cost_model.rs, evaluated from traced, time-dilated runs, and compared
+#      bench/src/paper/cost_model.rs, evaluated from traced, time-dilated runs, and compared
 #      with the orderings the paper reports. The preset's Chrome traces (Perfetto timelines) are
 #      left in target/paper-traces/.
 # Every run verifies its results against a sequential computation. Arguments go to both runs,
@@ -17,9 +17,13 @@ cd "$ROOT"
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
 ensure_packages "${BUILD_PACKAGES[@]}"
-cargo bench --quiet --bench paper --no-run
+# Compiling first, with cargo's progress shown (minutes the first time); the runs then start at
+# once.
+cargo bench -p numatask-bench --bench paper --no-run
 echo "== this machine, measured"
-cargo bench --quiet --bench paper -- --size small "$@"
+cargo bench --quiet -p numatask-bench --bench paper -- --size small "$@"
 echo
 echo "== the paper's 8-node machine (synthetic preset), MODEL"
-NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench --quiet --bench paper -- --size small "$@"
+# The traces' directory named from here: cargo runs the bench in bench/.
+NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench --quiet -p numatask-bench --bench paper -- \
+    --size small --trace-dir "$ROOT/target/paper-traces" "$@"

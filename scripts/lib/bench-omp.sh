@@ -2,11 +2,13 @@
 # bench_omp NAME ARGS...: a benchmark whose C/OpenMP peer is one file, bench/c/NAME_omp.c (fib,
 # taskloop), numatask against it in one run. The peer is built with each OpenMP compiler found
 # (gcc -fopenmp for libgomp; clang -fopenmp with Debian's libomp-dev for LLVM libomp) into
-# target/bench-c/NAME_gomp and NAME_libomp; then the bench binary NAME runs with ARGS.
+# target/bench-c/NAME_gomp and NAME_libomp; then the bench NAME of the numatask-bench crate
+# (bench/benches/NAME.rs) runs with ARGS.
 bench_omp() {
     local name=$1
     shift
-    local out=target/bench-c
+    # Absolute: cargo runs a bench in its package's directory (bench/), not here.
+    local out=$PWD/target/bench-c
     mkdir -p "$out"
     local omp=()
     if command -v gcc >/dev/null; then
@@ -19,5 +21,5 @@ bench_omp() {
     else
         echo "clang with OpenMP not found: LLVM libomp is skipped (apt-get install clang libomp-dev)" >&2
     fi
-    cargo bench --quiet --bench "$name" -- "${omp[@]}" "$@"
+    cargo bench --quiet -p numatask-bench --bench "$name" -- "${omp[@]}" "$@"
 }

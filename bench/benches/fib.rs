@@ -4,18 +4,20 @@
 //!
 //! ```text
 //! scripts/bench-fib.sh                       # builds the C peers, then runs this
-//! cargo bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp target/bench-c/fib_gomp ...]
-//! cargo bench --bench fib -- --only numatask --scheduler ws,locality   # numatask's policies
+//! cargo bench -p numatask-bench --bench fib -- --n 27 --threads 1,2 --reps 5 [--omp "$PWD"/target/bench-c/fib_gomp ...]
+//! cargo bench -p numatask-bench --bench fib -- --only numatask --scheduler ws,locality   # numatask's policies
 //! ```
 //!
 //! `--scheduler` takes a comma-separated list of `NUMATASK_SCHEDULER` names (default `ws`); the
 //! numatask rows of a policy other than work stealing are named `numatask[<policy>]`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
 use numatask::sched::{SchedulerKind, Scope};
+use numatask_bench::args::{self, Parser, fail};
+use numatask_bench::filter::Filter;
+use numatask_bench::peer::run_omp_peer;
+use numatask_bench::runtime;
 
 struct Args {
     n: u32,
@@ -44,9 +46,9 @@ usage: fib [--bench] [OPTIONS]
 ";
 
 fn parse_args() -> Result<Args, String> {
-    // Under `cargo test --benches` (CI) a quick smoke run checks that every variant still
+    // Under `cargo test --bench NAME` (CI) a quick smoke run checks that every variant still
     // computes fib correctly.
-    let smoke = common::smoke();
+    let smoke = args::smoke();
     let mut args = Args {
         n: if smoke { 15 } else { 27 },
         threads: if smoke { vec![1, 2] } else { Vec::new() },
@@ -60,27 +62,22 @@ fn parse_args() -> Result<Args, String> {
             vec![SchedulerKind::WorkStealing]
         },
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--n" => args.n = value()?.parse().map_err(|e| format!("--n: {e}"))?,
-            "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
-            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
-            "--omp" => args.omp.push(value()?),
-            "--only" => args.only = Some(value()?),
-            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
-            "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            other => common::other_arg("fib", other, USAGE),
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--n" => args.n = p.whole(0, 40)? as u32,
+            "--reps" => args.reps = p.whole(1, 1000)?,
+            "--threads" => args.threads = p.threads()?,
+            "--omp" => args.omp.push(p.peer()?),
+            "--only" => args.only = Some(p.value()?),
+            "--skip" => args.skip = p.list()?,
+            "--scheduler" => args.schedulers = p.list()?,
+            _ => p.other()?,
         }
     }
     if args.threads.is_empty() {
-        args.threads = common::all_cores();
+        args.threads = args::all_cores();
     }
-    common::in_range("--n", args.n as usize, 0, 40)?;
-    common::in_range("--reps", args.reps, 1, 1000)?;
-    common::check_threads(&args.threads)?;
-    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -180,10 +177,10 @@ fn report(name: &str, threads: usize, n: u32, d: Duration) {
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| common::fail("fib", e));
+    let args = parse_args().unwrap_or_else(|e| fail("fib", e));
     let n = args.n;
     let expect = fib_sequential(n as u64);
-    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
+    let filter = Filter::new(args.only.as_deref(), &args.skip);
     let wants = |name: &str| filter.wants(name);
     let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
@@ -206,9 +203,9 @@ fn main() {
             if !rows.iter().any(|row| wants(row)) {
                 continue;
             }
-            let rt = common::build(
+            let rt = runtime::build(
                 "fib",
-                common::runtime_builder("fib", threads, kind, several_runtimes),
+                runtime::runtime_builder("fib", threads, kind, several_runtimes),
             );
             measure(&rows[0], &mut || rt.scope(|s| fib_numatask(s, n as u64)));
             measure(&rows[1], &mut || {
@@ -232,7 +229,7 @@ fn main() {
         }
         for bin in &args.omp {
             let peer_args = [n.to_string(), args.reps.to_string()];
-            common::run_omp_peer(bin, &peer_args, threads, None);
+            run_omp_peer(bin, &peer_args, threads, None, &[]);
             filter.ran_peer();
         }
     }

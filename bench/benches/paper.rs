@@ -1,8 +1,8 @@
 //! The core paper's evaluation (Muddukrishna, Jonsson and Brorsson 2015, section 6): the six
 //! benchmarks of its Table 4 under every scheduler x data distribution, each configuration in a
 //! fresh runtime, with the distribution set per allocation (`NumaVec`, i.e.
-//! `omp_malloc_specific`). The benchmarks are those of `examples/paper` (shared module
-//! `examples/paper/suite`); every run verifies its result against a sequential computation and
+//! `omp_malloc_specific`). The benchmarks are those of the `paper` program (the crate's
+//! [`numatask_bench::paper`]); every run verifies its result against a sequential computation and
 //! the bench stops with an error on a mismatch.
 //!
 //! Two modes:
@@ -20,26 +20,21 @@
 //!   stealing in both places, an A/A test of the same shape that shows the measurement's noise.
 //! - **model** (default on a synthetic topology such as `NUMATASK_TOPOLOGY=preset:opteron6172`):
 //!   `--model-runs` (default 3) traced, time-dilated runs per configuration, evaluated by the NUMA cost MODEL of
-//!   `examples/paper/suite/cost_model.rs` (distance-weighted footprint bytes, compute time
+//!   `src/paper/cost_model.rs` (distance-weighted footprint bytes, compute time
 //!   measured as CPU time, load balance by emulation, node bandwidth bound), and compared with
 //!   the orderings the paper reports. The Chrome traces (Perfetto timelines like the paper's
 //!   Figure 8) are left in `--trace-dir`.
 //!
 //! ```text
-//! cargo bench --bench paper -- --size small                    # this machine, measured
-//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench --bench paper -- --size small   # MODEL
-//! cargo bench --bench paper -- --size medium --only map,matmul --reps 10 --mode both
+//! cargo bench -p numatask-bench --bench paper -- --size small        # this machine, measured
+//! NUMATASK_TOPOLOGY=preset:opteron6172 \
+//!     cargo bench -p numatask-bench --bench paper -- --size small    # MODEL
+//! cargo bench -p numatask-bench --bench paper -- --size medium --only map,matmul --reps 10 --mode both
 //! ```
 //!
 //! Options: `--help` lists them (`USAGE` below). `--model-runs N` stops early once the two
 //! fastest runs agree within 5%; the fastest is shown. Without `--bench` (`cargo test
-//! --benches`, CI) it is a smoke run: tiny inputs, one repetition, both modes.
-
-// Only the argument helpers are used: this bench builds its runtimes itself.
-#[allow(dead_code)]
-mod common;
-#[path = "../examples/paper/suite/mod.rs"]
-mod suite;
+//! --bench paper`, CI) it is a smoke run: tiny inputs, one repetition, both modes.
 
 use std::fmt::Write as _;
 use std::os::fd::AsRawFd;
@@ -50,9 +45,10 @@ use std::time::{Duration, Instant};
 use numatask::alloc::{Distribution, Topology};
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
-use suite::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
-use suite::verdict::{Config, paper_verdict};
-use suite::{Benchmark, BoxError, Size, Timings, measure};
+use numatask_bench::args::{self, Parser};
+use numatask_bench::paper::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
+use numatask_bench::paper::verdict::{Config, paper_verdict};
+use numatask_bench::paper::{Benchmark, BoxError, Size, Timings, measure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -96,16 +92,17 @@ usage: paper [--bench] [OPTIONS]
   --model-runs N    model: at most N runs per configuration, 1 to 100 (default 3; smoke run 1)
   --core-gbps X     model: bandwidth of one core in GB/s, 0.001 to 1e6 (default 2)
   --node-gbps Y     model: bandwidth of one node in GB/s, 0.001 to 1e6 (default 12)
-  --trace-dir DIR   model: where the Chrome traces go (default target/paper-traces;
+  --trace-dir DIR   model: where the Chrome traces go (default target/paper-traces of the
+                    working directory, which cargo bench makes bench/;
                     smoke run a temporary directory)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
 ";
 
 fn parse_args() -> Result<Args, String> {
-    // `cargo bench` passes `--bench`; `cargo test --benches` (CI) does not: then a quick smoke
+    // `cargo bench` passes `--bench`; `cargo test --bench NAME` (CI) does not: then a quick smoke
     // run checks that every benchmark still computes correctly in every configuration.
-    let smoke = !std::env::args().any(|a| a == "--bench");
+    let smoke = args::smoke();
     let mut args = Args {
         size: if smoke { Size::Tiny } else { Size::Small },
         reps: if smoke { 1 } else { 3 },
@@ -134,31 +131,14 @@ fn parse_args() -> Result<Args, String> {
         },
         control: false,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
-        let number = |text: String, min: f64, max: f64| -> Result<f64, String> {
-            text.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && (min..=max).contains(x))
-                .ok_or(format!(
-                    "{arg} '{text}': expected a number from {min} to {max}"
-                ))
-        };
-        let integer = |text: String, max: usize| -> Result<usize, String> {
-            text.parse::<usize>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or(format!(
-                    "{arg} '{text}': expected a whole number from 1 to {max}"
-                ))
-        };
-        match arg.as_str() {
-            "--size" => args.size = value()?.parse()?,
-            "--reps" => args.reps = integer(value()?, 30)?,
-            "--min-time" => args.min_time = Duration::from_secs_f64(number(value()?, 0.0, 3600.0)?),
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--size" => args.size = p.value()?.parse()?,
+            "--reps" => args.reps = p.whole(1, 30)?,
+            "--min-time" => args.min_time = Duration::from_secs_f64(p.number(0.0, 3600.0)?),
             "--mode" => {
-                args.mode = Some(match value()?.as_str() {
+                args.mode = Some(match p.value()?.as_str() {
                     "measure" => Mode::Measure,
                     "model" => Mode::Model,
                     "both" => Mode::Both,
@@ -168,26 +148,24 @@ fn parse_args() -> Result<Args, String> {
                 })
             }
             "--only" => {
-                args.only = value()?
+                args.only = p
+                    .value()?
                     .split(',')
                     .map(str::parse)
                     .collect::<Result<_, _>>()?
             }
-            "--threads" => args.threads = Some(integer(value()?, 4096)?),
+            "--threads" => args.threads = Some(p.whole(1, 4096)?),
             "--even-tolerance" => {
-                args.even_tolerance = number(
-                    value()?,
-                    0.0,
-                    numatask::sched::locality_policy::MAX_EVEN_TOLERANCE,
-                )?
+                args.even_tolerance =
+                    p.number(0.0, numatask::sched::locality_policy::MAX_EVEN_TOLERANCE)?
             }
-            "--dilation" => args.model.dilation = number(value()?, 1.0, 1e6)?,
-            "--model-runs" => args.model_runs = integer(value()?, 100)?,
-            "--core-gbps" => args.model.core_gbps = number(value()?, 0.001, 1e6)?,
-            "--node-gbps" => args.model.node_gbps = number(value()?, 0.001, 1e6)?,
-            "--trace-dir" => args.trace_dir = PathBuf::from(value()?),
+            "--dilation" => args.model.dilation = p.number(1.0, 1e6)?,
+            "--model-runs" => args.model_runs = p.whole(1, 100)?,
+            "--core-gbps" => args.model.core_gbps = p.number(0.001, 1e6)?,
+            "--node-gbps" => args.model.node_gbps = p.number(0.001, 1e6)?,
+            "--trace-dir" => args.trace_dir = PathBuf::from(p.value()?),
             "--control" => args.control = true,
-            other => common::other_arg("paper", other, USAGE),
+            _ => p.other()?,
         }
     }
     Ok(args)

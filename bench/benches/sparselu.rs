@@ -9,8 +9,8 @@
 //!
 //! ```text
 //! scripts/bench-sparselu.sh --nb 120 --bs 25 --threads 1,2 --reps 3   # builds the C peers too
-//! cargo bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 [--rounds 5] \
-//!     [--omp target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
+//! cargo bench -p numatask-bench --bench sparselu -- --nb 50 --bs 100 --threads 1,2 --reps 1 [--rounds 5] \
+//!     [--omp "$PWD"/target/bench-c/sparselu_gomp ...] [--only numatask] [--scheduler ws,locality]
 //! ```
 //!
 //! Rows (`--only WORD` keeps the rows whose name contains `WORD`, `--skip W1,W2` drops those
@@ -29,9 +29,7 @@
 //! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
 //! - `numatask-malloc`: the raw program on BOTS' own layout, a `malloc` per block and fill-ins
 //!   `calloc`ed by the creating task; its peers are the rows `libgomp-malloc` and
-//!   `libomp-malloc` (`SPARSELU_LAYOUT=malloc`), which run when this row does (until the
-//!   sixteenth session the only C layout, and this row, then `numatask-raw-c`, was left out
-//!   of the published runs).
+//!   `libomp-malloc` (`SPARSELU_LAYOUT=malloc`), which run when this row does.
 //! - `numatask-empty`, `numatask-nodeps-empty`: the same task graph with empty kernels, with
 //!   and without the `depend` accesses: wall time per task is the runtime's cost per task, and
 //!   their difference the cost of dependence tracking (printed as `ns_per_task`).
@@ -43,10 +41,7 @@
 //! the median, least and greatest of its R medians: on a shared machine, whose speed drifts
 //! over seconds, that compares rows far better than one turn each.
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -54,83 +49,12 @@ use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
 use numatask::sched::{Runtime, SchedulerKind, Scope};
-
-/// With `--features bench-mimalloc`: every allocation of this process (task frames that miss
-/// the frame caches, dependence-tracker nodes) goes to mimalloc instead of glibc's malloc, whose
-/// arena lock serializes the frees of blocks allocated by the task-creating thread.
-#[cfg(feature = "bench-mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// How rows name the global allocator.
-const ALLOCATOR: &str = if cfg!(feature = "bench-mimalloc") {
-    "+mimalloc"
-} else {
-    ""
-};
-
-unsafe extern "C" {
-    fn sparselu_block_present(nb: c_int, ii: c_int, jj: c_int) -> c_int;
-    fn sparselu_fill_block(block: *mut f32, bs: c_int, seed: *mut c_int);
-    fn sparselu_seed() -> c_int;
-    fn sparselu_lu0(diag: *mut f32, bs: c_int);
-    fn sparselu_fwd(diag: *const f32, col: *mut f32, bs: c_int);
-    fn sparselu_bdiv(diag: *const f32, row: *mut f32, bs: c_int);
-    fn sparselu_bmod(row: *const f32, col: *const f32, inner: *mut f32, bs: c_int);
-}
-
-/// The C kernels on slices of `bs * bs` elements.
-mod kernels {
-    use super::*;
-
-    fn check(bs: usize, blocks: &[usize]) -> c_int {
-        assert!(
-            blocks.iter().all(|&len| len == bs * bs),
-            "blocks of bs * bs"
-        );
-        c_int::try_from(bs).expect("bs fits in an int")
-    }
-
-    pub fn present(nb: usize, ii: usize, jj: usize) -> bool {
-        // SAFETY: a pure function of its arguments.
-        unsafe { sparselu_block_present(nb as c_int, ii as c_int, jj as c_int) != 0 }
-    }
-
-    pub fn seed() -> c_int {
-        // SAFETY: a pure function.
-        unsafe { sparselu_seed() }
-    }
-
-    pub fn fill(block: &mut [f32], bs: usize, seed: &mut c_int) {
-        let bs = check(bs, &[block.len()]);
-        // SAFETY: `block` holds bs * bs floats; the kernel writes exactly those.
-        unsafe { sparselu_fill_block(block.as_mut_ptr(), bs, seed) }
-    }
-
-    pub fn lu0(diag: &mut [f32], bs: usize) {
-        let bs = check(bs, &[diag.len()]);
-        // SAFETY: bs * bs floats, exclusively ours.
-        unsafe { sparselu_lu0(diag.as_mut_ptr(), bs) }
-    }
-
-    pub fn fwd(diag: &[f32], col: &mut [f32], bs: usize) {
-        let bs = check(bs, &[diag.len(), col.len()]);
-        // SAFETY: bs * bs floats each; `col` is exclusively ours and does not alias `diag`.
-        unsafe { sparselu_fwd(diag.as_ptr(), col.as_mut_ptr(), bs) }
-    }
-
-    pub fn bdiv(diag: &[f32], row: &mut [f32], bs: usize) {
-        let bs = check(bs, &[diag.len(), row.len()]);
-        // SAFETY: as for `fwd`.
-        unsafe { sparselu_bdiv(diag.as_ptr(), row.as_mut_ptr(), bs) }
-    }
-
-    pub fn bmod(row: &[f32], col: &[f32], inner: &mut [f32], bs: usize) {
-        let bs = check(bs, &[row.len(), col.len(), inner.len()]);
-        // SAFETY: bs * bs floats each; `inner` is exclusively ours and aliases neither input.
-        unsafe { sparselu_bmod(row.as_ptr(), col.as_ptr(), inner.as_mut_ptr(), bs) }
-    }
-}
+use numatask_bench::ALLOCATOR;
+use numatask_bench::args::{self, Parser, fail};
+use numatask_bench::ffi::sparselu as kernels;
+use numatask_bench::filter::Filter;
+use numatask_bench::peer::run_omp_peer;
+use numatask_bench::runtime;
 
 /// The block matrix: an arena of `nb * nb` block slots (only the used ones are ever touched)
 /// and which slot holds block `(ii, jj)`.
@@ -158,7 +82,7 @@ impl Matrix {
             bs,
             stride,
             arena: NumaVec::zeroed(nb * nb * stride, place).unwrap_or_else(|e| {
-                common::fail(
+                fail(
                     "sparselu",
                     format_args!("matrix arena of {nb}x{nb} blocks of {bs}x{bs} floats: {e}"),
                 )
@@ -238,7 +162,7 @@ impl CMatrix {
             }
         };
         if p.is_null() {
-            common::fail(
+            fail(
                 "sparselu",
                 format_args!("a block of {} bytes: out of memory", layout.size()),
             );
@@ -648,9 +572,9 @@ usage: sparselu [--bench] [OPTIONS]
 ";
 
 fn parse_args() -> Result<Args, String> {
-    // Under `cargo test --benches` (CI) a quick smoke run checks that every variant computes
+    // Under `cargo test --bench NAME` (CI) a quick smoke run checks that every variant computes
     // the serial checksum.
-    let smoke = common::smoke();
+    let smoke = args::smoke();
     let mut args = Args {
         nb: if smoke { 12 } else { 120 },
         bs: if smoke { 8 } else { 25 },
@@ -666,32 +590,24 @@ fn parse_args() -> Result<Args, String> {
             vec![SchedulerKind::WorkStealing]
         },
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        let number = |v: String, what: &str| v.parse::<usize>().map_err(|e| format!("{what}: {e}"));
-        match a.as_str() {
-            "--nb" => args.nb = number(value()?, "--nb")?,
-            "--bs" => args.bs = number(value()?, "--bs")?,
-            "--reps" => args.reps = number(value()?, "--reps")?,
-            "--rounds" => args.rounds = number(value()?, "--rounds")?,
-            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
-            "--omp" => args.omp.push(value()?),
-            "--only" => args.only = Some(value()?),
-            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
-            "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
-            other => common::other_arg("sparselu", other, USAGE),
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--nb" => args.nb = p.whole(1, 1000)?,
+            "--bs" => args.bs = p.whole(1, 1000)?,
+            "--reps" => args.reps = p.whole(1, 100)?,
+            "--rounds" => args.rounds = p.whole(1, 100)?,
+            "--threads" => args.threads = p.threads()?,
+            "--omp" => args.omp.push(p.peer()?),
+            "--only" => args.only = Some(p.value()?),
+            "--skip" => args.skip = p.list()?,
+            "--scheduler" => args.schedulers = p.list()?,
+            _ => p.other()?,
         }
     }
     if args.threads.is_empty() {
-        args.threads = common::all_cores();
+        args.threads = args::all_cores();
     }
-    common::in_range("--nb", args.nb, 1, 1000)?;
-    common::in_range("--bs", args.bs, 1, 1000)?;
-    common::in_range("--reps", args.reps, 1, 100)?;
-    common::in_range("--rounds", args.rounds, 1, 100)?;
-    common::check_threads(&args.threads)?;
-    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -777,11 +693,11 @@ fn report_overhead(name: &str, threads: usize, args: &Args, t: &Timing) {
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| common::fail("sparselu", e));
-    let place = Distribution::from_env().unwrap_or_else(|e| common::fail("sparselu", e));
+    let args = parse_args().unwrap_or_else(|e| fail("sparselu", e));
+    let place = Distribution::from_env().unwrap_or_else(|e| fail("sparselu", e));
     // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
-    numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("sparselu", e));
-    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
+    numatask::alloc::Topology::current().unwrap_or_else(|e| fail("sparselu", e));
+    let filter = Filter::new(args.only.as_deref(), &args.skip);
     let wants = |name: &str| filter.wants(name);
     // The serial run gives the checksum every other row must reproduce; timed only when its
     // row is wanted.
@@ -809,8 +725,8 @@ fn main() {
             .map(|&kind| {
                 // The environment's other settings apply (OMP_PROC_BIND, NUMATASK_TRACE, ...),
                 // one trace file per runtime when there are several.
-                let builder = common::runtime_builder("sparselu", threads, kind, several_runtimes);
-                let rt = common::build("sparselu", builder);
+                let builder = runtime::runtime_builder("sparselu", threads, kind, several_runtimes);
+                let rt = runtime::build("sparselu", builder);
                 (kind, rt)
             })
             .collect();
@@ -900,8 +816,7 @@ fn main() {
                     Entry::Peer(bin, layout) => {
                         let peer_args = [args.nb, args.bs, args.reps].map(|v| v.to_string());
                         let env = [("SPARSELU_LAYOUT", layout.name())];
-                        let line =
-                            common::run_omp_peer_env(bin, &peer_args, threads, Some(expect), &env);
+                        let line = run_omp_peer(bin, &peer_args, threads, Some(expect), &env);
                         let field = |key: &str| {
                             line.split_whitespace()
                                 .find_map(|w| w.strip_prefix(key))

@@ -1,6 +1,7 @@
 //! The six benchmarks of the core paper's Table 4 (Muddukrishna, Jonsson and Brorsson 2015), shared
-//! by the `paper` example (one benchmark, one configuration) and the `paper` bench (the whole
-//! matrix of benchmarks x schedulers x distributions, Figure 7).
+//! by the `paper` program (`src/bin/paper.rs`: one benchmark, one configuration) and the `paper`
+//! bench (`benches/paper.rs`: the whole matrix of benchmarks x schedulers x distributions,
+//! Figure 7).
 //!
 //! | benchmark | Table 4 behaviour | heuristic | allocations | tasks and their depend lists |
 //! |---|---|---|---|---|
@@ -25,8 +26,6 @@ pub mod matmul;
 pub mod reduction;
 pub mod sparselu;
 pub mod vecmul;
-// The bench's verdicts (tested with the example, whose own run does not print them).
-#[allow(dead_code)]
 pub mod verdict;
 
 use std::fmt;

@@ -12,12 +12,8 @@
 //! Prints the median and the 99th percentile in microseconds.
 //!
 //! ```text
-//! cargo bench --bench wakeup -- --threads 1,2 --rounds 200 --idle-ms 5
+//! cargo bench -p numatask-bench --bench wakeup -- --threads 1,2 --rounds 200 --idle-ms 5
 //! ```
-
-// The C-peer helpers stay unused: this bench has no C peer.
-#[allow(dead_code)]
-mod common;
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,6 +21,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use numatask::sched::SchedulerKind;
+use numatask_bench::args::{self, Parser, fail};
+use numatask_bench::filter::Filter;
+use numatask_bench::runtime;
 
 struct Args {
     threads: Vec<usize>,
@@ -46,37 +45,26 @@ usage: wakeup [--bench] [OPTIONS]
 ";
 
 fn parse_args() -> Result<Args, String> {
-    let smoke = common::smoke();
+    let smoke = args::smoke();
     let mut args = Args {
         threads: if smoke { vec![1, 2] } else { Vec::new() },
         rounds: if smoke { 5 } else { 200 },
         idle: Duration::from_millis(if smoke { 1 } else { 5 }),
         only: None,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
-            "--rounds" => {
-                let v = value()?;
-                let n = v.parse().map_err(|e| format!("--rounds '{v}': {e}"))?;
-                args.rounds = common::in_range("--rounds", n, 1, 100_000)?;
-            }
-            "--idle-ms" => {
-                let v = value()?;
-                let n = v.parse().map_err(|e| format!("--idle-ms '{v}': {e}"))?;
-                args.idle =
-                    Duration::from_millis(common::in_range("--idle-ms", n, 0, 10_000)? as u64);
-            }
-            "--only" => args.only = Some(value()?),
-            other => common::other_arg("wakeup", other, USAGE),
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--threads" => args.threads = p.threads()?,
+            "--rounds" => args.rounds = p.whole(1, 100_000)?,
+            "--idle-ms" => args.idle = Duration::from_millis(p.whole(0, 10_000)? as u64),
+            "--only" => args.only = Some(p.value()?),
+            _ => p.other()?,
         }
     }
     if args.threads.is_empty() {
-        args.threads = common::all_cores();
+        args.threads = args::all_cores();
     }
-    common::check_threads(&args.threads)?;
     Ok(args)
 }
 
@@ -122,14 +110,14 @@ fn report(name: &str, case: &str, threads: usize, args: &Args, mut times: Vec<Du
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| common::fail("wakeup", e));
-    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let args = parse_args().unwrap_or_else(|e| fail("wakeup", e));
+    let filter = Filter::new(args.only.as_deref(), &[]);
     let several_runtimes = args.threads.len() > 1;
     for &threads in &args.threads {
         if filter.wants("numatask") {
-            let rt = common::build(
+            let rt = runtime::build(
                 "wakeup",
-                common::runtime_builder(
+                runtime::runtime_builder(
                     "wakeup",
                     threads,
                     SchedulerKind::WorkStealing,

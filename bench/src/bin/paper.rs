@@ -6,27 +6,27 @@
 //! footprint bytes local and remote per node, steals by distance). The timed runs are not
 //! traced: the summary comes from one more run, traced in memory (with
 //! `NUMATASK_TRACE=file.json` every run is traced and the trace written there).
-//! `benches/paper.rs` runs the whole matrix.
+//! The `paper` bench (`benches/paper.rs`) runs the whole matrix.
 //!
 //! ```text
-//! cargo run --release --example paper -- map --scheduler locality --distribution coarse
-//! OMP_DATA_DISTRIBUTION=fine NUMATASK_SCHEDULER=ws cargo run --release --example paper -- jacobi
-//! NUMATASK_TRACE=map.json cargo run --release --example paper -- map --size small
+//! cargo run -p numatask-bench --release --bin paper -- map --scheduler locality --distribution coarse
+//! OMP_DATA_DISTRIBUTION=fine NUMATASK_SCHEDULER=ws cargo run -p numatask-bench --release --bin paper -- jacobi
+//! NUMATASK_TRACE=map.json cargo run -p numatask-bench --release --bin paper -- map --size small
 //! # The paper's 8-node machine (synthetic: placement recorded, 48 workers time-share the real
-//! # cores), with the NUMA cost MODEL of suite/cost_model.rs:
-//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo run --release --example paper -- \
+//! # cores), with the NUMA cost MODEL of src/paper/cost_model.rs:
+//! NUMATASK_TOPOLOGY=preset:opteron6172 cargo run -p numatask-bench --release --bin paper -- \
 //!     matmul --scheduler locality --distribution coarse --model
 //! ```
 //!
 //! Options: `--scheduler ws|locality`, `--distribution standard|fine|coarse`,
 //! `--size tiny|small|medium|large` (default small), `--reps N` (default 3, after one warm-up),
 //! `--threads N`, `--model` (traced, time-dilated runs, one unless `--reps` says more, each in
-//! a fresh runtime, evaluated by the cost MODEL of `suite/cost_model.rs`; the fastest run is
+//! a fresh runtime, evaluated by the cost MODEL of `src/paper/cost_model.rs`; the fastest run is
 //! shown), `--dilation K`.
 
-#[path = "../common/sigpipe.rs"]
+// The root crate's examples' SIGPIPE reset: the same few lines, not a copy.
+#[path = "../../../examples/common/sigpipe.rs"]
 mod sigpipe;
-mod suite;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -34,8 +34,9 @@ use std::time::Duration;
 use numatask::alloc::{Distribution, Topology};
 use numatask::sched::{Runtime, RuntimeBuilder, SchedulerKind};
 
-use suite::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
-use suite::{Benchmark, Size, measure};
+use numatask_bench::args::Parser;
+use numatask_bench::paper::cost_model::{Evaluation, ModelParams, Probe, calibrate, table};
+use numatask_bench::paper::{Benchmark, BoxError, Size, measure};
 
 const USAGE: &str = "usage: paper <map|reduction|vecmul|matmul|jacobi|sparselu> \
     [--scheduler ws|locality] [--distribution standard|fine|coarse] \
@@ -84,7 +85,7 @@ impl Args {
 }
 
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
-    let mut it = args.into_iter();
+    let mut p = Parser::of(USAGE, args);
     let mut benchmark = None;
     let mut parsed = Args {
         benchmark: Benchmark::Map,
@@ -97,68 +98,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         dilation: ModelParams::default().dilation,
         reps_given: false,
     };
-    while let Some(arg) = it.next() {
-        // `--flag=value` is `--flag value`.
-        let (arg, mut inline) = match arg.split_once('=') {
-            Some((flag, v)) if flag.starts_with("--") => (flag.to_owned(), Some(v.to_owned())),
-            _ => (arg, None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .take()
-                .or_else(|| it.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+    while let Some(arg) = p.next()? {
         match arg.as_str() {
-            "--scheduler" => {
-                let v = value("--scheduler")?;
-                parsed.scheduler = Some(v.parse().map_err(|e| format!("--scheduler: {e}"))?);
-            }
-            "--distribution" => {
-                let v = value("--distribution")?;
-                parsed.distribution = Some(v.parse().map_err(|e| format!("--distribution: {e}"))?);
-            }
-            "--size" => parsed.size = value("--size")?.parse()?,
+            "--scheduler" => parsed.scheduler = Some(p.parse()?),
+            "--distribution" => parsed.distribution = Some(p.parse()?),
+            "--size" => parsed.size = p.value()?.parse()?,
             "--reps" => {
-                let v = value("--reps")?;
-                parsed.reps = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=1000).contains(n))
-                    .ok_or(format!(
-                        "--reps '{v}': expected a whole number from 1 to 1000"
-                    ))?;
+                parsed.reps = p.whole(1, 1000)?;
                 parsed.reps_given = true;
             }
             "--threads" => {
-                let v = value("--threads")?;
-                parsed.threads = Some(
-                    v.parse()
-                        .ok()
-                        .filter(|n| (1..=numatask::sched::config::MAX_NUM_THREADS).contains(n))
-                        .ok_or(format!(
-                            "--threads '{v}': expected a whole number from 1 to {}",
-                            numatask::sched::config::MAX_NUM_THREADS
-                        ))?,
-                );
+                parsed.threads = Some(p.whole(1, numatask::sched::config::MAX_NUM_THREADS)?)
             }
-            "--dilation" => {
-                let v = value("--dilation")?;
-                parsed.dilation = v
-                    .parse()
-                    .ok()
-                    .filter(|&k: &f64| (1.0..=1e6).contains(&k))
-                    .ok_or(format!(
-                        "--dilation '{v}': expected a number from 1 to 1000000"
-                    ))?;
-            }
+            "--dilation" => parsed.dilation = p.number(1.0, 1e6)?,
             "--model" => parsed.model = true,
             other if other.starts_with('-') => return Err(format!("unknown option '{other}'")),
             other if benchmark.is_none() => benchmark = Some(other.parse::<Benchmark>()?),
             other => return Err(format!("unexpected argument '{other}'")),
-        }
-        if let Some(v) = inline {
-            return Err(format!("{arg} takes no value (got '{v}')"));
         }
     }
     parsed.benchmark = benchmark.ok_or("which benchmark?")?;
@@ -220,7 +176,7 @@ fn run(
     distribution: Distribution,
     builder: &RuntimeBuilder,
     rt: Runtime,
-) -> Result<(), suite::BoxError> {
+) -> Result<(), BoxError> {
     let topology = Topology::current()?;
     let mut instance = args.benchmark.prepare(args.size, distribution)?;
     println!("{}", instance.describe());
@@ -318,29 +274,15 @@ fn run(
 
 /// Writes the trace file, if any, and prints the runtime's locality summary (local and
 /// remote footprint bytes per node, steals by distance) of every run in `rt`.
-fn finish(rt: &Runtime) -> Result<(), suite::BoxError> {
+fn finish(rt: &Runtime) -> Result<(), BoxError> {
     if let Some(Err(e)) = rt.finish_trace() {
         return Err(format!("writing the trace: {e}").into());
     }
     Ok(())
 }
 
-/// Unit tests of the suite (in the example, not in `suite/`, which the bench binary also
-/// compiles without a test harness).
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use numatask::alloc::{NodeBytes, Preset, Topology};
-
-    use crate::suite::cost_model::{ComputeTable, Evaluation, ModelParams, Probe};
-    use crate::suite::reduction::{merge, split};
-
-    fn preset_probe() -> Probe {
-        let topology = Topology::preset(Preset::Opteron6172).expect("the preset builds");
-        Probe::calibration(&topology, ModelParams::default())
-    }
-
     fn parse(line: &str) -> Result<super::Args, String> {
         super::parse_args(line.split_whitespace().map(str::to_owned))
     }
@@ -363,90 +305,6 @@ mod tests {
         ] {
             let err = parse(line).err().unwrap_or_default();
             assert!(err.contains(says), "{line}: {err}");
-        }
-    }
-
-    #[test]
-    fn latency_is_the_os_distance_over_the_local_distance() {
-        let p = preset_probe();
-        assert_eq!(p.latency(0, 0), 1.0);
-        assert_eq!(p.latency(0, 1), 1.6);
-        assert_eq!(p.latency(0, 3), 2.2);
-        assert_eq!(
-            p.latency(9, 0),
-            1.0,
-            "nodes outside the topology count as local"
-        );
-    }
-
-    #[test]
-    fn memory_time_weights_each_node_s_bytes_by_its_latency() {
-        let p = preset_probe();
-        let d = NodeBytes::from_bytes(vec![2_000_000_000, 1_000_000_000, 0, 1_000_000_000]);
-        // (2 x 1.0 + 1 x 1.6 + 1 x 2.2) GB at 2 GB/s.
-        let t = p.memory_seconds(&d, 0);
-        assert!((t - 2.9).abs() < 1e-9, "{t}");
-        let local = NodeBytes::from_bytes(vec![0, 0, 0, 4_000_000_000]);
-        assert!((p.memory_seconds(&local, 3) - 2.0).abs() < 1e-9);
-    }
-
-    fn evaluation(model_ms: f64) -> Evaluation {
-        Evaluation {
-            tasks: 1,
-            workers_used: 1,
-            local_fraction: None,
-            compute_s: 0.0,
-            memory_s: 0.0,
-            busiest_worker_s: 0.0,
-            emulated_s: model_ms / 1e3,
-            contention_s: 0.0,
-            steals: BTreeMap::new(),
-            runs_s: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn model_time_is_the_longer_of_emulated_makespan_and_contention() {
-        let mut e = evaluation(3.0);
-        assert_eq!(e.model_s(), 0.003);
-        e.contention_s = 0.005;
-        assert_eq!(e.model_s(), 0.005);
-    }
-
-    #[test]
-    fn best_of_keeps_the_fastest_run_and_every_run_s_time() {
-        let best = Evaluation::best_of(vec![evaluation(9.0), evaluation(4.0), evaluation(6.0)])
-            .expect("three runs");
-        assert_eq!(best.model_s(), 0.004);
-        assert_eq!(best.runs_s, vec![0.004, 0.006, 0.009]);
-        assert!(Evaluation::best_of(Vec::new()).is_none());
-    }
-
-    #[test]
-    fn compute_table_averages_per_label() {
-        let table = ComputeTable::mean_by_label([("a", 1.0), ("b", 4.0), ("a", 3.0)]);
-        assert_eq!(table.get("a"), Some(2.0));
-        assert_eq!(table.get("b"), Some(4.0));
-        assert_eq!(table.get("c"), None);
-    }
-
-    #[test]
-    fn merge_path_pieces_put_together_give_the_whole_stable_merge() {
-        let a = [1.0, 2.0, 2.0, 5.0, 9.0, 9.0];
-        let b = [0.0, 2.0, 3.0, 9.0, 10.0, 11.0];
-        let mut whole = [0.0; 12];
-        merge(&a, &b, &mut whole);
-        assert!(whole.windows(2).all(|w| w[0] <= w[1]));
-        for piece in [1, 2, 3, 4, 6, 12] {
-            let mut pieces = [0.0; 12];
-            let mut i0 = 0;
-            for k1 in (piece..=12).step_by(piece) {
-                let i1 = split(k1, &a, &b);
-                let (j0, j1) = (k1 - piece - i0, k1 - i1);
-                merge(&a[i0..i1], &b[j0..j1], &mut pieces[k1 - piece..k1]);
-                i0 = i1;
-            }
-            assert_eq!(whole, pieces, "pieces of {piece}");
         }
     }
 }

@@ -116,7 +116,7 @@ impl Reduction {
 
 /// How many of the first `k` outputs of the stable merge of `a` and `b` (ties taken from `a`
 /// first) come from `a`: the merge-path split.
-pub(crate) fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
+fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
     let (mut lo, mut hi) = (k.saturating_sub(b.len()), k.min(a.len()));
     while lo < hi {
         let i = (lo + hi) / 2;
@@ -133,7 +133,7 @@ pub(crate) fn split(k: usize, a: &[f32], b: &[f32]) -> usize {
 
 /// Stable merge of `a` and `b` into `out` (`out.len() == a.len() + b.len()`), with selects
 /// instead of branches in the loop.
-pub(crate) fn merge(a: &[f32], b: &[f32], out: &mut [f32]) {
+fn merge(a: &[f32], b: &[f32], out: &mut [f32]) {
     let (mut i, mut j, mut k) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
@@ -259,5 +259,30 @@ impl Instance for Reduction {
             ));
         }
         Ok(format!("sorted, sum {}", got.sum))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{merge, split};
+
+    #[test]
+    fn merge_path_pieces_put_together_give_the_whole_stable_merge() {
+        let a = [1.0, 2.0, 2.0, 5.0, 9.0, 9.0];
+        let b = [0.0, 2.0, 3.0, 9.0, 10.0, 11.0];
+        let mut whole = [0.0; 12];
+        merge(&a, &b, &mut whole);
+        assert!(whole.windows(2).all(|w| w[0] <= w[1]));
+        for piece in [1, 2, 3, 4, 6, 12] {
+            let mut pieces = [0.0; 12];
+            let mut i0 = 0;
+            for k1 in (piece..=12).step_by(piece) {
+                let i1 = split(k1, &a, &b);
+                let (j0, j1) = (k1 - piece - i0, k1 - i1);
+                merge(&a[i0..i1], &b[j0..j1], &mut pieces[k1 - piece..k1]);
+                i0 = i1;
+            }
+            assert_eq!(whole, pieces, "pieces of {piece}");
+        }
     }
 }

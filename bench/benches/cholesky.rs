@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! scripts/bench-cholesky.sh --nt 40 --bs 64 --threads 1,2 --reps 3   # builds the C peers too
-//! cargo bench --bench cholesky -- --nt 40 --bs 64 --threads 1,2 [--omp target/bench-c/cholesky_gomp ...]
+//! cargo bench -p numatask-bench --bench cholesky -- --nt 40 --bs 64 --threads 1,2 [--omp "$PWD"/target/bench-c/cholesky_gomp ...]
 //! ```
 //!
 //! Rows: `serial` (the kernels in program order, no runtime), `numatask` (the safe API: the
@@ -17,66 +17,17 @@
 //! `numatask[<policy>]` for `--scheduler` policies other than work stealing. Timings are the
 //! median of `--reps` runs after one warm-up run, like the C driver.
 
-mod common;
-
-use std::ffi::c_int;
 use std::time::{Duration, Instant};
 
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::{SchedulerKind, Scope};
-
-#[cfg(feature = "bench-mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-unsafe extern "C" {
-    fn cholesky_fill_tile(tile: *mut f64, nt: c_int, bs: c_int, ti: c_int, tj: c_int);
-    fn cholesky_potrf(diag: *mut f64, bs: c_int);
-    fn cholesky_trsm(l: *const f64, b: *mut f64, bs: c_int);
-    fn cholesky_syrk(a: *const f64, c: *mut f64, bs: c_int);
-    fn cholesky_gemm(a: *const f64, b: *const f64, c: *mut f64, bs: c_int);
-}
-
-/// The C kernels on slices of `bs * bs` elements.
-mod kernels {
-    use super::*;
-
-    fn check(bs: usize, tiles: &[usize]) -> c_int {
-        assert!(tiles.iter().all(|&len| len == bs * bs), "tiles of bs * bs");
-        c_int::try_from(bs).expect("bs fits in an int")
-    }
-
-    pub fn fill(tile: &mut [f64], nt: usize, bs: usize, ti: usize, tj: usize) {
-        let b = check(bs, &[tile.len()]);
-        // SAFETY: `tile` holds bs * bs doubles; the kernel writes exactly those.
-        unsafe { cholesky_fill_tile(tile.as_mut_ptr(), nt as c_int, b, ti as c_int, tj as c_int) }
-    }
-
-    pub fn potrf(diag: &mut [f64], bs: usize) {
-        let bs = check(bs, &[diag.len()]);
-        // SAFETY: bs * bs doubles, exclusively ours.
-        unsafe { cholesky_potrf(diag.as_mut_ptr(), bs) }
-    }
-
-    pub fn trsm(l: &[f64], b: &mut [f64], bs: usize) {
-        let bs = check(bs, &[l.len(), b.len()]);
-        // SAFETY: bs * bs doubles each; `b` is exclusively ours and does not alias `l`.
-        unsafe { cholesky_trsm(l.as_ptr(), b.as_mut_ptr(), bs) }
-    }
-
-    pub fn syrk(a: &[f64], c: &mut [f64], bs: usize) {
-        let bs = check(bs, &[a.len(), c.len()]);
-        // SAFETY: as for `trsm`.
-        unsafe { cholesky_syrk(a.as_ptr(), c.as_mut_ptr(), bs) }
-    }
-
-    pub fn gemm(a: &[f64], b: &[f64], c: &mut [f64], bs: usize) {
-        let bs = check(bs, &[a.len(), b.len(), c.len()]);
-        // SAFETY: bs * bs doubles each; `c` is exclusively ours and aliases neither input.
-        unsafe { cholesky_gemm(a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), bs) }
-    }
-}
+use numatask_bench::ALLOCATOR;
+use numatask_bench::args::{self, Parser, fail};
+use numatask_bench::ffi::cholesky as kernels;
+use numatask_bench::filter::Filter;
+use numatask_bench::peer::run_omp_peer;
+use numatask_bench::runtime;
 
 /// Index of tile `(i, j)`, `i >= j`, in the packed lower triangle.
 fn tile(i: usize, j: usize) -> usize {
@@ -94,7 +45,7 @@ impl Matrix {
     fn generate(nt: usize, bs: usize, place: Distribution) -> Matrix {
         let n = bs * bs;
         let mut tiles = NumaVec::zeroed(nt * (nt + 1) / 2 * n, place).unwrap_or_else(|e| {
-            common::fail(
+            fail(
                 "cholesky",
                 format_args!("tile arena of {nt}x{nt} tiles of {bs}x{bs} doubles: {e}"),
             )
@@ -271,9 +222,9 @@ usage: cholesky [--bench] [OPTIONS]
 ";
 
 fn parse_args() -> Result<Args, String> {
-    // Under `cargo test --benches` (CI) a quick smoke run checks that every variant computes
+    // Under `cargo test --bench NAME` (CI) a quick smoke run checks that every variant computes
     // the serial checksum.
-    let smoke = common::smoke();
+    let smoke = args::smoke();
     let mut args = Args {
         nt: if smoke { 8 } else { 40 },
         bs: if smoke { 8 } else { 64 },
@@ -289,31 +240,24 @@ fn parse_args() -> Result<Args, String> {
         },
         priority: smoke,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        let number = |v: String, what: &str| v.parse::<usize>().map_err(|e| format!("{what}: {e}"));
-        match a.as_str() {
-            "--nt" => args.nt = number(value()?, "--nt")?,
-            "--bs" => args.bs = number(value()?, "--bs")?,
-            "--reps" => args.reps = number(value()?, "--reps")?,
-            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
-            "--omp" => args.omp.push(value()?),
-            "--only" => args.only = Some(value()?),
-            "--skip" => args.skip = value()?.split(',').map(str::to_string).collect(),
-            "--scheduler" => args.schedulers = common::parse_list(&value()?, "--scheduler")?,
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--nt" => args.nt = p.whole(1, 1000)?,
+            "--bs" => args.bs = p.whole(1, 1000)?,
+            "--reps" => args.reps = p.whole(1, 100)?,
+            "--threads" => args.threads = p.threads()?,
+            "--omp" => args.omp.push(p.peer()?),
+            "--only" => args.only = Some(p.value()?),
+            "--skip" => args.skip = p.list()?,
+            "--scheduler" => args.schedulers = p.list()?,
             "--priority" => args.priority = true,
-            other => common::other_arg("cholesky", other, USAGE),
+            _ => p.other()?,
         }
     }
     if args.threads.is_empty() {
-        args.threads = common::all_cores();
+        args.threads = args::all_cores();
     }
-    common::in_range("--nt", args.nt, 1, 1000)?;
-    common::in_range("--bs", args.bs, 1, 1000)?;
-    common::in_range("--reps", args.reps, 1, 100)?;
-    common::check_threads(&args.threads)?;
-    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -349,20 +293,15 @@ fn report(name: &str, threads: usize, args: &Args, (d, tasks, checksum): &(Durat
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| common::fail("cholesky", e));
+    let args = parse_args().unwrap_or_else(|e| fail("cholesky", e));
     if args.priority && std::env::var_os("OMP_MAX_TASK_PRIORITY").is_none() {
         // SAFETY: no other thread runs yet (no runtime is built before this).
         unsafe { std::env::set_var("OMP_MAX_TASK_PRIORITY", "3") };
     }
-    let place = Distribution::from_env().unwrap_or_else(|e| common::fail("cholesky", e));
+    let place = Distribution::from_env().unwrap_or_else(|e| fail("cholesky", e));
     // The topology the arena is placed on: a bad NUMATASK_TOPOLOGY ends the bench here.
-    numatask::alloc::Topology::current().unwrap_or_else(|e| common::fail("cholesky", e));
-    let allocator = if cfg!(feature = "bench-mimalloc") {
-        "+mimalloc"
-    } else {
-        ""
-    };
-    let filter = common::Filter::new(args.only.as_deref(), &args.skip);
+    numatask::alloc::Topology::current().unwrap_or_else(|e| fail("cholesky", e));
+    let filter = Filter::new(args.only.as_deref(), &args.skip);
     let wants = |name: &str| filter.wants(name);
     let serial = time_reps(&args, place, cholesky_serial);
     if wants("serial") {
@@ -373,15 +312,15 @@ fn main() {
     for &threads in &args.threads {
         for &kind in &args.schedulers {
             let name = match kind {
-                SchedulerKind::WorkStealing => format!("numatask{allocator}"),
-                other => format!("numatask[{other}]{allocator}"),
+                SchedulerKind::WorkStealing => format!("numatask{ALLOCATOR}"),
+                other => format!("numatask[{other}]{ALLOCATOR}"),
             };
             if !wants(&name) {
                 continue;
             }
-            let rt = common::build(
+            let rt = runtime::build(
                 "cholesky",
-                common::runtime_builder("cholesky", threads, kind, several_runtimes),
+                runtime::runtime_builder("cholesky", threads, kind, several_runtimes),
             );
             let r = time_reps(&args, place, |m| {
                 rt.scope(|s| cholesky_numatask(s, m, args.priority))
@@ -395,7 +334,7 @@ fn main() {
         for bin in &args.omp {
             let peer_args =
                 [args.nt, args.bs, args.reps, usize::from(args.priority)].map(|v| v.to_string());
-            common::run_omp_peer(bin, &peer_args, threads, Some(expect));
+            run_omp_peer(bin, &peer_args, threads, Some(expect), &[]);
             filter.ran_peer();
         }
     }

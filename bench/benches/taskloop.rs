@@ -9,15 +9,17 @@
 //!
 //! ```text
 //! scripts/bench-taskloop.sh                  # builds the C peers, then runs this
-//! cargo bench --bench taskloop -- --n 4194304 --grain 256,4096,65536 --threads 1,2 --reps 9
+//! cargo bench -p numatask-bench --bench taskloop -- --n 4194304 --grain 256,4096,65536 --threads 1,2 --reps 9
 //! ```
-
-mod common;
 
 use std::time::{Duration, Instant};
 
 use numatask::sched::SchedulerKind;
 use numatask::sched::taskloop::Grain;
+use numatask_bench::args::{self, Parser, fail};
+use numatask_bench::filter::Filter;
+use numatask_bench::peer::run_omp_peer;
+use numatask_bench::runtime;
 use rayon::prelude::*;
 
 struct Args {
@@ -47,8 +49,8 @@ usage: taskloop [--bench] [OPTIONS]
 ";
 
 fn parse_args() -> Result<Args, String> {
-    // Under `cargo test --benches` (CI) a quick smoke run checks every row's result.
-    let smoke = common::smoke();
+    // Under `cargo test --bench NAME` (CI) a quick smoke run checks every row's result.
+    let smoke = args::smoke();
     let mut args = Args {
         n: if smoke { 1 << 14 } else { 1 << 22 },
         grains: if smoke {
@@ -62,30 +64,25 @@ fn parse_args() -> Result<Args, String> {
         only: None,
         reduce: false,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--n" => args.n = value()?.parse().map_err(|e| format!("--n: {e}"))?,
-            "--grain" => args.grains = common::parse_list(&value()?, "--grain")?,
-            "--reps" => args.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
-            "--threads" => args.threads = common::parse_list(&value()?, "--threads")?,
-            "--omp" => args.omp.push(value()?),
-            "--only" => args.only = Some(value()?),
+    let mut p = Parser::new(USAGE);
+    while let Some(flag) = p.next()? {
+        match flag.as_str() {
+            "--n" => args.n = p.whole(1, 1 << 30)?,
+            "--grain" => args.grains = p.list()?,
+            "--reps" => args.reps = p.whole(1, 1000)?,
+            "--threads" => args.threads = p.threads()?,
+            "--omp" => args.omp.push(p.peer()?),
+            "--only" => args.only = Some(p.value()?),
             "--reduce" => args.reduce = true,
-            other => common::other_arg("taskloop", other, USAGE),
+            _ => p.other()?,
         }
     }
     if args.threads.is_empty() {
-        args.threads = common::all_cores();
+        args.threads = args::all_cores();
     }
-    common::in_range("--n", args.n, 1, 1 << 30)?;
     for &g in &args.grains {
-        common::in_range("--grain", g, 1, args.n)?;
+        args::in_range("--grain", g, 1, args.n)?;
     }
-    common::in_range("--reps", args.reps, 1, 1000)?;
-    common::check_threads(&args.threads)?;
-    common::check_peers(&args.omp)?;
     Ok(args)
 }
 
@@ -133,9 +130,9 @@ fn report(name: &str, threads: usize, n: usize, grain: usize, d: Duration, sum: 
 /// A work-stealing runtime of `threads` workers for the numatask rows (`several_runtimes`:
 /// more than one runs in turn, each then traced to its own file under `NUMATASK_TRACE`).
 fn numatask_runtime(threads: usize, several_runtimes: bool) -> numatask::Runtime {
-    common::build(
+    runtime::build(
         "taskloop",
-        common::runtime_builder(
+        runtime::runtime_builder(
             "taskloop",
             threads,
             SchedulerKind::WorkStealing,
@@ -153,20 +150,19 @@ fn rayon_pool(threads: usize) -> rayon::ThreadPool {
 }
 
 fn main() {
-    let args = parse_args().unwrap_or_else(|e| common::fail("taskloop", e));
+    let args = parse_args().unwrap_or_else(|e| fail("taskloop", e));
     let n = args.n;
     // `--n` accepts up to 2^30 doubles (8 GiB a vector): an allocation the machine cannot
     // give ends the bench with the error, not an abort.
     let vector = |what: &str| {
         let mut v: Vec<f64> = Vec::new();
-        v.try_reserve_exact(n).unwrap_or_else(|e| {
-            common::fail("taskloop", format_args!("{what} of {n} doubles: {e}"))
-        });
+        v.try_reserve_exact(n)
+            .unwrap_or_else(|e| fail("taskloop", format_args!("{what} of {n} doubles: {e}")));
         v
     };
     let mut b = vector("input b");
     b.extend((0..n).map(|i| (i % 1000) as f64));
-    let filter = common::Filter::new(args.only.as_deref(), &[]);
+    let filter = Filter::new(args.only.as_deref(), &[]);
     if args.reduce {
         reductions(&args, &b, &filter);
         filter.finish("taskloop");
@@ -246,7 +242,7 @@ fn main() {
         }
     }
     // The smoke run (CI) checks the reduction's rows too.
-    if common::smoke() {
+    if args::smoke() {
         reductions(&args, &b, &filter);
     }
     filter.finish("taskloop");
@@ -275,7 +271,7 @@ fn time_sums(reps: usize, mut f: impl FnMut() -> f64) -> (Duration, f64) {
 
 /// `--reduce`: the sum of `2 b[i] + 1`, sequential, with numatask's `taskloop_reduce`, rayon
 /// and the C peers, each row's result checked against the sequential one.
-fn reductions(args: &Args, b: &[f64], filter: &common::Filter) {
+fn reductions(args: &Args, b: &[f64], filter: &Filter) {
     let n = b.len();
     let expect = partial_sum(b);
     let check = |name: &str, sum: f64| {
@@ -352,9 +348,9 @@ fn run_peer_both_ways(
     chunks: usize,
     expect: &str,
 ) {
-    common::run_omp_peer(bin, peer_args, threads, Some(expect));
+    run_omp_peer(bin, peer_args, threads, Some(expect), &[]);
     let k = (2 * threads).min(chunks).max(1).to_string();
-    common::run_omp_peer_env(
+    run_omp_peer(
         bin,
         peer_args,
         threads,

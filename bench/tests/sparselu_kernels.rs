@@ -1,18 +1,10 @@
-//! The SparseLU benchmark's C kernels (`bench/c/sparselu_kernels.c`, linked by build.rs) run
+//! The SparseLU benchmark's C kernels (`c/sparselu_kernels.c`, linked by build.rs) run
 //! `bmod` and `fwd` in loop orders the compiler vectorizes; they must still compute what
 //! BOTS' loop nests compute, bit for bit: the same operations on each element in the same
 //! order. The references below are BOTS' nests, in Rust (which, like the C build, contracts
 //! no multiply-add into an FMA).
 
-use std::os::raw::c_int;
-
-// The kernels come in numatask's library, with which build.rs bundles them.
-use numatask as _;
-
-unsafe extern "C" {
-    fn sparselu_fwd(diag: *const f32, col: *mut f32, bs: c_int);
-    fn sparselu_bmod(row: *const f32, col: *const f32, inner: *mut f32, bs: c_int);
-}
+use numatask_bench::ffi::sparselu;
 
 /// BOTS' `bmod`: i-j-k, each element of `inner` minus a dot product down a column of `col`.
 fn bmod_bots(row: &[f32], col: &[f32], inner: &mut [f32], bs: usize) {
@@ -57,17 +49,14 @@ fn the_kernels_compute_bots_loop_nests_bit_for_bit() {
             block(bs, &mut seed),
             block(bs, &mut seed),
         );
-        let n = c_int::try_from(bs).unwrap();
 
         let (mut ours, mut bots) = (c.clone(), c.clone());
-        // SAFETY: three distinct blocks of bs * bs elements each.
-        unsafe { sparselu_bmod(a.as_ptr(), b.as_ptr(), ours.as_mut_ptr(), n) };
+        sparselu::bmod(&a, &b, &mut ours, bs);
         bmod_bots(&a, &b, &mut bots, bs);
         assert_eq!(bits(&ours), bits(&bots), "bmod, bs = {bs}");
 
         let (mut ours, mut bots) = (c.clone(), c);
-        // SAFETY: two distinct blocks of bs * bs elements each.
-        unsafe { sparselu_fwd(a.as_ptr(), ours.as_mut_ptr(), n) };
+        sparselu::fwd(&a, &mut ours, bs);
         fwd_bots(&a, &mut bots, bs);
         assert_eq!(bits(&ours), bits(&bots), "fwd, bs = {bs}");
     }

@@ -4,7 +4,7 @@
 //! (`in` the blocks it reads, `inout` the one it updates; `bmod`'s updated block is marked
 //! access-intensive, as the paper's Figure 9 runs SparseLU "with the intensity heuristic
 //! enabled for tasks executing the bmod function"). The kernels are the C kernels of
-//! `bench/c/sparselu_kernels.c` (compiled by the package's `build.rs`), the same machine code as
+//! `c/sparselu_kernels.c` (compiled by the crate's `build.rs`, declared in [`crate::ffi`]), the same machine code as
 //! the `sparselu` bench and its OpenMP peers.
 //!
 //! As in BOTS, every block is its own allocation: the initially present blocks in row-major
@@ -26,67 +26,7 @@ use numatask::sched::{Runtime, SchedError};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, alloc, first_difference, size_text, whole};
-
-unsafe extern "C" {
-    fn sparselu_block_present(nb: c_int, ii: c_int, jj: c_int) -> c_int;
-    fn sparselu_fill_block(block: *mut f32, bs: c_int, seed: *mut c_int);
-    fn sparselu_seed() -> c_int;
-    fn sparselu_lu0(diag: *mut f32, bs: c_int);
-    fn sparselu_fwd(diag: *const f32, col: *mut f32, bs: c_int);
-    fn sparselu_bdiv(diag: *const f32, row: *mut f32, bs: c_int);
-    fn sparselu_bmod(row: *const f32, col: *const f32, inner: *mut f32, bs: c_int);
-}
-
-/// The C kernels on slices of `bs * bs` floats (`bs` checked to fit a C int by `Params`).
-mod kernels {
-    use super::*;
-
-    fn int(x: usize) -> c_int {
-        c_int::try_from(x).unwrap_or(c_int::MAX)
-    }
-
-    pub fn present(nb: usize, ii: usize, jj: usize) -> bool {
-        // SAFETY: a pure function of its arguments.
-        unsafe { sparselu_block_present(int(nb), int(ii), int(jj)) != 0 }
-    }
-
-    pub fn seed() -> c_int {
-        // SAFETY: a pure function.
-        unsafe { sparselu_seed() }
-    }
-
-    pub fn fill(block: &mut [f32], bs: usize, seed: &mut c_int) {
-        assert_eq!(block.len(), bs * bs);
-        // SAFETY: `block` holds bs * bs floats, exactly what the kernel writes.
-        unsafe { sparselu_fill_block(block.as_mut_ptr(), int(bs), seed) }
-    }
-
-    pub fn lu0(diag: &mut [f32], bs: usize) {
-        assert_eq!(diag.len(), bs * bs);
-        // SAFETY: bs * bs floats, exclusively borrowed.
-        unsafe { sparselu_lu0(diag.as_mut_ptr(), int(bs)) }
-    }
-
-    pub fn fwd(diag: &[f32], col: &mut [f32], bs: usize) {
-        assert!(diag.len() == bs * bs && col.len() == bs * bs);
-        // SAFETY: bs * bs floats each; `col` is exclusively borrowed, so it does not alias
-        // `diag`.
-        unsafe { sparselu_fwd(diag.as_ptr(), col.as_mut_ptr(), int(bs)) }
-    }
-
-    pub fn bdiv(diag: &[f32], row: &mut [f32], bs: usize) {
-        assert!(diag.len() == bs * bs && row.len() == bs * bs);
-        // SAFETY: as for `fwd`.
-        unsafe { sparselu_bdiv(diag.as_ptr(), row.as_mut_ptr(), int(bs)) }
-    }
-
-    pub fn bmod(row: &[f32], col: &[f32], inner: &mut [f32], bs: usize) {
-        assert!(row.len() == bs * bs && col.len() == bs * bs && inner.len() == bs * bs);
-        // SAFETY: bs * bs floats each; `inner` is exclusively borrowed and aliases neither
-        // input.
-        unsafe { sparselu_bmod(row.as_ptr(), col.as_ptr(), inner.as_mut_ptr(), int(bs)) }
-    }
-}
+use crate::ffi::sparselu as kernels;
 
 /// SparseLU's input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

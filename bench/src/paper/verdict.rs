@@ -154,7 +154,6 @@ fn sparselu_verdict(times: &[(Config, f64)]) -> String {
     }
 }
 
-// Run by the example's tests; the paper bench (harness = false) compiles them unused.
 #[cfg(test)]
 #[allow(dead_code, unused_imports)]
 mod tests {

@@ -465,3 +465,81 @@ pub fn table(title: &str, rows: &[(String, Evaluation)], baseline: &str) -> Stri
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use numatask::alloc::{NodeBytes, Preset, Topology};
+
+    use super::{ComputeTable, Evaluation, ModelParams, Probe};
+
+    fn preset_probe() -> Probe {
+        let topology = Topology::preset(Preset::Opteron6172).expect("the preset builds");
+        Probe::calibration(&topology, ModelParams::default())
+    }
+
+    #[test]
+    fn latency_is_the_os_distance_over_the_local_distance() {
+        let p = preset_probe();
+        assert_eq!(p.latency(0, 0), 1.0);
+        assert_eq!(p.latency(0, 1), 1.6);
+        assert_eq!(p.latency(0, 3), 2.2);
+        assert_eq!(
+            p.latency(9, 0),
+            1.0,
+            "nodes outside the topology count as local"
+        );
+    }
+
+    #[test]
+    fn memory_time_weights_each_node_s_bytes_by_its_latency() {
+        let p = preset_probe();
+        let d = NodeBytes::from_bytes(vec![2_000_000_000, 1_000_000_000, 0, 1_000_000_000]);
+        // (2 x 1.0 + 1 x 1.6 + 1 x 2.2) GB at 2 GB/s.
+        let t = p.memory_seconds(&d, 0);
+        assert!((t - 2.9).abs() < 1e-9, "{t}");
+        let local = NodeBytes::from_bytes(vec![0, 0, 0, 4_000_000_000]);
+        assert!((p.memory_seconds(&local, 3) - 2.0).abs() < 1e-9);
+    }
+
+    fn evaluation(model_ms: f64) -> Evaluation {
+        Evaluation {
+            tasks: 1,
+            workers_used: 1,
+            local_fraction: None,
+            compute_s: 0.0,
+            memory_s: 0.0,
+            busiest_worker_s: 0.0,
+            emulated_s: model_ms / 1e3,
+            contention_s: 0.0,
+            steals: BTreeMap::new(),
+            runs_s: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn model_time_is_the_longer_of_emulated_makespan_and_contention() {
+        let mut e = evaluation(3.0);
+        assert_eq!(e.model_s(), 0.003);
+        e.contention_s = 0.005;
+        assert_eq!(e.model_s(), 0.005);
+    }
+
+    #[test]
+    fn best_of_keeps_the_fastest_run_and_every_run_s_time() {
+        let best = Evaluation::best_of(vec![evaluation(9.0), evaluation(4.0), evaluation(6.0)])
+            .expect("three runs");
+        assert_eq!(best.model_s(), 0.004);
+        assert_eq!(best.runs_s, vec![0.004, 0.006, 0.009]);
+        assert!(Evaluation::best_of(Vec::new()).is_none());
+    }
+
+    #[test]
+    fn compute_table_averages_per_label() {
+        let table = ComputeTable::mean_by_label([("a", 1.0), ("b", 4.0), ("a", 3.0)]);
+        assert_eq!(table.get("a"), Some(2.0));
+        assert_eq!(table.get("b"), Some(4.0));
+        assert_eq!(table.get("c"), None);
+    }
+}
