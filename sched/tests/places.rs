@@ -9,7 +9,8 @@ use std::sync::Arc;
 use common::{affinity, worker_affinities};
 
 use numatask_alloc::{Preset, Topology, TopologyBuilder};
-use numatask_sched::config::{EnvSettings, Places, ProcBind};
+use numatask_sched::RuntimeBuilder;
+use numatask_sched::config::{Config, Places, ProcBind};
 use numatask_sched::{Runtime, SchedError};
 
 /// Two nodes of two cores of two hardware threads: PUs 0-3 on node 0, 4-7 on node 1.
@@ -222,10 +223,9 @@ fn a_list_gets_at_least_one_worker_per_place() {
 
 #[test]
 fn a_places_error_quotes_omp_places_as_written() {
-    let env = EnvSettings::from_lookup(|var| (var == "OMP_PLACES").then(|| " {6}:3 ".into()))
+    let config = Config::from_lookup(|var| (var == "OMP_PLACES").then(|| " {6}:3 ".into()))
         .expect("valid syntax");
-    let err = Runtime::builder()
-        .env(&env)
+    let err = RuntimeBuilder::from_config(config)
         .topology(smt())
         .proc_bind(false)
         .build()

@@ -16,11 +16,11 @@ use super::warnings::{
 };
 use super::{Registry, Runtime, Settings};
 use crate::config::{
-    DEFAULT_EVEN_TOLERANCE, DEFAULT_STACK_SIZE, DisplayEnv, EnvSettings, MAX_EVEN_TOLERANCE,
+    Config, DEFAULT_EVEN_TOLERANCE, DEFAULT_STACK_SIZE, DisplayEnv, MAX_EVEN_TOLERANCE,
     MAX_STACK_SIZE, MIN_STACK_SIZE, MIN_VICINITY, Places, ProcBind, WaitPolicy, format_size,
 };
 use crate::error::SchedError;
-use crate::scheduler::{SchedulerConfig, SchedulerKind, WorkerPlace};
+use crate::scheduler::{SchedulerKind, WorkerPlace};
 use crate::sleep::Sleep;
 use crate::trace::{TRACE_ENV, Tracer};
 use crate::worker::{SetAside, WorkerThread};
@@ -49,66 +49,21 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 /// assert_eq!(rt.settings().stack_size, 8 << 20);
 /// # Ok::<(), numatask_sched::SchedError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RuntimeBuilder {
-    num_threads: Option<usize>,
-    thread_limit: Option<usize>,
-    max_task_priority: u32,
-    proc_bind: ProcBind,
-    places: Places,
-    /// `OMP_PLACES` as written, when `places` came from it (the errors quote it).
-    places_env_text: Option<String>,
-    stack_size: usize,
-    scheduler: SchedulerKind,
-    display_env: DisplayEnv,
-    deque_capacity: usize,
+    /// Every setting but the topology (the setters write it, [`from_env`](Self::from_env)
+    /// reads it from the environment).
+    config: Config,
     topology: Option<Arc<Topology>>,
-    vicinity: Option<u32>,
-    /// `None`: the default, not set (a set one under work stealing is named as unused).
-    even_tolerance: Option<f64>,
-    wait_policy: WaitPolicy,
-    trace: Option<PathBuf>,
-    /// Whether `trace` came from `NUMATASK_TRACE` (for the error naming it).
-    trace_from_env: bool,
-    trace_summary: bool,
-    /// Whether the environment's settings were applied ([`env`](Self::env)): if not, a
-    /// runtime variable set in the environment goes unread, and `build` says so.
-    env_applied: bool,
-}
-
-impl Default for RuntimeBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl RuntimeBuilder {
     /// The defaults: one worker per core, pinned, 2 MiB stacks, work stealing, silent. No
     /// runtime variable is read (the topology follows `NUMATASK_TOPOLOGY` unless
-    /// [`topology`](Self::topology) gives one): unless [`env`](Self::env) applies them,
-    /// [`build`](Self::build) names those set in the environment on stderr, once per process,
-    /// as unread.
+    /// [`topology`](Self::topology) gives one): [`build`](Self::build) names those set in the
+    /// environment on stderr, once per process, as unread.
     pub fn new() -> Self {
-        RuntimeBuilder {
-            num_threads: None,
-            thread_limit: None,
-            max_task_priority: 0,
-            proc_bind: ProcBind::True,
-            places: Places::Cores,
-            places_env_text: None,
-            stack_size: DEFAULT_STACK_SIZE,
-            scheduler: SchedulerKind::default(),
-            display_env: DisplayEnv::False,
-            deque_capacity: DEFAULT_DEQUE_CAPACITY,
-            topology: None,
-            vicinity: None,
-            even_tolerance: None,
-            wait_policy: WaitPolicy::Balanced,
-            trace: None,
-            trace_from_env: false,
-            trace_summary: false,
-            env_applied: false,
-        }
+        Self::default()
     }
 
     /// The defaults overridden by the environment (`OMP_NUM_THREADS`, `OMP_THREAD_LIMIT`,
@@ -119,58 +74,23 @@ impl RuntimeBuilder {
     /// builder not given a [`topology`](Self::topology)). An invalid value of any of them, or
     /// of the allocator's `OMP_DATA_DISTRIBUTION`, is an error naming the variable.
     pub fn from_env() -> Result<Self, SchedError> {
-        Ok(Self::new().env(&EnvSettings::from_env()?))
+        Ok(Self::from_config(Config::from_env()?))
     }
 
-    /// Applies the settings `env` gives (those that are set).
-    pub fn env(mut self, env: &EnvSettings) -> Self {
-        self.env_applied = true;
-        if let Some(n) = env.num_threads {
-            self.num_threads = Some(n);
+    /// A builder starting from `config` (for instance [`Config::from_lookup`]'s, an
+    /// environment other than the process's); the setters override it.
+    pub fn from_config(config: Config) -> Self {
+        RuntimeBuilder {
+            config,
+            topology: None,
         }
-        if let Some(n) = env.thread_limit {
-            self.thread_limit = Some(n);
-        }
-        if let Some(p) = env.max_task_priority {
-            self.max_task_priority = p;
-        }
-        if let Some(b) = env.proc_bind {
-            self.proc_bind = b;
-        }
-        if let Some(p) = &env.places {
-            self.places = p.clone();
-            self.places_env_text = Some(env.places_text.clone().unwrap_or_else(|| p.to_string()));
-        }
-        if let Some(s) = env.stack_size {
-            self.stack_size = s;
-        }
-        if let Some(k) = env.scheduler {
-            self.scheduler = k;
-        }
-        if let Some(d) = env.display_env {
-            self.display_env = d;
-        }
-        if let Some(v) = env.vicinity {
-            self.vicinity = v;
-        }
-        if let Some(t) = env.even_tolerance {
-            self.even_tolerance = Some(t);
-        }
-        if let Some(w) = env.wait_policy {
-            self.wait_policy = w;
-        }
-        if let Some(path) = &env.trace {
-            self.trace = Some(path.clone());
-            self.trace_from_env = true;
-        }
-        self
     }
 
     /// Number of workers (default: one per core the process may run on,
     /// [`Topology::usable_cores`]; at most
     /// [`MAX_NUM_THREADS`](crate::config::MAX_NUM_THREADS)).
     pub fn num_threads(mut self, n: usize) -> Self {
-        self.num_threads = Some(n);
+        self.config.num_threads = Some(n);
         self
     }
 
@@ -180,7 +100,7 @@ impl RuntimeBuilder {
     /// For a launcher or a batch system capping a program's threads without choosing them;
     /// zero is an error at [`build`](Self::build).
     pub fn thread_limit(mut self, n: usize) -> Self {
-        self.thread_limit = Some(n);
+        self.config.thread_limit = Some(n);
         self
     }
 
@@ -188,7 +108,7 @@ impl RuntimeBuilder {
     /// are ignored, as in OpenMP). A task spawned with a larger priority counts as having
     /// this one. At most [`MAX_MAX_TASK_PRIORITY`](crate::config::MAX_MAX_TASK_PRIORITY).
     pub fn max_task_priority(mut self, max: u32) -> Self {
-        self.max_task_priority = max;
+        self.config.max_task_priority = Some(max);
         self
     }
 
@@ -205,13 +125,8 @@ impl RuntimeBuilder {
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     pub fn proc_bind(mut self, policy: impl Into<ProcBind>) -> Self {
-        self.proc_bind = policy.into();
+        self.config.proc_bind = Some(policy.into());
         self
-    }
-
-    /// [`proc_bind`](Self::proc_bind) with a [`ProcBind`].
-    pub fn bind(self, policy: ProcBind) -> Self {
-        self.proc_bind(policy)
     }
 
     /// The places workers are bound to (`OMP_PLACES`; default [`Places::Cores`]: one per
@@ -219,21 +134,21 @@ impl RuntimeBuilder {
     /// an explicit processor the topology lacks, or a place wholly outside the process's CPU
     /// binding, is an error then ([`SchedError::Places`]).
     pub fn places(mut self, places: Places) -> Self {
-        self.places = places;
-        self.places_env_text = None;
+        self.config.places = Some(places);
+        self.config.places_text = None;
         self
     }
 
     /// Stack size of each worker thread in bytes (default 2 MiB, at least 64 KiB). Deep task
     /// recursion needs more: every nested `taskwait` keeps a few frames on the stack.
     pub fn stack_size(mut self, bytes: usize) -> Self {
-        self.stack_size = bytes;
+        self.config.stack_size = Some(bytes);
         self
     }
 
     /// The scheduling policy (default work stealing).
     pub fn scheduler(mut self, kind: SchedulerKind) -> Self {
-        self.scheduler = kind;
+        self.config.scheduler = Some(kind);
         self
     }
 
@@ -242,7 +157,7 @@ impl RuntimeBuilder {
     /// default: any node; `Some(10)`: none but their own). Scopes entered from outside the
     /// pool still go to any worker. Work stealing ignores it.
     pub fn vicinity(mut self, max_distance: Option<u32>) -> Self {
-        self.vicinity = max_distance;
+        self.config.vicinity = Some(max_distance);
         self
     }
 
@@ -266,14 +181,14 @@ impl RuntimeBuilder {
     /// # Ok::<(), numatask_sched::SchedError>(())
     /// ```
     pub fn even_tolerance(mut self, tolerance: f64) -> Self {
-        self.even_tolerance = Some(tolerance);
+        self.config.even_tolerance = Some(tolerance);
         self
     }
 
     /// How idle workers wait for work (`OMP_WAIT_POLICY`; default [`WaitPolicy::Balanced`]:
     /// search for 200 µs, then sleep).
     pub fn wait_policy(mut self, policy: WaitPolicy) -> Self {
-        self.wait_policy = policy;
+        self.config.wait_policy = Some(policy);
         self
     }
 
@@ -281,8 +196,8 @@ impl RuntimeBuilder {
     /// runtime is dropped or [`Runtime::finish_trace`] is called, printing the locality
     /// summary to standard error.
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
-        self.trace = Some(path.into());
-        self.trace_from_env = false;
+        self.config.trace = Some(path.into());
+        self.config.trace_from_env = false;
         self
     }
 
@@ -292,20 +207,20 @@ impl RuntimeBuilder {
     /// [`Runtime::tracer`] gives every record. A trace file ([`trace`](Self::trace),
     /// `NUMATASK_TRACE`) implies it.
     pub fn trace_summary(mut self, on: bool) -> Self {
-        self.trace_summary = on;
+        self.config.trace_summary = Some(on);
         self
     }
 
     /// Print the effective settings to standard error when the runtime starts.
     pub fn display_env(mut self, display: DisplayEnv) -> Self {
-        self.display_env = display;
+        self.config.display_env = Some(display);
         self
     }
 
     /// Capacity of each worker's deque (default 4096, at most 1,048,576; rounded up to a
     /// power of two). A worker whose deque is full runs the tasks it spawns inline.
     pub fn deque_capacity(mut self, capacity: usize) -> Self {
-        self.deque_capacity = capacity;
+        self.config.deque_capacity = Some(capacity);
         self
     }
 
@@ -322,11 +237,40 @@ impl RuntimeBuilder {
 
     /// Starts the workers.
     pub fn build(self) -> Result<Runtime, SchedError> {
+        let Config {
+            num_threads: asked_threads,
+            thread_limit,
+            max_task_priority,
+            proc_bind,
+            places: asked_places,
+            places_text,
+            stack_size,
+            scheduler: kind,
+            display_env,
+            vicinity,
+            even_tolerance: asked_tolerance,
+            wait_policy,
+            trace,
+            trace_from_env,
+            trace_summary,
+            deque_capacity,
+            from_env,
+        } = self.config;
+        let max_task_priority = max_task_priority.unwrap_or(0);
+        let proc_bind = proc_bind.unwrap_or(ProcBind::True);
+        let place_spec = asked_places.unwrap_or(Places::Cores);
+        let stack_size = stack_size.unwrap_or(DEFAULT_STACK_SIZE);
+        let kind = kind.unwrap_or_default();
+        let display_env = display_env.unwrap_or(DisplayEnv::False);
+        let vicinity = vicinity.flatten();
+        let wait_policy = wait_policy.unwrap_or(WaitPolicy::Balanced);
+        let deque_capacity = deque_capacity.unwrap_or(DEFAULT_DEQUE_CAPACITY);
+        let trace_summary = trace_summary.unwrap_or(false);
         let topology = match self.topology {
             Some(t) => t,
             None => Topology::current()?,
         };
-        if let Some(warning) = topology_warning(&topology, self.scheduler, self.trace.is_some()) {
+        if let Some(warning) = topology_warning(&topology, kind, trace.is_some()) {
             use std::sync::atomic::{AtomicBool, Ordering};
             static WARNED: AtomicBool = AtomicBool::new(false);
             if !WARNED.swap(true, Ordering::Relaxed) {
@@ -340,12 +284,7 @@ impl RuntimeBuilder {
         // core the places hold (one per place for `threads`; for a list, at least one per
         // distinct place, as two hardware threads of one core are two places, but a place
         // repeated is still one place's processors, as libgomp counts them).
-        let resolved = resolve_places(
-            &self.places,
-            self.places_env_text.as_deref(),
-            &topology,
-            &usable,
-        )?;
+        let resolved = resolve_places(&place_spec, places_text.as_deref(), &topology, &usable)?;
         let default_threads = {
             let mut cores: Vec<usize> = resolved
                 .iter()
@@ -353,7 +292,7 @@ impl RuntimeBuilder {
                 .collect();
             cores.sort_unstable();
             cores.dedup();
-            match self.places {
+            match place_spec {
                 Places::Threads | Places::ThreadsN(_) => resolved.len(),
                 Places::List(_) => {
                     let mut distinct: Vec<&[usize]> =
@@ -365,48 +304,47 @@ impl RuntimeBuilder {
                 _ => cores.len(),
             }
         };
-        let num_threads = self
-            .num_threads
+        let num_threads = asked_threads
             .unwrap_or(default_threads)
-            .min(self.thread_limit.unwrap_or(usize::MAX))
+            .min(thread_limit.unwrap_or(usize::MAX))
             .clamp(1, crate::config::MAX_NUM_THREADS);
-        if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = self.num_threads {
+        if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = asked_threads {
             return Err(SchedError::InvalidSetting {
                 setting: "num_threads",
                 value: n.to_string(),
                 expected: "from 1 to 4096 workers",
             });
         }
-        if self.num_threads.is_none()
+        if asked_threads.is_none()
             && let Some(warning) = capped_warning(
-                default_threads.min(self.thread_limit.unwrap_or(usize::MAX)),
+                default_threads.min(thread_limit.unwrap_or(usize::MAX)),
                 num_threads,
             )
         {
             eprintln!("{warning}");
         }
-        if self.max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
+        if max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
             return Err(SchedError::InvalidSetting {
                 setting: "max_task_priority",
-                value: self.max_task_priority.to_string(),
+                value: max_task_priority.to_string(),
                 expected: "at most 2147483647 (a C int)",
             });
         }
-        if self.thread_limit == Some(0) {
+        if thread_limit == Some(0) {
             return Err(SchedError::InvalidSetting {
                 setting: "thread_limit",
                 value: "0".into(),
                 expected: "a positive number of workers",
             });
         }
-        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
+        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
             return Err(SchedError::InvalidSetting {
                 setting: "stack_size",
-                value: self.stack_size.to_string(),
+                value: stack_size.to_string(),
                 expected: "from 65536 bytes to 16 GiB",
             });
         }
-        if let Some(d @ ..MIN_VICINITY) = self.vicinity {
+        if let Some(d @ ..MIN_VICINITY) = vicinity {
             return Err(SchedError::InvalidSetting {
                 setting: "vicinity",
                 value: d.to_string(),
@@ -414,7 +352,7 @@ impl RuntimeBuilder {
             });
         }
         // -0.0 is 0 (it would print as "-0").
-        let even_tolerance = self.even_tolerance.unwrap_or(DEFAULT_EVEN_TOLERANCE) + 0.0;
+        let even_tolerance = asked_tolerance.unwrap_or(DEFAULT_EVEN_TOLERANCE) + 0.0;
         if !(0.0..=MAX_EVEN_TOLERANCE).contains(&even_tolerance) {
             return Err(SchedError::InvalidSetting {
                 setting: "even_tolerance",
@@ -423,19 +361,17 @@ impl RuntimeBuilder {
                 expected: "a number from 0 to 100 (0: the paper's exact test)",
             });
         }
-        if !(1..=MAX_DEQUE_CAPACITY).contains(&self.deque_capacity) {
+        if !(1..=MAX_DEQUE_CAPACITY).contains(&deque_capacity) {
             return Err(SchedError::InvalidSetting {
                 setting: "deque_capacity",
-                value: self.deque_capacity.to_string(),
+                value: deque_capacity.to_string(),
                 expected: "from 1 to 1048576 tasks (each worker's deque is allocated whole)",
             });
         }
         // A second runtime of the process traced by `NUMATASK_TRACE` writes beside the first's
         // file rather than over it (`t.json`, then `t.2.json`, ...).
-        let mut trace = self.trace.clone();
-        if self.trace_from_env
-            && let Some(path) = &mut trace
-        {
+        let mut trace = trace;
+        if trace_from_env && let Some(path) = &mut trace {
             let claimed = crate::trace::claim_env_trace_path(path);
             if claimed != *path {
                 eprintln!(
@@ -454,18 +390,18 @@ impl RuntimeBuilder {
         {
             // The name goes back: a later runtime that can write it is not numbered as if
             // this one had traced.
-            if self.trace_from_env {
+            if trace_from_env {
                 crate::trace::release_env_trace_path(path);
             }
             return Err(SchedError::TraceFile {
-                from_env: self.trace_from_env,
+                from_env: trace_from_env,
                 path: path.display().to_string(),
                 reason: e.to_string(),
             });
         }
         // `primary`: the place holding the processor the starting thread runs on (on a
         // synthetic topology, or when that is in no place, one holding its core).
-        let primary = (self.proc_bind == ProcBind::Primary)
+        let primary = (proc_bind == ProcBind::Primary)
             .then(|| {
                 let cpu = (!topology.is_synthetic()).then(current_cpu).flatten();
                 cpu.and_then(|cpu| resolved.iter().position(|p| p.pus.contains(&cpu)))
@@ -479,7 +415,7 @@ impl RuntimeBuilder {
         let worker_places: Vec<usize> = (0..num_threads)
             .map(|index| match primary {
                 Some(place) => place,
-                None => self.proc_bind.place_of(index, num_threads, resolved.len()),
+                None => proc_bind.place_of(index, num_threads, resolved.len()),
             })
             .collect();
         let places: Box<[WorkerPlace]> = worker_places
@@ -495,43 +431,35 @@ impl RuntimeBuilder {
         // processing units.
         let pin_sets: Vec<Option<Vec<usize>>> = worker_places
             .iter()
-            .map(|&p| match self.places {
+            .map(|&p| match place_spec {
                 Places::Cores | Places::CoresN(_) => None,
                 _ => Some(resolved[p].pus.clone()),
             })
             .collect();
         let settings = Settings {
             num_threads,
-            thread_limit: self.thread_limit,
-            max_task_priority: self.max_task_priority,
-            proc_bind: self.proc_bind,
-            places: self.places.clone(),
-            stack_size: self.stack_size,
-            scheduler: self.scheduler,
-            display_env: self.display_env,
-            deque_capacity: self.deque_capacity,
-            vicinity: self.vicinity,
+            thread_limit,
+            max_task_priority,
+            proc_bind,
+            places: place_spec,
+            stack_size,
+            scheduler: kind,
+            display_env,
+            deque_capacity,
+            vicinity,
             even_tolerance,
-            wait_policy: self.wait_policy,
+            wait_policy,
             trace: trace.clone(),
-            trace_summary: self.trace_summary || trace.is_some(),
+            trace_summary: trace_summary || trace.is_some(),
         };
-        let (scheduler, queues) = self.scheduler.create(
-            &topology,
-            &places,
-            &SchedulerConfig {
-                deque_capacity: self.deque_capacity,
-                vicinity: self.vicinity,
-                even_tolerance,
-            },
-        );
+        let (scheduler, queues) = kind.create(&topology, &places, &settings);
         let tracer = settings.trace_summary.then(|| {
             let nodes = places.iter().map(|p| p.node).collect();
             Arc::new(Tracer::new(nodes, topology.num_nodes(), trace))
         });
         let registry = Arc::new(Registry {
             scheduler,
-            sleep: Sleep::with_policy(num_threads, self.wait_policy),
+            sleep: Sleep::with_policy(num_threads, wait_policy),
             places,
             place_list: resolved.iter().map(|p| p.pus.clone()).collect(),
             worker_places: worker_places.into(),
@@ -539,7 +467,7 @@ impl RuntimeBuilder {
             settings,
             tracer,
             set_aside: SetAside::default(),
-            prioritized: (self.max_task_priority > 0).then(crate::worker::Prioritized::new),
+            prioritized: (max_task_priority > 0).then(crate::worker::Prioritized::new),
             short_waits: (0..num_threads)
                 .map(|_| std::sync::atomic::AtomicUsize::new(0))
                 .collect(),
@@ -555,10 +483,10 @@ impl RuntimeBuilder {
         for ((index, queues), pin_set) in queues.into_iter().enumerate().zip(pin_sets) {
             let registry = Arc::clone(&registry);
             let ready = ready_tx.clone();
-            let pin = self.proc_bind.pins();
+            let pin = proc_bind.pins();
             let spawned = thread::Builder::new()
                 .name(format!("numatask-{index}"))
-                .stack_size(self.stack_size)
+                .stack_size(stack_size)
                 .spawn(move || {
                     let place = registry.places[index];
                     let pinning = pin.then(|| {
@@ -582,7 +510,7 @@ impl RuntimeBuilder {
                 Err(e) => {
                     return Err(SchedError::SpawnWorker {
                         worker: index,
-                        stack: format_size(self.stack_size),
+                        stack: format_size(stack_size),
                         reason: e.to_string(),
                     });
                 }
@@ -595,13 +523,13 @@ impl RuntimeBuilder {
         if let Some(warning) = unpinned_warning(&runtime.pinning) {
             eprintln!("{warning}");
         }
-        if !self.env_applied {
+        if !from_env {
             warn_of_unread_env();
         }
-        if let Some(warning) = vicinity_warning(self.vicinity, self.scheduler) {
+        if let Some(warning) = vicinity_warning(vicinity, kind) {
             eprintln!("{warning}");
         }
-        if let Some(warning) = even_tolerance_warning(self.even_tolerance, self.scheduler) {
+        if let Some(warning) = even_tolerance_warning(asked_tolerance, kind) {
             eprintln!("{warning}");
         }
         if runtime.settings().display_env != DisplayEnv::False {

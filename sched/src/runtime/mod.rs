@@ -149,16 +149,6 @@ impl Runtime {
         &self.registry.places
     }
 
-    /// The old name of [`workers`](Self::workers), which read as if it gave the `OMP_PLACES`
-    /// places ([`place_list`](Self::place_list)).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `workers`; the places are `place_list`"
-    )]
-    pub fn places(&self) -> &[WorkerPlace] {
-        self.workers()
-    }
-
     /// The places workers are bound to (`OMP_PLACES` resolved against the topology and the
     /// process's CPU binding): each the OS indices of its processing units.
     pub fn place_list(&self) -> &[Vec<usize>] {

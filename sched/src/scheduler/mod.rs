@@ -48,6 +48,7 @@ use numatask_alloc::Topology;
 use crate::deque::Worker;
 use crate::error::SchedError;
 use crate::job::Task;
+use crate::runtime::Settings;
 use crate::sleep::Sleep;
 use crate::trace::QueueChoice;
 
@@ -79,38 +80,6 @@ pub struct WorkerCtx<'a> {
     /// The pool's idle/wake protocol: a policy that makes work visible to others wakes
     /// sleepers through it.
     pub sleep: &'a Sleep,
-}
-
-/// Settings a policy is created with. [`Default`] gives the runtime's defaults; set the
-/// fields from there (the struct may gain fields).
-///
-/// ```
-/// use numatask_sched::scheduler::SchedulerConfig;
-/// let mut config = SchedulerConfig::default();
-/// config.vicinity = Some(16);
-/// assert_eq!(config.even_tolerance, numatask_sched::locality_policy::DEFAULT_EVEN_TOLERANCE);
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct SchedulerConfig {
-    /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
-    pub deque_capacity: usize,
-    /// The largest OS distance a worker steals tasks (dealt or not) across (`None`: any), for the
-    /// locality-aware policy (`NUMATASK_VICINITY`).
-    pub vicinity: Option<u32>,
-    /// The coefficient of variation up to which the locality-aware policy counts a footprint
-    /// as even (`NUMATASK_EVEN_TOLERANCE`; see [`crate::locality_policy`]).
-    pub even_tolerance: f64,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            deque_capacity: crate::runtime::DEFAULT_DEQUE_CAPACITY,
-            vicinity: None,
-            even_tolerance: crate::locality_policy::DEFAULT_EVEN_TOLERANCE,
-        }
-    }
 }
 
 /// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
@@ -180,11 +149,12 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// moved to the worker's thread, used only there.
     type Local: Send;
 
-    /// The policy and one `Local` per worker of `places`.
+    /// The policy and one `Local` per worker of `places`, with the runtime's `settings`
+    /// (the deque capacity, and the locality-aware policy's vicinity and even tolerance).
     fn create(
         topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (Self, Vec<Self::Local>);
 
     /// Which policy this is.
@@ -279,11 +249,11 @@ impl SchedulerKind {
         self,
         topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (AnyScheduler, Vec<WorkerQueues>) {
         match self {
             Self::WorkStealing => {
-                let (shared, locals) = WorkStealing::create(topology, places, config);
+                let (shared, locals) = WorkStealing::create(topology, places, settings);
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
@@ -292,7 +262,7 @@ impl SchedulerKind {
                 (AnyScheduler::WorkStealing(shared), queues)
             }
             Self::Locality => {
-                let (shared, locals) = Locality::create(topology, places, config);
+                let (shared, locals) = Locality::create(topology, places, settings);
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
