@@ -12,7 +12,7 @@
 //!     a.join() + b.join()
 //! });
 //! assert_eq!(total, 5050);
-//! # Ok::<(), numatask::SchedError>(())
+//! # Ok::<(), numatask::BuildError>(())
 //! ```
 //!
 //! # Start here
@@ -96,10 +96,10 @@
 //!         b.fill(2);
 //!     })?;
 //!     w.rotate_left(2);
-//!     Ok::<_, numatask::SchedError>(())
+//!     Ok::<_, numatask::BuildError>(())
 //! })?;
 //! assert_eq!(w, [1, 1, 2, 2, 2, 2, 1, 1]);
-//! # Ok::<(), numatask::SchedError>(())
+//! # Ok::<(), numatask::BuildError>(())
 //! ```
 //!
 //! The pages of [`sched`] and [`alloc`] (module docs, every type) are built with the facade by
@@ -112,8 +112,8 @@ pub use numatask_sched as sched;
 pub use numatask_sched::data::TaskBuilder;
 pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
 pub use numatask_sched::{
-    DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope,
-    TaskHandle, WaitPolicy,
+    BuildError, DependError, DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedulerKind,
+    Scope, TaskHandle, WaitPolicy,
 };
 
 /// The names most programs use, in one import: the runtime and its scopes, the allocator's
@@ -129,7 +129,7 @@ pub use numatask_sched::{
 ///     for b in blocks.iter() {
 ///         s.task().updates(b).spawn(|_, (x,)| x.iter_mut().for_each(|e| *e *= 2))?;
 ///     }
-///     Ok::<(), SchedError>(())
+///     Ok::<(), DependError>(())
 /// })?;
 /// assert!(v.iter().all(|&e| e == 2));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -141,8 +141,8 @@ pub mod prelude {
     pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
-        Places, ProcBind, Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope, TaskHandle,
-        WaitPolicy,
+        BuildError, DependError, Places, ProcBind, Runtime, RuntimeBuilder, SchedulerKind, Scope,
+        TaskHandle, WaitPolicy,
     };
 }
 

@@ -17,7 +17,7 @@
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
 //!
 //! A variable that is unset, empty or only blanks counts as unset. Any other value that is not
-//! accepted is an error ([`SchedError::InvalidEnv`]) naming the variable, the value and what is
+//! accepted is an error ([`BuildError::InvalidEnv`]) naming the variable, the value and what is
 //! accepted; nothing here panics on what the environment holds.
 //!
 //! The topology itself comes from `NUMATASK_TOPOLOGY`, read by
@@ -30,7 +30,7 @@ use std::str::FromStr;
 use numatask_alloc::env::{is_blank, trim_blanks};
 use numatask_alloc::{DISTRIBUTION_ENV, Distribution};
 
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::scheduler::SchedulerKind;
 
 /// `OMP_NUM_THREADS`: number of workers.
@@ -149,9 +149,9 @@ pub enum DisplayEnv {
 }
 
 impl FromStr for DisplayEnv {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
             // OpenMP names true, false and verbose; LLVM's libomp reads these words too (and
             // more).
@@ -176,9 +176,9 @@ impl fmt::Display for DisplayEnv {
 pub use crate::sleep::WaitPolicy;
 
 impl FromStr for WaitPolicy {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
             "balanced" => Ok(Self::Balanced),
             "active" => Ok(Self::Active),
@@ -242,12 +242,12 @@ impl Config {
     /// allocator's, is checked by the allocator's own parser
     /// ([`Distribution::parse_env_value`]), so that a bad value is refused when the runtime
     /// starts rather than at the first allocation.
-    pub fn from_env() -> Result<Self, SchedError> {
+    pub fn from_env() -> Result<Self, BuildError> {
         for var in ENV_VARS {
             if let Some(value) = std::env::var_os(var)
                 && value.to_str().is_none()
             {
-                return Err(SchedError::InvalidEnv {
+                return Err(BuildError::InvalidEnv {
                     var,
                     value: value.to_string_lossy().into_owned(),
                     expected: "a UTF-8 value",
@@ -278,9 +278,9 @@ impl Config {
     /// let err = Config::from_lookup(|var| (var == "OMP_NUM_THREADS").then(|| "zero".into()))
     ///     .unwrap_err();
     /// assert!(err.to_string().starts_with("OMP_NUM_THREADS='zero': expected a number of workers"));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
         let config = Self::read(&lookup)?;
         Distribution::parse_env_value(lookup(DISTRIBUTION_ENV).map(Into::into))
             .map_err(distribution_error)?;
@@ -288,7 +288,7 @@ impl Config {
     }
 
     /// The runtime's variables through `lookup` (not the allocator's).
-    fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
+    fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
         let get = |var: &str| lookup(var).filter(|v| !trim_blanks(v).is_empty());
         let thread_limit = get(THREAD_LIMIT_ENV)
             .map(|v| parse_thread_limit(&v))
@@ -339,17 +339,17 @@ impl Config {
 }
 
 /// The allocator's refusal of `OMP_DATA_DISTRIBUTION`, as this crate reports a variable.
-fn distribution_error(e: numatask_alloc::AllocError) -> SchedError {
+fn distribution_error(e: numatask_alloc::AllocError) -> BuildError {
     match e {
         numatask_alloc::AllocError::InvalidEnv { var, value, .. } => {
             invalid(var, &value, DISTRIBUTION_EXPECTED)
         }
-        other => SchedError::Alloc(other),
+        other => BuildError::Alloc(other),
     }
 }
 
-fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError {
-    SchedError::InvalidEnv {
+fn invalid(var: &'static str, value: &str, expected: &'static str) -> BuildError {
+    BuildError::InvalidEnv {
         var,
         value: value.to_owned(),
         expected,
@@ -358,7 +358,7 @@ fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError
 
 /// Parses an `OMP_NUM_THREADS` value: a positive integer, or a comma-separated list of them
 /// (OpenMP's per-nesting-level list) of which the first is returned.
-pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
+pub fn parse_num_threads(value: &str) -> Result<usize, BuildError> {
     match parse_num_threads_uncapped(value)? {
         n @ ..=MAX_NUM_THREADS => Ok(n),
         _ => Err(invalid(NUM_THREADS_ENV, value, NUM_THREADS_TOO_MANY)),
@@ -367,7 +367,7 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
 
 /// [`parse_num_threads`] without the cap of [`MAX_NUM_THREADS`] (for a count that
 /// `OMP_THREAD_LIMIT` brings within it).
-fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
+fn parse_num_threads_uncapped(value: &str) -> Result<usize, BuildError> {
     let err = || invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED);
     let mut items = value
         .split(',')
@@ -391,7 +391,7 @@ fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
 /// assert_eq!(parse_thread_limit("100000"), Ok(100_000));
 /// assert!(parse_thread_limit("0").unwrap_err().to_string().starts_with("OMP_THREAD_LIMIT='0'"));
 /// ```
-pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
+pub fn parse_thread_limit(value: &str) -> Result<usize, BuildError> {
     match trim_blanks(value).parse::<u64>() {
         // Beyond usize (a 32-bit target), as far beyond MAX_NUM_THREADS as u64::MAX is.
         Ok(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
@@ -412,7 +412,7 @@ pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
 /// let err = parse_max_task_priority("2147483648").unwrap_err().to_string();
 /// assert!(err.starts_with("OMP_MAX_TASK_PRIORITY='2147483648'"), "{err}");
 /// ```
-pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
+pub fn parse_max_task_priority(value: &str) -> Result<u32, BuildError> {
     match trim_blanks(value).parse::<u32>() {
         Ok(n) if n <= MAX_MAX_TASK_PRIORITY => Ok(n),
         _ => Err(invalid(
@@ -431,7 +431,7 @@ pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
 /// assert_eq!(parse_vicinity(" ALL "), Ok(None));
 /// assert!(parse_vicinity("near").unwrap_err().to_string().starts_with("NUMATASK_VICINITY='near'"));
 /// ```
-pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
+pub fn parse_vicinity(value: &str) -> Result<Option<u32>, BuildError> {
     let v = trim_blanks(value);
     if v.eq_ignore_ascii_case("all") {
         return Ok(None);
@@ -452,7 +452,7 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
 /// let err = parse_even_tolerance("-0.1").unwrap_err().to_string();
 /// assert!(err.starts_with("NUMATASK_EVEN_TOLERANCE='-0.1': expected a number from 0 to 100"), "{err}");
 /// ```
-pub fn parse_even_tolerance(value: &str) -> Result<f64, SchedError> {
+pub fn parse_even_tolerance(value: &str) -> Result<f64, BuildError> {
     match trim_blanks(value).parse::<f64>() {
         // `+ 0.0`: "-0" is 0.
         Ok(t) if (0.0..=MAX_EVEN_TOLERANCE).contains(&t) => Ok(t + 0.0),
@@ -518,9 +518,9 @@ impl fmt::Display for ProcBind {
 }
 
 impl FromStr for ProcBind {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         parse_proc_bind(s)
     }
 }
@@ -544,7 +544,7 @@ impl From<bool> for ProcBind {
 /// assert!(parse_proc_bind("spread,bogus").is_err());
 /// assert!(parse_proc_bind("false,spread").is_err());
 /// ```
-pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
+pub fn parse_proc_bind(value: &str) -> Result<ProcBind, BuildError> {
     let err = || invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED);
     let policy = |item: &str| match trim_blanks(item).to_ascii_lowercase().as_str() {
         "close" => Some(ProcBind::Close),
@@ -620,9 +620,9 @@ impl Places {
 }
 
 impl FromStr for Places {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         parse_places(s)
     }
 }
@@ -710,7 +710,7 @@ fn parse_count(n: &str) -> Option<usize> {
 /// assert_eq!(parse_places("Sockets"), Ok(Places::Sockets));
 /// assert!(parse_places("chiplets").unwrap_err().to_string().starts_with("OMP_PLACES='chiplets'"));
 /// ```
-pub fn parse_places(value: &str) -> Result<Places, SchedError> {
+pub fn parse_places(value: &str) -> Result<Places, BuildError> {
     let err = |expected| invalid(PLACES_ENV, value, expected);
     let trimmed = trim_blanks(value);
     let starts_list = trimmed.starts_with(|c: char| c == '{' || c == '+' || c.is_ascii_digit());
@@ -902,7 +902,7 @@ fn number_at(base: usize, shift: i64) -> Parsed<usize> {
 
 /// Parses an `OMP_STACKSIZE` value into bytes: `<number>[B|K|M|G]`, blanks allowed between the
 /// number and the unit, case-insensitive, no unit meaning KiB (the OpenMP rule).
-pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
+pub fn parse_stack_size(value: &str) -> Result<usize, BuildError> {
     let err = || invalid(STACKSIZE_ENV, value, STACKSIZE_EXPECTED);
     let s = trim_blanks(value);
     // A sign, as C's `strtoul` (which libgomp uses) takes it.
@@ -1097,7 +1097,7 @@ mod tests {
         for var in ENV_VARS {
             let err = Config::from_lookup(|v| (v == var).then(|| "bogus".into())).expect_err(var);
             match err {
-                SchedError::InvalidEnv {
+                BuildError::InvalidEnv {
                     var: named, value, ..
                 } => {
                     assert_eq!(named, var);

@@ -46,11 +46,11 @@
 //!                 this[0] += carry;
 //!             })?;
 //!     }
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(v[100], 101);
 //! assert_eq!(v[200], 1 + (101 + 99)); // block 1 was updated first
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! A depend list whose length the program computes is one `_each` declaration:
@@ -67,10 +67,10 @@
 //!         .reads_each(&parts) // all 8 blocks: the body gets a `Vec<&[u32]>`
 //!         .writes(&total[0])
 //!         .spawn(|_, (parts, total)| total[0] = parts.iter().flat_map(|p| p.iter()).sum())?;
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(total[0], 64);
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Why it is sound
@@ -81,7 +81,7 @@
 //!   returns, code outside the tasks cannot touch the data, and regions cannot be turned into
 //!   references; only a task body receives them. `Blocks::shared` holds a shared borrow
 //!   instead, which others may share too: its regions are refused for every declaration that
-//!   gives `&mut` ([`SchedError::ReadOnlyRegion`]), so everyone holds shared references to
+//!   gives `&mut` ([`DependError::ReadOnlyRegion`]), so everyone holds shared references to
 //!   that data (`T: Sync` for the tasks').
 //! - **Conflicting tasks never overlap in time.** All tasks that use one `Blocks` are children
 //!   of one task, ordered by one dependence tracker: a task starts only after every earlier
@@ -89,12 +89,12 @@
 //!   members of one `inoutset` or `mutexinoutset` run excepted) has finished, and `in` readers and `inoutset` members get shared references only. A
 //!   `Blocks` binds to the tracker of the first task it declares accesses for;
 //!   declarations for any other task's children fail with
-//!   [`SchedError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
+//!   [`DependError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
 //!   so they cannot even reach another task's body, or a nested scope (whose closure must be
 //!   `Send`); the binding also closes the paths through thread-locals.
 //! - **One task cannot alias itself.** A task whose own declarations overlap where at least
 //!   one gives `&mut` is refused: [`TaskBuilder::spawn`] returns
-//!   [`SchedError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine;
+//!   [`DependError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine;
 //!   so is reading a region the task also updates concurrently (`concurrent_updates`, which
 //!   gives shared references too), the two merged into `inout` as OpenMP merges them.
 //! - **References do not outlive the task.** The body is `for<'t> FnOnce(&'t Scope, (&'t ..))`:
@@ -199,7 +199,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::depend::{Access, AccessKind};
-use crate::error::SchedError;
+use crate::error::DependError;
 use crate::scope::Scope;
 
 /// A slice cut into blocks for dependent tasks (see the [module documentation](self)).
@@ -232,7 +232,7 @@ impl<'a, T> Blocks<'a, T> {
     ///
     /// Errors: `block_len` 0, or a zero-sized `T` (whose regions would cover no byte, so the
     /// runtime could not order them).
-    pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, SchedError> {
+    pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, DependError> {
         let len = data.len();
         Self::cut(NonNull::from(data).cast::<T>(), len, block_len, true)
     }
@@ -244,7 +244,7 @@ impl<'a, T> Blocks<'a, T> {
     /// [`concurrent_updates`](TaskBuilder::concurrent_updates) (shared references, for atomics)
     /// and their `_each` forms; a declaration that would give `&mut` (`writes`, `updates`,
     /// `mutex_updates`) makes [`spawn`](TaskBuilder::spawn) fail with
-    /// [`SchedError::ReadOnlyRegion`]. The declarations still order tasks among themselves
+    /// [`DependError::ReadOnlyRegion`]. The declarations still order tasks among themselves
     /// (`in` after `inoutset`) and are the tasks' footprints, which the locality-aware
     /// scheduler weighs.
     ///
@@ -263,14 +263,14 @@ impl<'a, T> Blocks<'a, T> {
     ///             .spawn(|_, (x, sum)| sum[0] = x.iter().sum())?;
     ///     }
     ///     assert_eq!(a[999], 2); // still readable outside the tasks
-    ///     Ok::<(), numatask_sched::SchedError>(())
+    ///     Ok::<(), numatask_sched::DependError>(())
     /// })?;
     /// assert_eq!(sums, [200; 10]);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// Errors: as for [`new`](Self::new).
-    pub fn shared(data: &'a [T], block_len: usize) -> Result<Self, SchedError> {
+    pub fn shared(data: &'a [T], block_len: usize) -> Result<Self, DependError> {
         Self::cut(
             NonNull::from(data).cast::<T>(),
             data.len(),
@@ -285,16 +285,16 @@ impl<'a, T> Blocks<'a, T> {
         len: usize,
         block_len: usize,
         writable: bool,
-    ) -> Result<Self, SchedError> {
+    ) -> Result<Self, DependError> {
         if block_len == 0 {
-            return Err(SchedError::InvalidSetting {
+            return Err(DependError::InvalidSetting {
                 setting: "block length",
                 value: "0".into(),
                 expected: "at least 1 element",
             });
         }
         if size_of::<T>() == 0 {
-            return Err(SchedError::InvalidSetting {
+            return Err(DependError::InvalidSetting {
                 setting: "block element size",
                 value: "0".into(),
                 expected: "a type of non-zero size",
@@ -352,9 +352,9 @@ impl<'a, T> Blocks<'a, T> {
 
     /// The elements `range` (of the whole data, across block boundaries if need be) as a
     /// region. Regions may overlap: the runtime orders tasks byte by byte.
-    pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, SchedError> {
+    pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, DependError> {
         if range.start > range.end || range.end > self.whole.len {
-            return Err(SchedError::InvalidRegion {
+            return Err(DependError::InvalidRegion {
                 start: range.start,
                 end: range.end,
                 len: self.whole.len,
@@ -468,9 +468,9 @@ pub struct TaskBuilder<'s, 'scope, A> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Refusal {
     None,
-    /// [`SchedError::ForeignRegion`].
+    /// [`DependError::ForeignRegion`].
     Foreign,
-    /// [`SchedError::ReadOnlyRegion`], with the kind declared.
+    /// [`DependError::ReadOnlyRegion`], with the kind declared.
     ReadOnly(AccessKind),
 }
 
@@ -559,7 +559,7 @@ impl<'scope> Scope<'scope> {
     /// });
     /// assert_eq!(buf[0], 2.0);
     /// assert_eq!(buf[63], 1.0);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Safety
@@ -777,19 +777,19 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
     /// in declaration order, once every earlier sibling task that conflicts with these
     /// accesses finished.
     ///
-    /// Errors, and then nothing is spawned: [`SchedError::ConflictingAccesses`] if two of the
+    /// Errors, and then nothing is spawned: [`DependError::ConflictingAccesses`] if two of the
     /// task's own accesses overlap and one of them gives `&mut`;
-    /// [`SchedError::ForeignRegion`] if a region belongs to data whose handles are bound to
+    /// [`DependError::ForeignRegion`] if a region belongs to data whose handles are bound to
     /// another task's children.
-    pub fn spawn<F>(self, f: F) -> Result<(), SchedError>
+    pub fn spawn<F>(self, f: F) -> Result<(), DependError>
     where
         A: for<'t> Views<'t> + Send + 'scope,
         F: for<'t> FnOnce(&'t Scope<'scope>, <A as Views<'t>>::Out) + Send + 'scope,
     {
         match self.refusal {
             Refusal::None => {}
-            Refusal::Foreign => return Err(SchedError::ForeignRegion),
-            Refusal::ReadOnly(kind) => return Err(SchedError::ReadOnlyRegion { kind }),
+            Refusal::Foreign => return Err(DependError::ForeignRegion),
+            Refusal::ReadOnly(kind) => return Err(DependError::ReadOnlyRegion { kind }),
         }
         let count = self.views.count();
         let mut fixed = [Access::new(0, 0, AccessKind::In); MAX_ACCESSES];
@@ -819,7 +819,7 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
 /// Whether the accesses of one task conflict among themselves: two overlapping accesses of
 /// which one gives the body `&mut`.
 #[inline]
-fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
+fn check_conflicts(accesses: &[Access]) -> Result<(), DependError> {
     let exclusive = |a: &Access| a.kind.gives_mut();
     if accesses.len() > 2 * MAX_ACCESSES {
         return check_conflicts_sorted(accesses, exclusive);
@@ -830,7 +830,7 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
         for (i, a) in accesses[..j].iter().enumerate() {
             let overlap = a.len > 0 && b.len > 0 && a.addr < b.end() && b.addr < a.end();
             if overlap && (exclusive(a) || exclusive(b)) {
-                return Err(SchedError::ConflictingAccesses {
+                return Err(DependError::ConflictingAccesses {
                     first: i,
                     first_kind: a.kind,
                     second: j,
@@ -849,7 +849,7 @@ fn check_conflicts(accesses: &[Access]) -> Result<(), SchedError> {
 fn check_conflicts_sorted(
     accesses: &[Access],
     exclusive: impl Fn(&Access) -> bool,
-) -> Result<(), SchedError> {
+) -> Result<(), DependError> {
     let mut order: Vec<usize> = (0..accesses.len())
         .filter(|&i| accesses[i].len > 0)
         .collect();
@@ -864,7 +864,7 @@ fn check_conflicts_sorted(
             && b.addr < end
         {
             let (first, second) = (i.min(j), i.max(j));
-            return Err(SchedError::ConflictingAccesses {
+            return Err(DependError::ConflictingAccesses {
                 first,
                 first_kind: accesses[first].kind,
                 second,
@@ -1239,7 +1239,7 @@ mod tests {
         let reversed = b.region(7..3).expect_err("reversed");
         assert!(matches!(
             reversed,
-            SchedError::InvalidRegion {
+            DependError::InvalidRegion {
                 start: 7,
                 end: 3,
                 len: 10
@@ -1253,12 +1253,12 @@ mod tests {
         let mut v = vec![0u8; 10];
         assert!(matches!(
             Blocks::new(&mut v, 0),
-            Err(SchedError::InvalidSetting { .. })
+            Err(DependError::InvalidSetting { .. })
         ));
         let mut z = vec![(); 10];
         assert!(matches!(
             Blocks::new(&mut z, 2),
-            Err(SchedError::InvalidSetting { .. })
+            Err(DependError::InvalidSetting { .. })
         ));
     }
 
@@ -1271,7 +1271,7 @@ mod tests {
         assert!(check_conflicts(&[a(0, 8, InOutSet), a(0, 8, In)]).is_ok());
         assert_eq!(
             check_conflicts(&[a(0, 8, In), a(100, 1, Out), a(7, 1, InOut)]),
-            Err(SchedError::ConflictingAccesses {
+            Err(DependError::ConflictingAccesses {
                 first: 0,
                 first_kind: In,
                 second: 2,
@@ -1318,7 +1318,7 @@ mod tests {
                     assert!(!any, "missed a conflict in {accesses:?}");
                     accepted += 1;
                 }
-                Err(SchedError::ConflictingAccesses {
+                Err(DependError::ConflictingAccesses {
                     first,
                     first_kind,
                     second,

@@ -34,7 +34,7 @@
 //! }); // every task has finished here
 //! assert_eq!(answer, 6765);
 //! assert_eq!(squares[7], 49);
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), numatask_sched::BuildError>(())
 //! ```
 //!
 //! **Dependent tasks** (OpenMP's `depend` clauses, among the children of one task): cut data
@@ -62,7 +62,7 @@
 //!             .updates(&blocks[i])
 //!             .spawn(|_, (prev, this)| this[0] += prev[0])?;
 //!     }
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(v[3 * 1024], 8.0); // 2 + (2 + (2 + 2))
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -120,7 +120,7 @@ pub mod worker;
 #[cfg(not(loom))]
 pub use config::{DisplayEnv, Places, ProcBind, WaitPolicy};
 #[cfg(not(loom))]
-pub use error::SchedError;
+pub use error::{BuildError, DependError};
 #[cfg(not(loom))]
 pub use job::{Task, TaskMeta};
 #[cfg(not(loom))]

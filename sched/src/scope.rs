@@ -63,7 +63,7 @@ use crate::worker::WorkerThread;
 ///     s.taskwait();
 /// });
 /// assert_eq!(halves[0] + halves[1], 5050);
-/// # Ok::<(), numatask_sched::SchedError>(())
+/// # Ok::<(), numatask_sched::BuildError>(())
 /// ```
 pub struct Scope<'scope> {
     frame: NonNull<Header>,
@@ -163,7 +163,7 @@ impl<'scope> Scope<'scope> {
     /// });
     /// // One worker, which ran the scope body first: then the highest priority first.
     /// assert_eq!(*order.lock().unwrap(), [5, 3, 1, 0]);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     #[inline]
     pub fn spawn_with_priority<F>(&self, priority: u32, f: F)
@@ -202,7 +202,7 @@ impl<'scope> Scope<'scope> {
     ///     a.join() + b
     /// }
     /// assert_eq!(rt.scope(|s| fib(s, 20)), 6765);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     #[inline]
     pub fn spawn_with_result<'s, F, T>(&'s self, f: F) -> TaskHandle<'s, T>
@@ -275,7 +275,7 @@ impl<'scope> Scope<'scope> {
     ///     s.spawn(|s| large = fib(s, 20));
     /// });
     /// assert_eq!((small, large), (610, 6765));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     #[inline]
     pub fn spawn_final<F>(&self, f: F)
@@ -319,7 +319,7 @@ impl<'scope> Scope<'scope> {
     ///     s.spawn_labeled("map", footprint, |_| chunk.iter_mut().for_each(|x| *x *= 2.0));
     /// });
     /// assert_eq!(chunk[0], 2.0);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     pub fn spawn_labeled<F>(&self, label: &'static str, footprint: impl Into<Box<[Access]>>, f: F)
     where
@@ -573,7 +573,7 @@ impl<'scope> Scope<'scope> {
     /// let (left, right) = v.split_at(5);
     /// let (a, b) = rt.scope(|s| s.join(|_| left.iter().sum::<u32>(), |_| right.iter().sum::<u32>()));
     /// assert_eq!(a + b, 55);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where

@@ -5,7 +5,7 @@
 mod common;
 
 use common::worker_threads;
-use numatask_sched::{Runtime, SchedError, current_num_workers, join, scope};
+use numatask_sched::{BuildError, Runtime, current_num_workers, join, scope};
 
 #[test]
 fn build_global_installs_the_runtime_the_free_functions_use_once() {
@@ -27,7 +27,7 @@ fn build_global_installs_the_runtime_the_free_functions_use_once() {
         .num_threads(2)
         .build_global()
         .expect_err("a second build_global");
-    assert_eq!(err, SchedError::GlobalExists);
+    assert_eq!(err, BuildError::GlobalExists);
     assert!(
         err.to_string().contains("call build_global once, before"),
         "{err}"

@@ -166,7 +166,7 @@ fn dependent_tasks_are_dealt_by_their_depend_list() {
                         this[0] += prev[0];
                     })?;
             }
-            Ok::<(), numatask_sched::SchedError>(())
+            Ok::<(), numatask_sched::DependError>(())
         })
         .expect("valid blocks");
         assert_eq!(v[3 * BLOCK], 4, "the chain ran in order");

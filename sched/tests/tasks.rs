@@ -165,7 +165,7 @@ fn tasks_spawned_through_the_enclosing_scope_during_a_taskgroup_belong_to_it() {
         // After the group, spawns through `s` are the task's own again.
         s.taskgroup(|_| ());
         s.spawn(|_| ());
-        Ok::<(), numatask_sched::SchedError>(())
+        Ok::<(), numatask_sched::DependError>(())
     })
     .expect("scope");
     assert_eq!(data[..2], [1, 1]);

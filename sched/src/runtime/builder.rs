@@ -19,7 +19,7 @@ use crate::config::{
     Config, DEFAULT_EVEN_TOLERANCE, DEFAULT_STACK_SIZE, DisplayEnv, MAX_EVEN_TOLERANCE,
     MAX_STACK_SIZE, MIN_STACK_SIZE, MIN_VICINITY, Places, ProcBind, WaitPolicy, format_size,
 };
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::scheduler::{SchedulerKind, WorkerPlace};
 use crate::sleep::Sleep;
 use crate::trace::{TRACE_ENV, Tracer};
@@ -47,7 +47,7 @@ const MAX_NUM_THREADS_PLUS_ONE: usize = crate::config::MAX_NUM_THREADS + 1;
 ///     .build()?;
 /// assert_eq!(rt.num_workers(), 2);
 /// assert_eq!(rt.settings().stack_size, 8 << 20);
-/// # Ok::<(), numatask_sched::SchedError>(())
+/// # Ok::<(), numatask_sched::BuildError>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct RuntimeBuilder {
@@ -73,7 +73,7 @@ impl RuntimeBuilder {
     /// `NUMATASK_TRACE`; `NUMATASK_TOPOLOGY` is read by [`build`](Self::build) for any
     /// builder not given a [`topology`](Self::topology)). An invalid value of any of them, or
     /// of the allocator's `OMP_DATA_DISTRIBUTION`, is an error naming the variable.
-    pub fn from_env() -> Result<Self, SchedError> {
+    pub fn from_env() -> Result<Self, BuildError> {
         Ok(Self::from_config(Config::from_env()?))
     }
 
@@ -122,7 +122,7 @@ impl RuntimeBuilder {
     /// assert_eq!(rt.settings().proc_bind, ProcBind::Spread);
     /// let rt = Runtime::builder().num_threads(2).proc_bind(false).build()?;
     /// assert!(rt.pinning().iter().all(Option::is_none));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     pub fn proc_bind(mut self, policy: impl Into<ProcBind>) -> Self {
         self.config.proc_bind = Some(policy.into());
@@ -132,7 +132,7 @@ impl RuntimeBuilder {
     /// The places workers are bound to (`OMP_PLACES`; default [`Places::Cores`]: one per
     /// core the process may run on). Resolved against the topology when the runtime starts:
     /// an explicit processor the topology lacks, or a place wholly outside the process's CPU
-    /// binding, is an error then ([`SchedError::Places`]).
+    /// binding, is an error then ([`BuildError::Places`]).
     pub fn places(mut self, places: Places) -> Self {
         self.config.places = Some(places);
         self.config.places_text = None;
@@ -178,7 +178,7 @@ impl RuntimeBuilder {
     /// for bad in [-1.0, 100.5, f64::NAN, f64::INFINITY] {
     ///     assert!(RuntimeBuilder::new().even_tolerance(bad).build().is_err(), "{bad}");
     /// }
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     pub fn even_tolerance(mut self, tolerance: f64) -> Self {
         self.config.even_tolerance = Some(tolerance);
@@ -236,7 +236,7 @@ impl RuntimeBuilder {
     }
 
     /// Starts the workers.
-    pub fn build(self) -> Result<Runtime, SchedError> {
+    pub fn build(self) -> Result<Runtime, BuildError> {
         let Config {
             num_threads: asked_threads,
             thread_limit,
@@ -309,7 +309,7 @@ impl RuntimeBuilder {
             .min(thread_limit.unwrap_or(usize::MAX))
             .clamp(1, crate::config::MAX_NUM_THREADS);
         if let Some(n @ (0 | MAX_NUM_THREADS_PLUS_ONE..)) = asked_threads {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "num_threads",
                 value: n.to_string(),
                 expected: "from 1 to 4096 workers",
@@ -324,28 +324,28 @@ impl RuntimeBuilder {
             eprintln!("{warning}");
         }
         if max_task_priority > crate::config::MAX_MAX_TASK_PRIORITY {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "max_task_priority",
                 value: max_task_priority.to_string(),
                 expected: "at most 2147483647 (a C int)",
             });
         }
         if thread_limit == Some(0) {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "thread_limit",
                 value: "0".into(),
                 expected: "a positive number of workers",
             });
         }
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "stack_size",
                 value: stack_size.to_string(),
                 expected: "from 65536 bytes to 16 GiB",
             });
         }
         if let Some(d @ ..MIN_VICINITY) = vicinity {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "vicinity",
                 value: d.to_string(),
                 expected: "an OS distance of at least 10 (10 = the own node only), or None",
@@ -354,7 +354,7 @@ impl RuntimeBuilder {
         // -0.0 is 0 (it would print as "-0").
         let even_tolerance = asked_tolerance.unwrap_or(DEFAULT_EVEN_TOLERANCE) + 0.0;
         if !(0.0..=MAX_EVEN_TOLERANCE).contains(&even_tolerance) {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "even_tolerance",
                 value: even_tolerance.to_string(),
                 // The 100 is MAX_EVEN_TOLERANCE.
@@ -362,7 +362,7 @@ impl RuntimeBuilder {
             });
         }
         if !(1..=MAX_DEQUE_CAPACITY).contains(&deque_capacity) {
-            return Err(SchedError::InvalidSetting {
+            return Err(BuildError::InvalidSetting {
                 setting: "deque_capacity",
                 value: deque_capacity.to_string(),
                 expected: "from 1 to 1048576 tasks (each worker's deque is allocated whole)",
@@ -393,7 +393,7 @@ impl RuntimeBuilder {
             if trace_from_env {
                 crate::trace::release_env_trace_path(path);
             }
-            return Err(SchedError::TraceFile {
+            return Err(BuildError::TraceFile {
                 from_env: trace_from_env,
                 path: path.display().to_string(),
                 reason: e.to_string(),
@@ -508,7 +508,7 @@ impl RuntimeBuilder {
                 Ok(handle) => runtime.threads.push(handle),
                 // Dropping `runtime` stops and joins the workers started so far.
                 Err(e) => {
-                    return Err(SchedError::SpawnWorker {
+                    return Err(BuildError::SpawnWorker {
                         worker: index,
                         stack: format_size(stack_size),
                         reason: e.to_string(),

@@ -5,11 +5,11 @@
 use std::sync::OnceLock;
 
 use super::{Runtime, RuntimeBuilder};
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::scope::{self, Scope};
 use crate::worker::WorkerThread;
 
-static GLOBAL: OnceLock<Result<Runtime, SchedError>> = OnceLock::new();
+static GLOBAL: OnceLock<Result<Runtime, BuildError>> = OnceLock::new();
 
 impl RuntimeBuilder {
     /// Starts the workers and makes this runtime the process-wide one, [`Runtime::global`],
@@ -17,7 +17,7 @@ impl RuntimeBuilder {
     /// `ThreadPoolBuilder::build_global`). It must come first: once the process-wide runtime
     /// exists (an earlier `build_global`, or a first [`Runtime::global`], [`scope()`] or
     /// [`join()`] that created it from the environment), this is
-    /// [`SchedError::GlobalExists`] and no worker is started.
+    /// [`BuildError::GlobalExists`] and no worker is started.
     ///
     /// ```standalone_crate
     /// let rt = numatask_sched::Runtime::builder().num_threads(2).build_global()?;
@@ -27,18 +27,18 @@ impl RuntimeBuilder {
     ///     || 7,
     /// )?;
     /// assert_eq!((a, b), (Some(2), 7));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
-    pub fn build_global(self) -> Result<&'static Runtime, SchedError> {
+    pub fn build_global(self) -> Result<&'static Runtime, BuildError> {
         if GLOBAL.get().is_some() {
-            return Err(SchedError::GlobalExists);
+            return Err(BuildError::GlobalExists);
         }
         let runtime = self.build()?;
         // Another thread may have made the global runtime meanwhile: then this one is
         // dropped here (its workers joined) and the call fails like the check above.
         GLOBAL
             .set(Ok(runtime))
-            .map_err(|_| SchedError::GlobalExists)?;
+            .map_err(|_| BuildError::GlobalExists)?;
         Runtime::global()
     }
 }
@@ -52,7 +52,7 @@ impl Runtime {
     /// It is never dropped; when it traces (`NUMATASK_TRACE`), its trace file is written and
     /// its summary printed when the process exits normally (returning from `main`, or
     /// `std::process::exit`), as for every runtime still alive then.
-    pub fn global() -> Result<&'static Runtime, SchedError> {
+    pub fn global() -> Result<&'static Runtime, BuildError> {
         GLOBAL
             .get_or_init(Runtime::new)
             .as_ref()
@@ -63,7 +63,7 @@ impl Runtime {
 /// Runs `f` in a scope of the current runtime: the runtime of the calling worker when called
 /// from a task, otherwise the process-wide [`Runtime::global`]. The error is that of creating
 /// the global runtime from the environment.
-pub fn scope<'scope, F, R>(f: F) -> Result<R, SchedError>
+pub fn scope<'scope, F, R>(f: F) -> Result<R, BuildError>
 where
     F: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
@@ -95,7 +95,7 @@ where
 /// }
 /// assert_eq!(fib(20), 6765);
 /// ```
-pub fn join<A, B, RA, RB>(a: A, b: B) -> Result<(RA, RB), SchedError>
+pub fn join<A, B, RA, RB>(a: A, b: B) -> Result<(RA, RB), BuildError>
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,

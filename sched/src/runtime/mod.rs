@@ -38,7 +38,7 @@ use std::thread::{self, JoinHandle};
 use numatask_alloc::topology::Pinning;
 use numatask_alloc::{AllocError, Topology};
 
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::scheduler::{AnyScheduler, WorkerPlace};
 use crate::scope::{self, Scope};
 use crate::sleep::Sleep;
@@ -85,7 +85,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime configured by the environment (see [`crate::config`]).
-    pub fn new() -> Result<Runtime, SchedError> {
+    pub fn new() -> Result<Runtime, BuildError> {
         RuntimeBuilder::from_env()?.build()
     }
 
@@ -231,7 +231,7 @@ pub fn current_worker() -> Option<WorkerPlace> {
 /// let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
 /// assert_eq!(numatask_sched::current_num_workers(), None);
 /// assert_eq!(rt.scope(|_| numatask_sched::current_num_workers()), Some(2));
-/// # Ok::<(), numatask_sched::SchedError>(())
+/// # Ok::<(), numatask_sched::BuildError>(())
 /// ```
 pub fn current_num_workers() -> Option<usize> {
     WorkerThread::current().map(|w| w.registry().places.len())

@@ -4,7 +4,7 @@
 use numatask_alloc::{CoreGroup, Topology};
 
 use crate::config::{Places, write_place_list};
-use crate::error::SchedError;
+use crate::error::BuildError;
 
 /// One place of `OMP_PLACES`, resolved against the topology.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub(super) fn resolve_places(
     env_text: Option<&str>,
     topology: &Topology,
     usable: &[usize],
-) -> Result<Vec<ResolvedPlace>, SchedError> {
+) -> Result<Vec<ResolvedPlace>, BuildError> {
     let error = |reason: String| {
         // The places as the user wrote them: `OMP_PLACES`'s text, or the builder's value as
         // `OMP_PLACES` would write it. A list repeated many times would make a message of many
@@ -35,7 +35,7 @@ pub(super) fn resolve_places(
             text.truncate(cut);
             text.push_str("...");
         }
-        SchedError::Places {
+        BuildError::Places {
             from_env: env_text.is_some(),
             places: text,
             reason,

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use numatask_alloc::Topology;
 
 use crate::deque::Worker;
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::job::Task;
 use crate::runtime::Settings;
 use crate::sleep::Sleep;
@@ -275,18 +275,18 @@ impl SchedulerKind {
 }
 
 impl FromStr for SchedulerKind {
-    type Err = SchedError;
+    type Err = BuildError;
 
     /// `ws`, `work-stealing` or `work_stealing`; `locality`, `locality-aware` or
     /// `locality_aware`; in any case.
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match numatask_alloc::env::trim_blanks(s)
             .to_ascii_lowercase()
             .as_str()
         {
             "ws" | "work-stealing" | "work_stealing" => Ok(Self::WorkStealing),
             "locality" | "locality-aware" | "locality_aware" => Ok(Self::Locality),
-            _ => Err(SchedError::UnknownScheduler(s.to_owned())),
+            _ => Err(BuildError::UnknownScheduler(s.to_owned())),
         }
     }
 }
@@ -434,7 +434,7 @@ mod tests {
         );
         assert_eq!(
             "fifo".parse::<SchedulerKind>(),
-            Err(SchedError::UnknownScheduler("fifo".into()))
+            Err(BuildError::UnknownScheduler("fifo".into()))
         );
     }
 }
