@@ -25,7 +25,7 @@
 //! | `s.spawn(...)`; `task` | [`Scope::spawn`], and `taskwait`, `taskgroup`, `if`, `final`: [`Scope::taskwait`], [`Scope::taskgroup`], [`Scope::spawn_if`], [`Scope::spawn_final`] |
 //! | a task's result | [`Scope::spawn_with_result`] and [`TaskHandle::join`] |
 //! | `priority(p)`, `OMP_MAX_TASK_PRIORITY` | [`Scope::spawn_with_priority`], [`TaskBuilder::priority`]; [`RuntimeBuilder::max_task_priority`] |
-//! | `rayon::join` | [`Scope::join`]; [`join()`] (returns a `Result`: the global runtime may fail to start) |
+//! | `rayon::join` | [`Scope::join`]; [`join()`] (panics if the global runtime cannot start; [`try_join`] returns the error) |
 //! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] ([`sched::taskloop`]) |
 //! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (inputs as an array, `[&b, &c]`, or a tuple of any types, `(&b, &mask)`) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |
@@ -94,10 +94,9 @@
 //!         let (a, b) = w.split_at_mut(4);
 //!         s.spawn(move |_| a.fill(1));
 //!         b.fill(2);
-//!     })?;
+//!     });
 //!     w.rotate_left(2);
-//!     Ok::<_, numatask::BuildError>(())
-//! })?;
+//! });
 //! assert_eq!(w, [1, 1, 2, 2, 2, 2, 1, 1]);
 //! # Ok::<(), numatask::BuildError>(())
 //! ```
@@ -110,7 +109,9 @@
 pub use numatask_alloc as alloc;
 pub use numatask_sched as sched;
 pub use numatask_sched::data::TaskBuilder;
-pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
+pub use numatask_sched::runtime::{
+    current_num_workers, current_worker, join, scope, try_join, try_scope,
+};
 pub use numatask_sched::{
     BuildError, DependError, DisplayEnv, Places, ProcBind, Runtime, RuntimeBuilder, SchedulerKind,
     Scope, TaskHandle, WaitPolicy,
@@ -138,7 +139,9 @@ pub mod prelude {
     pub use numatask_alloc::{AllocError, Distribution, NumaVec, Place, Topology};
     pub use numatask_sched::data::{Blocks, Region, TaskBuilder};
     pub use numatask_sched::depend::{Access, AccessKind};
-    pub use numatask_sched::runtime::{current_num_workers, current_worker, join, scope};
+    pub use numatask_sched::runtime::{
+        current_num_workers, current_worker, join, scope, try_join, try_scope,
+    };
     pub use numatask_sched::taskloop::Grain;
     pub use numatask_sched::{
         BuildError, DependError, Places, ProcBind, Runtime, RuntimeBuilder, SchedulerKind, Scope,

@@ -20,7 +20,6 @@ fn a_task_local_buffer_gets_dependent_children_through_a_nested_scope()
                     }
                     Ok::<_, numatask::DependError>(())
                 })
-                .expect("the global runtime starts")
                 .expect("inner scope");
                 *o = tmp.iter().sum();
             });

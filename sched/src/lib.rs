@@ -125,7 +125,8 @@ pub use error::{BuildError, DependError};
 pub use job::{Task, TaskMeta};
 #[cfg(not(loom))]
 pub use runtime::{
-    Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope,
+    Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope, try_join,
+    try_scope,
 };
 #[cfg(not(loom))]
 pub use scheduler::{Scheduler, SchedulerKind, WorkerPlace};

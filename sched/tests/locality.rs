@@ -835,8 +835,7 @@ fn a_waiter_with_room_takes_its_descendant_set_aside_beyond_the_vicinity() {
                             inner.spawn_with_footprint(footprint(on1), move |d| {
                                 d_ran_on.lock().unwrap().push(d.node());
                             });
-                        })
-                        .expect("a nested scope in a task");
+                        });
                     });
                     s.taskwait();
                     std::hint::black_box(&mut pad);
@@ -1152,8 +1151,7 @@ fn tree_node<'scope>(
                             add(tree(s, child(i), depth - 1, chunks))
                         });
                     }
-                })
-                .expect("a nested scope");
+                });
             }
             _ => {
                 let handles: Vec<_> = (0..fan)

@@ -46,7 +46,7 @@ use crate::trace::{TraceSummary, Tracer};
 use crate::worker::{SetAside, WorkerThread};
 
 pub use builder::{DEFAULT_DEQUE_CAPACITY, MAX_DEQUE_CAPACITY, RuntimeBuilder};
-pub use global::{join, scope};
+pub use global::{join, scope, try_join, try_scope};
 pub use settings::Settings;
 use trace_sink::TraceSink;
 
@@ -224,7 +224,7 @@ pub fn current_worker() -> Option<WorkerPlace> {
 }
 
 /// The number of workers of the runtime the calling thread works for, or `None` outside
-/// every pool (rayon's `current_num_threads`; [`Runtime::global`]`()?.num_workers()` gives the
+/// every pool (rayon's `current_num_threads`; [`Runtime::global`]`().num_workers()` gives the
 /// process-wide runtime's).
 ///
 /// ```
