@@ -185,8 +185,19 @@ impl Runtime {
     /// locality summary to standard error and returns it; `None` when not tracing. Dropping
     /// the runtime does the same if tasks ran since, and so does the process's normal exit
     /// for a runtime never dropped (the process-wide [`Runtime::global`], one in a `static`).
+    ///
+    /// Called from outside the pool, it first waits for the tasks running then to end, so that
+    /// the trace holds every task of the scopes that returned, ends included, and dropping the
+    /// runtime afterwards writes and prints nothing more unless tasks ran since. Called from a
+    /// task, it writes what is recorded (the running tasks marked unfinished).
     pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
-        Some(self.trace.as_ref()?.finish())
+        let trace = self.trace.as_ref()?;
+        let in_pool = WorkerThread::current()
+            .is_some_and(|worker| Arc::ptr_eq(worker.registry(), &self.registry));
+        if !in_pool {
+            trace.tracer().wait_for_running();
+        }
+        Some(trace.finish())
     }
 }
 

@@ -40,6 +40,11 @@ impl TraceSink {
         sink
     }
 
+    /// The tracer whose records this sink writes.
+    pub(super) fn tracer(&self) -> &Tracer {
+        &self.tracer
+    }
+
     /// Writes the trace file (if there is one) with every task traced so far, prints the
     /// locality summary to standard error and returns it.
     pub(super) fn finish(&self) -> io::Result<TraceSummary> {
