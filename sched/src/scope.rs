@@ -369,8 +369,7 @@ impl<'scope> Scope<'scope> {
     /// the tracer (which records each task's bytes per node). Work stealing without a trace
     /// ignores footprints, and an optional one is not worth its allocation then.
     pub(crate) fn uses_footprints(&self) -> bool {
-        self.worker().registry().settings.scheduler == crate::SchedulerKind::Locality
-            || self.is_tracing()
+        self.worker().registry().scheduler.reads_footprints() || self.is_tracing()
     }
 
     /// The scope of the task itself: this one, or, inside taskgroups, the one they are in.

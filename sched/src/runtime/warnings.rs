@@ -53,7 +53,7 @@ pub(super) fn capped_warning(wanted: usize, started: usize) -> Option<String> {
 /// stealing steals from everyone), if one was.
 pub(super) fn vicinity_warning(vicinity: Option<u32>, scheduler: SchedulerKind) -> Option<String> {
     let distance = vicinity?;
-    (scheduler != SchedulerKind::Locality).then(|| {
+    (!scheduler.bounds_steals()).then(|| {
         format!(
             "numatask: the vicinity {distance} ({VICINITY_ENV} or RuntimeBuilder::vicinity) is \
              not used: only the locality-aware scheduler ({SCHEDULER_ENV}=locality) bounds its \
@@ -70,7 +70,7 @@ pub(super) fn even_tolerance_warning(
     scheduler: SchedulerKind,
 ) -> Option<String> {
     let tolerance = tolerance?;
-    (scheduler != SchedulerKind::Locality).then(|| {
+    (!scheduler.reads_footprints()).then(|| {
         format!(
             "numatask: the even tolerance {tolerance} ({EVEN_TOLERANCE_ENV} or \
              RuntimeBuilder::even_tolerance) is not used: only the locality-aware scheduler \
@@ -89,7 +89,7 @@ pub(super) fn topology_warning(
     scheduler: SchedulerKind,
     traced: bool,
 ) -> Option<String> {
-    if scheduler != SchedulerKind::Locality && !traced {
+    if !scheduler.reads_footprints() && !traced {
         return None;
     }
     let placed = Topology::current().ok()?;

@@ -643,6 +643,12 @@ impl Scheduler for Locality {
         SchedulerKind::Locality
     }
 
+    /// Algorithm 1 deals tasks by their footprints.
+    #[inline]
+    fn reads_footprints(&self) -> bool {
+        true
+    }
+
     /// On one node without a vicinity every task goes to the spawner's deque exactly as under
     /// work stealing, by the same code (`push_to_deque`), decided by one flag of the
     /// worker's part, which the runtime reads together with the policy's tag (callgrind, fib

@@ -199,6 +199,13 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
         true
     }
 
+    /// Whether the policy places tasks by their footprints (the bytes they touch per node):
+    /// a spawner then computes a footprint given to a task, which a policy that ignores them
+    /// (work stealing) lets it skip.
+    fn reads_footprints(&self) -> bool {
+        false
+    }
+
     /// Where the task that the calling worker's last successful `found` operation returned
     /// was queued (called only when tracing, right after that operation, so a policy may keep
     /// what it needs for this in `local`).
@@ -241,6 +248,23 @@ impl SchedulerKind {
         match self {
             Self::WorkStealing => "ws",
             Self::Locality => "locality",
+        }
+    }
+
+    /// Whether this policy places tasks by their footprints and takes the even tolerance
+    /// ([`Scheduler::reads_footprints`] of its policy, known before it is created).
+    pub fn reads_footprints(self) -> bool {
+        match self {
+            Self::WorkStealing => false,
+            Self::Locality => true,
+        }
+    }
+
+    /// Whether this policy bounds its steals by a vicinity (`NUMATASK_VICINITY`).
+    pub fn bounds_steals(self) -> bool {
+        match self {
+            Self::WorkStealing => false,
+            Self::Locality => true,
         }
     }
 
@@ -312,6 +336,15 @@ impl AnyScheduler {
         match self {
             Self::WorkStealing(_) => None,
             Self::Locality(s) => s.reaching(node),
+        }
+    }
+
+    /// [`Scheduler::reads_footprints`] of the active policy.
+    #[inline]
+    pub(crate) fn reads_footprints(&self) -> bool {
+        match self {
+            Self::WorkStealing(s) => s.reads_footprints(),
+            Self::Locality(s) => s.reads_footprints(),
         }
     }
 
