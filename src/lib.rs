@@ -26,7 +26,7 @@
 //! | `taskwait`, `taskgroup` | [`Scope::taskwait`], [`Scope::taskgroup`] |
 //! | `if(c)`, `final(c)`, `priority(p)` | [`TaskBuilder::defer_if`], [`TaskBuilder::final_if`], [`TaskBuilder::priority`] (with [`RuntimeBuilder::max_task_priority`]) |
 //! | a task's result | [`TaskBuilder::spawn_with_result`] and [`TaskHandle::join`] |
-//! | `rayon::join` | [`Scope::join`]; [`join()`] on the process-wide runtime |
+//! | `rayon::join` | [`Scope::join`]; [`join()`] on the process-wide runtime (panics if it cannot start; [`try_join`] returns the error) |
 //! | `par_chunks_mut`, `par_chunks`; `taskloop grainsize(n)` | [`Scope::taskloop_mut`], [`Scope::taskloop_slice`], [`Scope::taskloop`] with [`prelude::Grain`] ([`sched::taskloop`]) |
 //! | `a.par_chunks_mut(n).zip(b.par_chunks(n))` | [`Scope::taskloop_zip`] (inputs as an array, `[&b, &c]`, or a tuple of any types, `(&b, &mask)`) |
 //! | `par_iter().map(f).reduce(id, op)`, `.sum()`; `taskloop reduction(+: x)` | [`Scope::taskloop_reduce`], [`Scope::taskloop_reduce_slice`] |

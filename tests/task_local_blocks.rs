@@ -4,7 +4,7 @@
 use numatask::prelude::Blocks;
 #[test]
 fn a_task_local_buffer_gets_dependent_children_through_a_nested_scope()
--> Result<(), numatask::SchedError> {
+-> Result<(), numatask::BuildError> {
     let rt = numatask::Runtime::builder().num_threads(2).build()?;
     let mut out = vec![0.0f64; 4];
     rt.scope(|s| {
@@ -18,9 +18,8 @@ fn a_task_local_buffer_gets_dependent_children_through_a_nested_scope()
                             .updates(r)
                             .spawn(|_, (x,)| x.iter_mut().for_each(|v| *v *= 2.0))?;
                     }
-                    Ok::<_, numatask::SchedError>(())
+                    Ok::<_, numatask::DependError>(())
                 })
-                .and_then(|r| r)
                 .expect("inner scope");
                 *o = tmp.iter().sum();
             });

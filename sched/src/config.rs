@@ -17,7 +17,7 @@
 //! | `OMP_DATA_DISTRIBUTION` | `standard`, `fine`, `coarse` (the allocator's policy, see `numatask_alloc`; checked here so that a runtime built from the environment refuses a bad value at start) | `standard` |
 //!
 //! A variable that is unset, empty or only blanks counts as unset. Any other value that is not
-//! accepted is an error ([`SchedError::InvalidEnv`]) naming the variable, the value and what is
+//! accepted is an error ([`BuildError::InvalidEnv`]) naming the variable, the value and what is
 //! accepted; nothing here panics on what the environment holds.
 //!
 //! The topology itself comes from `NUMATASK_TOPOLOGY`, read by
@@ -30,7 +30,7 @@ use std::str::FromStr;
 use numatask_alloc::sched_support::{is_blank, trim_blanks};
 use numatask_alloc::{DISTRIBUTION_ENV, Distribution};
 
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::scheduler::SchedulerKind;
 
 /// `OMP_NUM_THREADS`: number of workers.
@@ -69,7 +69,7 @@ const MAX_TASK_PRIORITY_EXPECTED: &str = "a non-negative integer of at most 2147
 /// builder asks for.
 pub const THREAD_LIMIT_ENV: &str = "OMP_THREAD_LIMIT";
 
-/// Every variable [`EnvSettings::from_env`] reads and checks (besides
+/// Every variable [`Config::from_env`] reads and checks (besides
 /// [`TRACE_ENV`](crate::trace::TRACE_ENV), a file name, which any value is).
 pub const ENV_VARS: [&str; 12] = [
     NUM_THREADS_ENV,
@@ -149,9 +149,9 @@ pub enum DisplayEnv {
 }
 
 impl FromStr for DisplayEnv {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
             // OpenMP names true, false and verbose; LLVM's libomp reads these words too (and
             // more).
@@ -176,9 +176,9 @@ impl fmt::Display for DisplayEnv {
 pub use crate::sleep::WaitPolicy;
 
 impl FromStr for WaitPolicy {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match trim_blanks(s).to_ascii_lowercase().as_str() {
             "balanced" => Ok(Self::Balanced),
             "active" => Ok(Self::Active),
@@ -188,9 +188,15 @@ impl FromStr for WaitPolicy {
     }
 }
 
-/// The settings the environment gives; `None` where a variable is unset.
+/// The configuration of a runtime before it is checked: every setting, `None` where neither
+/// the environment nor the program gave one (the default applies).
+///
+/// [`Config::from_env`] reads every variable once; [`RuntimeBuilder`](crate::RuntimeBuilder)
+/// holds one and its setters fill it in; [`build`](crate::RuntimeBuilder::build) checks it
+/// into the [`Settings`](crate::Settings) the runtime runs with.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct EnvSettings {
+#[non_exhaustive]
+pub struct Config {
     /// `OMP_NUM_THREADS`.
     pub num_threads: Option<usize>,
     /// `OMP_THREAD_LIMIT`.
@@ -201,8 +207,8 @@ pub struct EnvSettings {
     pub proc_bind: Option<ProcBind>,
     /// `OMP_PLACES`.
     pub places: Option<Places>,
-    /// `OMP_PLACES` as written (blanks around it trimmed): what the errors found when the
-    /// places are resolved against the machine quote.
+    /// `OMP_PLACES` as written (blanks around it trimmed), when the variable gave the places:
+    /// what the errors found when the places are resolved against the machine quote.
     pub places_text: Option<String>,
     /// `OMP_STACKSIZE`, in bytes.
     pub stack_size: Option<usize>,
@@ -216,59 +222,79 @@ pub struct EnvSettings {
     pub even_tolerance: Option<f64>,
     /// `OMP_WAIT_POLICY`.
     pub wait_policy: Option<WaitPolicy>,
-    /// `NUMATASK_TRACE`.
+    /// `NUMATASK_TRACE`, or [`RuntimeBuilder::trace`](crate::RuntimeBuilder::trace).
     pub trace: Option<PathBuf>,
-    /// `OMP_DATA_DISTRIBUTION`, which the allocator follows (`numatask_alloc::omp_malloc`):
-    /// read here too, so that a runtime built from the environment refuses a bad value at
-    /// start and `OMP_DISPLAY_ENV` shows the policy.
-    pub data_distribution: Option<Distribution>,
+    /// Whether `trace` came from `NUMATASK_TRACE` (the error naming a file that cannot be
+    /// created says so, and a second runtime of the process numbers its file).
+    pub trace_from_env: bool,
+    /// [`RuntimeBuilder::trace_summary`](crate::RuntimeBuilder::trace_summary) (no variable).
+    pub trace_summary: Option<bool>,
+    /// [`RuntimeBuilder::deque_capacity`](crate::RuntimeBuilder::deque_capacity) (no variable).
+    pub deque_capacity: Option<usize>,
+    /// Whether the environment was read ([`from_env`](Self::from_env),
+    /// [`from_lookup`](Self::from_lookup)): if not, a runtime variable set in the environment
+    /// goes unread, and starting the runtime says so.
+    pub from_env: bool,
 }
 
-impl EnvSettings {
-    /// Reads the process environment.
-    pub fn from_env() -> Result<Self, SchedError> {
+impl Config {
+    /// Reads the process environment, each variable once. `OMP_DATA_DISTRIBUTION`, the
+    /// allocator's, is checked by the allocator's own parser
+    /// ([`Distribution::parse_env_value`]), so that a bad value is refused when the runtime
+    /// starts rather than at the first allocation.
+    pub fn from_env() -> Result<Self, BuildError> {
         for var in ENV_VARS {
             if let Some(value) = std::env::var_os(var)
                 && value.to_str().is_none()
             {
-                return Err(SchedError::InvalidEnv {
+                return Err(BuildError::InvalidEnv {
                     var,
                     value: value.to_string_lossy().into_owned(),
                     expected: "a UTF-8 value",
                 });
             }
         }
-        let mut env = Self::from_lookup(|var| std::env::var(var).ok())?;
+        let mut config = Self::from_lookup(|var| std::env::var(var).ok())?;
         // A file name need not be UTF-8.
-        env.trace = crate::trace::Tracer::path_from_env();
-        Ok(env)
+        config.trace = crate::trace::Tracer::path_from_env();
+        config.trace_from_env = config.trace.is_some();
+        Ok(config)
     }
 
     /// Reads the variables through `lookup` (which returns a variable's value, or `None` when
     /// it is unset): the environment without touching the process's, for tests and embedding.
     ///
     /// ```
-    /// use numatask_sched::config::EnvSettings;
-    /// let env = EnvSettings::from_lookup(|var| match var {
+    /// use numatask_sched::config::Config;
+    /// let config = Config::from_lookup(|var| match var {
     ///     "OMP_NUM_THREADS" => Some("4,2".into()),
     ///     "OMP_STACKSIZE" => Some("16M".into()),
     ///     _ => None,
     /// })?;
-    /// assert_eq!(env.num_threads, Some(4));
-    /// assert_eq!(env.stack_size, Some(16 << 20));
-    /// assert_eq!(env.proc_bind, None);
+    /// assert_eq!(config.num_threads, Some(4));
+    /// assert_eq!(config.stack_size, Some(16 << 20));
+    /// assert_eq!(config.proc_bind, None);
     ///
-    /// let err = EnvSettings::from_lookup(|var| (var == "OMP_NUM_THREADS").then(|| "zero".into()))
+    /// let err = Config::from_lookup(|var| (var == "OMP_NUM_THREADS").then(|| "zero".into()))
     ///     .unwrap_err();
     /// assert!(err.to_string().starts_with("OMP_NUM_THREADS='zero': expected a number of workers"));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SchedError> {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
+        let config = Self::read(&lookup)?;
+        Distribution::parse_env_value(lookup(DISTRIBUTION_ENV).map(Into::into))
+            .map_err(distribution_error)?;
+        Ok(config)
+    }
+
+    /// The runtime's variables through `lookup` (not the allocator's).
+    fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, BuildError> {
         let get = |var: &str| lookup(var).filter(|v| !trim_blanks(v).is_empty());
         let thread_limit = get(THREAD_LIMIT_ENV)
             .map(|v| parse_thread_limit(&v))
             .transpose()?;
-        Ok(EnvSettings {
+        let trace = get(crate::trace::TRACE_ENV).map(PathBuf::from);
+        Ok(Config {
             // More than the most workers a runtime starts is accepted when the thread limit
             // brings it within (as OpenMP would start the limit's number).
             num_threads: get(NUM_THREADS_ENV)
@@ -303,19 +329,27 @@ impl EnvSettings {
                 .map(|v| parse_even_tolerance(&v))
                 .transpose()?,
             wait_policy: get(WAIT_POLICY_ENV).map(|v| v.parse()).transpose()?,
-            trace: get(crate::trace::TRACE_ENV).map(PathBuf::from),
-            data_distribution: get(DISTRIBUTION_ENV)
-                .map(|v| {
-                    v.parse::<Distribution>()
-                        .map_err(|_| invalid(DISTRIBUTION_ENV, &v, DISTRIBUTION_EXPECTED))
-                })
-                .transpose()?,
+            trace_from_env: trace.is_some(),
+            trace,
+            trace_summary: None,
+            deque_capacity: None,
+            from_env: true,
         })
     }
 }
 
-fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError {
-    SchedError::InvalidEnv {
+/// The allocator's refusal of `OMP_DATA_DISTRIBUTION`, as this crate reports a variable.
+fn distribution_error(e: numatask_alloc::AllocError) -> BuildError {
+    match e {
+        numatask_alloc::AllocError::InvalidEnv { var, value, .. } => {
+            invalid(var, &value, DISTRIBUTION_EXPECTED)
+        }
+        other => BuildError::Alloc(other),
+    }
+}
+
+fn invalid(var: &'static str, value: &str, expected: &'static str) -> BuildError {
+    BuildError::InvalidEnv {
         var,
         value: value.to_owned(),
         expected,
@@ -324,7 +358,7 @@ fn invalid(var: &'static str, value: &str, expected: &'static str) -> SchedError
 
 /// Parses an `OMP_NUM_THREADS` value: a positive integer, or a comma-separated list of them
 /// (OpenMP's per-nesting-level list) of which the first is returned.
-pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
+pub fn parse_num_threads(value: &str) -> Result<usize, BuildError> {
     match parse_num_threads_uncapped(value)? {
         n @ ..=MAX_NUM_THREADS => Ok(n),
         _ => Err(invalid(NUM_THREADS_ENV, value, NUM_THREADS_TOO_MANY)),
@@ -333,7 +367,7 @@ pub fn parse_num_threads(value: &str) -> Result<usize, SchedError> {
 
 /// [`parse_num_threads`] without the cap of [`MAX_NUM_THREADS`] (for a count that
 /// `OMP_THREAD_LIMIT` brings within it).
-fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
+fn parse_num_threads_uncapped(value: &str) -> Result<usize, BuildError> {
     let err = || invalid(NUM_THREADS_ENV, value, NUM_THREADS_EXPECTED);
     let mut items = value
         .split(',')
@@ -357,7 +391,7 @@ fn parse_num_threads_uncapped(value: &str) -> Result<usize, SchedError> {
 /// assert_eq!(parse_thread_limit("100000"), Ok(100_000));
 /// assert!(parse_thread_limit("0").unwrap_err().to_string().starts_with("OMP_THREAD_LIMIT='0'"));
 /// ```
-pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
+pub fn parse_thread_limit(value: &str) -> Result<usize, BuildError> {
     match trim_blanks(value).parse::<u64>() {
         // Beyond usize (a 32-bit target), as far beyond MAX_NUM_THREADS as u64::MAX is.
         Ok(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
@@ -378,7 +412,7 @@ pub fn parse_thread_limit(value: &str) -> Result<usize, SchedError> {
 /// let err = parse_max_task_priority("2147483648").unwrap_err().to_string();
 /// assert!(err.starts_with("OMP_MAX_TASK_PRIORITY='2147483648'"), "{err}");
 /// ```
-pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
+pub fn parse_max_task_priority(value: &str) -> Result<u32, BuildError> {
     match trim_blanks(value).parse::<u32>() {
         Ok(n) if n <= MAX_MAX_TASK_PRIORITY => Ok(n),
         _ => Err(invalid(
@@ -397,7 +431,7 @@ pub fn parse_max_task_priority(value: &str) -> Result<u32, SchedError> {
 /// assert_eq!(parse_vicinity(" ALL "), Ok(None));
 /// assert!(parse_vicinity("near").unwrap_err().to_string().starts_with("NUMATASK_VICINITY='near'"));
 /// ```
-pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
+pub fn parse_vicinity(value: &str) -> Result<Option<u32>, BuildError> {
     let v = trim_blanks(value);
     if v.eq_ignore_ascii_case("all") {
         return Ok(None);
@@ -418,7 +452,7 @@ pub fn parse_vicinity(value: &str) -> Result<Option<u32>, SchedError> {
 /// let err = parse_even_tolerance("-0.1").unwrap_err().to_string();
 /// assert!(err.starts_with("NUMATASK_EVEN_TOLERANCE='-0.1': expected a number from 0 to 100"), "{err}");
 /// ```
-pub fn parse_even_tolerance(value: &str) -> Result<f64, SchedError> {
+pub fn parse_even_tolerance(value: &str) -> Result<f64, BuildError> {
     match trim_blanks(value).parse::<f64>() {
         // `+ 0.0`: "-0" is 0.
         Ok(t) if (0.0..=MAX_EVEN_TOLERANCE).contains(&t) => Ok(t + 0.0),
@@ -484,9 +518,9 @@ impl fmt::Display for ProcBind {
 }
 
 impl FromStr for ProcBind {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         parse_proc_bind(s)
     }
 }
@@ -510,7 +544,7 @@ impl From<bool> for ProcBind {
 /// assert!(parse_proc_bind("spread,bogus").is_err());
 /// assert!(parse_proc_bind("false,spread").is_err());
 /// ```
-pub fn parse_proc_bind(value: &str) -> Result<ProcBind, SchedError> {
+pub fn parse_proc_bind(value: &str) -> Result<ProcBind, BuildError> {
     let err = || invalid(PROC_BIND_ENV, value, PROC_BIND_EXPECTED);
     let policy = |item: &str| match trim_blanks(item).to_ascii_lowercase().as_str() {
         "close" => Some(ProcBind::Close),
@@ -586,9 +620,9 @@ impl Places {
 }
 
 impl FromStr for Places {
-    type Err = SchedError;
+    type Err = BuildError;
 
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         parse_places(s)
     }
 }
@@ -676,7 +710,7 @@ fn parse_count(n: &str) -> Option<usize> {
 /// assert_eq!(parse_places("Sockets"), Ok(Places::Sockets));
 /// assert!(parse_places("chiplets").unwrap_err().to_string().starts_with("OMP_PLACES='chiplets'"));
 /// ```
-pub fn parse_places(value: &str) -> Result<Places, SchedError> {
+pub fn parse_places(value: &str) -> Result<Places, BuildError> {
     let err = |expected| invalid(PLACES_ENV, value, expected);
     let trimmed = trim_blanks(value);
     let starts_list = trimmed.starts_with(|c: char| c == '{' || c == '+' || c.is_ascii_digit());
@@ -868,7 +902,7 @@ fn number_at(base: usize, shift: i64) -> Parsed<usize> {
 
 /// Parses an `OMP_STACKSIZE` value into bytes: `<number>[B|K|M|G]`, blanks allowed between the
 /// number and the unit, case-insensitive, no unit meaning KiB (the OpenMP rule).
-pub fn parse_stack_size(value: &str) -> Result<usize, SchedError> {
+pub fn parse_stack_size(value: &str) -> Result<usize, BuildError> {
     let err = || invalid(STACKSIZE_ENV, value, STACKSIZE_EXPECTED);
     let s = trim_blanks(value);
     // A sign, as C's `strtoul` (which libgomp uses) takes it.
@@ -911,7 +945,7 @@ mod tests {
     #[test]
     fn a_worker_count_beyond_the_cap_is_accepted_when_the_thread_limit_brings_it_within() {
         let env = |vars: &'static [(&str, &str)]| {
-            EnvSettings::from_lookup(|var| {
+            Config::from_lookup(|var| {
                 vars.iter()
                     .find(|(v, _)| *v == var)
                     .map(|(_, value)| value.to_string())
@@ -1048,17 +1082,22 @@ mod tests {
 
     #[test]
     fn blank_variables_count_as_unset() {
-        let env = EnvSettings::from_lookup(|_| Some("  ".into())).unwrap();
-        assert_eq!(env, EnvSettings::default());
+        let env = Config::from_lookup(|_| Some("  ".into())).unwrap();
+        assert_eq!(
+            env,
+            Config {
+                from_env: true,
+                ..Config::default()
+            }
+        );
     }
 
     #[test]
     fn every_variable_is_named_in_its_error() {
         for var in ENV_VARS {
-            let err =
-                EnvSettings::from_lookup(|v| (v == var).then(|| "bogus".into())).expect_err(var);
+            let err = Config::from_lookup(|v| (v == var).then(|| "bogus".into())).expect_err(var);
             match err {
-                SchedError::InvalidEnv {
+                BuildError::InvalidEnv {
                     var: named, value, ..
                 } => {
                     assert_eq!(named, var);
@@ -1071,7 +1110,7 @@ mod tests {
 
     #[test]
     fn display_env_and_scheduler_parse_case_insensitively() {
-        let env = EnvSettings::from_lookup(|v| match v {
+        let env = Config::from_lookup(|v| match v {
             DISPLAY_ENV_ENV => Some("Verbose".into()),
             SCHEDULER_ENV => Some("WS".into()),
             _ => None,
@@ -1079,7 +1118,7 @@ mod tests {
         .unwrap();
         assert_eq!(env.display_env, Some(DisplayEnv::Verbose));
         assert_eq!(env.scheduler, Some(SchedulerKind::WorkStealing));
-        let env = EnvSettings::from_lookup(|v| (v == SCHEDULER_ENV).then(|| "Locality".into()));
+        let env = Config::from_lookup(|v| (v == SCHEDULER_ENV).then(|| "Locality".into()));
         assert_eq!(env.unwrap().scheduler, Some(SchedulerKind::Locality));
         // libomp's words for true and false.
         for (word, display) in [
@@ -1099,7 +1138,7 @@ mod tests {
 
     #[test]
     fn the_even_tolerance_is_a_number_from_0_to_100() {
-        let env = EnvSettings::from_lookup(|v| (v == EVEN_TOLERANCE_ENV).then(|| " 0.25 ".into()));
+        let env = Config::from_lookup(|v| (v == EVEN_TOLERANCE_ENV).then(|| " 0.25 ".into()));
         assert_eq!(env.unwrap().even_tolerance, Some(0.25));
         for (text, value) in [
             ("0", 0.0),
@@ -1123,7 +1162,7 @@ mod tests {
 
     #[test]
     fn vicinity_is_a_distance_or_all_and_trace_is_a_path() {
-        let env = EnvSettings::from_lookup(|v| match v {
+        let env = Config::from_lookup(|v| match v {
             VICINITY_ENV => Some(" 16 ".into()),
             crate::trace::TRACE_ENV => Some("out.json".into()),
             _ => None,
@@ -1154,7 +1193,7 @@ mod tests {
 
     #[test]
     fn wait_policy_parses_case_insensitively_and_names_what_it_accepts() {
-        let env = EnvSettings::from_lookup(|v| (v == WAIT_POLICY_ENV).then(|| " Active ".into()));
+        let env = Config::from_lookup(|v| (v == WAIT_POLICY_ENV).then(|| " Active ".into()));
         assert_eq!(env.unwrap().wait_policy, Some(WaitPolicy::Active));
         for (text, policy) in [
             ("PASSIVE", WaitPolicy::Passive),

@@ -47,11 +47,11 @@
 //!                 this[0] += carry;
 //!             })?;
 //!     }
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(v[100], 101);
 //! assert_eq!(v[200], 1 + (101 + 99)); // block 1 was updated first
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), numatask_sched::DependError>(())
 //! ```
 //!
 //! A depend list whose length the program computes is one `_each` declaration:
@@ -68,10 +68,10 @@
 //!         .reads_each(&parts) // all 8 blocks: the body gets a `Vec<&[u32]>`
 //!         .writes(&total[0])
 //!         .spawn(|_, (parts, total)| total[0] = parts.iter().flat_map(|p| p.iter()).sum())?;
-//!     Ok::<(), numatask_sched::SchedError>(())
+//!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(total[0], 64);
-//! # Ok::<(), numatask_sched::SchedError>(())
+//! # Ok::<(), numatask_sched::DependError>(())
 //! ```
 //!
 //! # Why it is sound
@@ -82,7 +82,7 @@
 //!   returns, code outside the tasks cannot touch the data, and regions cannot be turned into
 //!   references; only a task body receives them. `Blocks::shared` holds a shared borrow
 //!   instead, which others may share too: its regions are refused for every declaration that
-//!   gives `&mut` ([`SchedError::ReadOnlyRegion`]), so everyone holds shared references to
+//!   gives `&mut` ([`DependError::ReadOnlyRegion`]), so everyone holds shared references to
 //!   that data (`T: Sync` for the tasks').
 //! - **Conflicting tasks never overlap in time.** All tasks that use one `Blocks` are children
 //!   of one task, ordered by one dependence tracker: a task starts only after every earlier
@@ -90,12 +90,12 @@
 //!   members of one `inoutset` or `mutexinoutset` run excepted) has finished, and `in` readers and `inoutset` members get shared references only. A
 //!   `Blocks` binds to the tracker of the first task it declares accesses for;
 //!   declarations for any other task's children fail with
-//!   [`SchedError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
+//!   [`DependError::ForeignRegion`]. `Blocks` and `Region` are neither `Send` nor `Sync`,
 //!   so they cannot even reach another task's body, or a nested scope (whose closure must be
 //!   `Send`); the binding also closes the paths through thread-locals.
 //! - **One task cannot alias itself.** A task whose own declarations overlap where at least
 //!   one gives `&mut` is refused: [`TaskBuilder::spawn`] returns
-//!   [`SchedError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine;
+//!   [`DependError::ConflictingAccesses`] and spawns nothing. Reading one region twice is fine;
 //!   so is reading a region the task also updates concurrently (`concurrent_updates`, which
 //!   gives shared references too), the two merged into `inout` as OpenMP merges them.
 //! - **References do not outlive the task.** The body is `for<'t> FnOnce(&'t Scope, (&'t ..))`:
@@ -200,7 +200,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 
 use crate::depend::{Access, AccessKind};
-use crate::error::SchedError;
+use crate::error::DependError;
 
 pub use crate::views::{
     Append, ConcurrentUpdate, ConcurrentUpdateEach, Mixed, MutexUpdate, MutexUpdateEach, Read,
@@ -239,7 +239,7 @@ impl<'a, T> Blocks<'a, T> {
     ///
     /// Errors: `block_len` 0, or a zero-sized `T` (whose regions would cover no byte, so the
     /// runtime could not order them).
-    pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, SchedError> {
+    pub fn new(data: &'a mut [T], block_len: usize) -> Result<Self, DependError> {
         let len = data.len();
         Self::cut(NonNull::from(data).cast::<T>(), len, block_len, true)
     }
@@ -251,7 +251,7 @@ impl<'a, T> Blocks<'a, T> {
     /// [`concurrent_updates`](TaskBuilder::concurrent_updates) (shared references, for atomics)
     /// and their `_each` forms; a declaration that would give `&mut` (`writes`, `updates`,
     /// `mutex_updates`) makes [`spawn`](TaskBuilder::spawn) fail with
-    /// [`SchedError::ReadOnlyRegion`]. The declarations still order tasks among themselves
+    /// [`DependError::ReadOnlyRegion`]. The declarations still order tasks among themselves
     /// (`in` after `inoutset`) and are the tasks' footprints, which the locality-aware
     /// scheduler weighs.
     ///
@@ -270,14 +270,14 @@ impl<'a, T> Blocks<'a, T> {
     ///             .spawn(|_, (x, sum)| sum[0] = x.iter().sum())?;
     ///     }
     ///     assert_eq!(a[999], 2); // still readable outside the tasks
-    ///     Ok::<(), numatask_sched::SchedError>(())
+    ///     Ok::<(), numatask_sched::DependError>(())
     /// })?;
     /// assert_eq!(sums, [200; 10]);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::DependError>(())
     /// ```
     ///
     /// Errors: as for [`new`](Self::new).
-    pub fn shared(data: &'a [T], block_len: usize) -> Result<Self, SchedError> {
+    pub fn shared(data: &'a [T], block_len: usize) -> Result<Self, DependError> {
         Self::cut(
             NonNull::from(data).cast::<T>(),
             data.len(),
@@ -292,16 +292,16 @@ impl<'a, T> Blocks<'a, T> {
         len: usize,
         block_len: usize,
         writable: bool,
-    ) -> Result<Self, SchedError> {
+    ) -> Result<Self, DependError> {
         if block_len == 0 {
-            return Err(SchedError::InvalidSetting {
+            return Err(DependError::InvalidSetting {
                 setting: "block length",
                 value: "0".into(),
                 expected: "at least 1 element",
             });
         }
         if size_of::<T>() == 0 {
-            return Err(SchedError::InvalidSetting {
+            return Err(DependError::InvalidSetting {
                 setting: "block element size",
                 value: "0".into(),
                 expected: "a type of non-zero size",
@@ -360,9 +360,9 @@ impl<'a, T> Blocks<'a, T> {
 
     /// The elements `range` (of the whole data, across block boundaries if need be) as a
     /// region. Regions may overlap: the runtime orders tasks byte by byte.
-    pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, SchedError> {
+    pub fn region(&self, range: Range<usize>) -> Result<Region<'a, T>, DependError> {
         if range.start > range.end || range.end > self.whole.len {
-            return Err(SchedError::InvalidRegion {
+            return Err(DependError::InvalidRegion {
                 start: range.start,
                 end: range.end,
                 len: self.whole.len,
@@ -480,7 +480,7 @@ mod tests {
         let reversed = b.region(7..3).expect_err("reversed");
         assert!(matches!(
             reversed,
-            SchedError::InvalidRegion {
+            DependError::InvalidRegion {
                 start: 7,
                 end: 3,
                 len: 10
@@ -494,12 +494,12 @@ mod tests {
         let mut v = vec![0u8; 10];
         assert!(matches!(
             Blocks::new(&mut v, 0),
-            Err(SchedError::InvalidSetting { .. })
+            Err(DependError::InvalidSetting { .. })
         ));
         let mut z = vec![(); 10];
         assert!(matches!(
             Blocks::new(&mut z, 2),
-            Err(SchedError::InvalidSetting { .. })
+            Err(DependError::InvalidSetting { .. })
         ));
     }
 }

@@ -122,12 +122,13 @@ mod worker;
 #[cfg(not(loom))]
 pub use config::{DisplayEnv, Places, ProcBind, WaitPolicy};
 #[cfg(not(loom))]
-pub use error::{BuildError, DependError, SchedError};
+pub use error::{BuildError, DependError};
 #[cfg(not(loom))]
 pub use footprint::Footprint;
 #[cfg(not(loom))]
 pub use runtime::{
-    Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope,
+    Runtime, RuntimeBuilder, Settings, current_num_workers, current_worker, join, scope, try_join,
+    try_scope,
 };
 #[cfg(not(loom))]
 pub use scheduler::{SchedulerKind, WorkerPlace};

@@ -63,7 +63,7 @@ use crate::worker::WorkerThread;
 ///     s.taskwait();
 /// });
 /// assert_eq!(halves[0] + halves[1], 5050);
-/// # Ok::<(), numatask_sched::SchedError>(())
+/// # Ok::<(), numatask_sched::BuildError>(())
 /// ```
 pub struct Scope<'scope> {
     frame: NonNull<Header>,
@@ -231,8 +231,7 @@ impl<'scope> Scope<'scope> {
     /// the tracer (which records each task's bytes per node). Work stealing without a trace
     /// ignores footprints, and an optional one is not worth its allocation then.
     pub(crate) fn uses_footprints(&self) -> bool {
-        self.worker().registry().settings.scheduler == crate::SchedulerKind::Locality
-            || self.is_tracing()
+        self.worker().registry().scheduler.reads_footprints() || self.is_tracing()
     }
 
     /// The scope of the task itself: this one, or, inside taskgroups, the one they are in.
@@ -450,7 +449,7 @@ impl<'scope> Scope<'scope> {
     /// let (left, right) = v.split_at(5);
     /// let (a, b) = rt.scope(|s| s.join(|_| left.iter().sum::<u32>(), |_| right.iter().sum::<u32>()));
     /// assert_eq!(a + b, 55);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
     where

@@ -133,7 +133,7 @@ impl<'scope> Scope<'scope> {
     ///     });
     /// });
     /// assert_eq!(sum.into_inner(), 999 * 1000 / 2);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics
@@ -187,7 +187,7 @@ impl<'scope> Scope<'scope> {
     ///     (sum, max)
     /// });
     /// assert_eq!((sum, max), (49_995_000.0, 9_999.0));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics
@@ -248,7 +248,7 @@ impl<'scope> Scope<'scope> {
     ///     });
     /// });
     /// assert_eq!(evens.into_inner(), 500);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics
@@ -288,7 +288,7 @@ impl<'scope> Scope<'scope> {
     ///     s.taskloop_reduce_slice(&v, Grain::Auto, || 0.0, |_, _, c| c.iter().sum(), |a, b| a + b)
     /// });
     /// assert_eq!(sum, 49_995_000.0);
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics
@@ -351,7 +351,7 @@ impl<'scope> Scope<'scope> {
     ///     });
     /// });
     /// assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics
@@ -410,7 +410,7 @@ impl<'scope> Scope<'scope> {
     ///     });
     /// });
     /// assert_eq!((kept[4], kept[5]), (4.0, 0.0));
-    /// # Ok::<(), numatask_sched::SchedError>(())
+    /// # Ok::<(), numatask_sched::BuildError>(())
     /// ```
     ///
     /// # Panics

@@ -278,6 +278,38 @@ impl Tracer {
         })
     }
 
+    /// Waits until every record started before the call has its end: the tasks running then
+    /// have returned. A worker sets a task's end after the task signalled its completion, so
+    /// a scope can return before the ends of its last tasks are recorded; a trace written
+    /// after this holds them. Called from outside the pool only: a task waiting for the
+    /// tasks running beside it could wait for one that waits for it.
+    pub fn wait_for_running(&self) {
+        let running: Vec<(usize, usize)> = self
+            .buffers
+            .iter()
+            .enumerate()
+            .flat_map(|(worker, b)| {
+                let buffer = b.lock().unwrap_or_else(|p| p.into_inner());
+                buffer
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.end_ns.is_none())
+                    .map(|(at, _)| (worker, at))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for (worker, at) in running {
+            while self.buffers[worker]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(at)
+                .is_some_and(|r| r.end_ns.is_none())
+            {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// Every record so far, worker by worker.
     pub fn records(&self) -> Vec<TaskRecord> {
         self.buffers

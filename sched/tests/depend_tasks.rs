@@ -11,8 +11,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::{TempPath, message, runtime, within};
+use numatask_sched::DependError;
 use numatask_sched::__internals::CANCELLED;
-use numatask_sched::SchedError;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 
@@ -587,7 +587,7 @@ fn a_task_cannot_write_bytes_it_also_declares_otherwise() {
                 .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
             assert_eq!(
                 r,
-                Err(SchedError::ConflictingAccesses {
+                Err(DependError::ConflictingAccesses {
                     first: 0,
                     first_kind: AccessKind::In,
                     second: 1,
@@ -608,7 +608,7 @@ fn a_task_cannot_write_bytes_it_also_declares_otherwise() {
                 .updates(&blocks[1])
                 .updates(&blocks[1])
                 .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
-            assert!(matches!(r, Err(SchedError::ConflictingAccesses { .. })));
+            assert!(matches!(r, Err(DependError::ConflictingAccesses { .. })));
             // Reading a region twice is fine, and so are adjacent writes.
             s.task()
                 .reads(&blocks[0])
@@ -659,7 +659,7 @@ fn list_declarations(workers: usize, nb: usize) {
                 }
             })
             .expect("every block");
-        Ok::<(), SchedError>(())
+        Ok::<(), DependError>(())
     })
     .expect("valid");
     for i in 0..nb {
@@ -701,7 +701,7 @@ fn a_list_that_gives_mut_to_overlapping_regions_is_refused() {
                     .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
                 assert_eq!(
                     r,
-                    Err(SchedError::ConflictingAccesses {
+                    Err(DependError::ConflictingAccesses {
                         first: 0,
                         first_kind: AccessKind::InOut,
                         second: len - 1,
@@ -719,7 +719,7 @@ fn a_list_that_gives_mut_to_overlapping_regions_is_refused() {
                 .spawn(move |_, _| ran.store(true, Ordering::SeqCst));
             assert_eq!(
                 r,
-                Err(SchedError::ConflictingAccesses {
+                Err(DependError::ConflictingAccesses {
                     first: 20,
                     first_kind: AccessKind::In,
                     second: 50,
@@ -761,7 +761,7 @@ fn handles_bound_to_one_task_are_refused_for_another_tasks_children() {
                     let blocks = b.as_ref().expect("smuggled");
                     s.task().updates(&blocks[0]).spawn(|_, (x,)| x[0] = 2)
                 });
-                assert_eq!(r, Err(SchedError::ForeignRegion));
+                assert_eq!(r, Err(DependError::ForeignRegion));
             });
             s.taskwait();
             SMUGGLED.with(|b| b.borrow_mut().take());
@@ -892,7 +892,7 @@ fn shared_blocks_give_shared_references_only_and_refuse_writers() {
         for (i, result) in refused.into_iter().enumerate() {
             let err = result.expect_err("a writer of shared data");
             assert!(
-                matches!(err, SchedError::ReadOnlyRegion { .. }),
+                matches!(err, DependError::ReadOnlyRegion { .. }),
                 "{i}: {err}"
             );
             assert!(err.to_string().contains("Blocks::shared"), "{err}");
@@ -910,7 +910,7 @@ fn shared_blocks_give_shared_references_only_and_refuse_writers() {
         }
         // The data stays readable outside the tasks meanwhile.
         assert_eq!(input[99], 99);
-        Ok::<(), SchedError>(())
+        Ok::<(), DependError>(())
     })
     .expect("scope");
     let expected: Vec<u64> = (0..10).map(|b| (b * 10..b * 10 + 10).sum()).collect();
@@ -937,7 +937,7 @@ fn shared_data_serves_scopes_on_several_threads_at_once() {
                             .spawn(|_, (parts, t)| {
                                 t[0] = parts.iter().map(|p| p.iter().sum::<u32>()).sum()
                             })?;
-                        Ok::<(), SchedError>(())
+                        Ok::<(), DependError>(())
                     })
                     .expect("scope");
                     total[0]

@@ -2,7 +2,7 @@
 //! the process.)
 
 use numatask_sched::config::DisplayEnv;
-use numatask_sched::{Runtime, SchedError, SchedulerKind};
+use numatask_sched::{BuildError, Runtime, SchedulerKind};
 
 fn set(var: &str, value: &str) {
     // SAFETY: this binary's only test runs on one thread and no other thread of the process
@@ -91,7 +91,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     );
     let err = Runtime::new().expect_err("the directory does not exist");
     assert!(
-        matches!(err, SchedError::TraceFile { from_env: true, .. }),
+        matches!(err, BuildError::TraceFile { from_env: true, .. }),
         "{err:?}"
     );
     assert!(
@@ -198,7 +198,7 @@ fn runtime_reads_the_openmp_environment_and_rejects_bad_values() {
     ] {
         set(var, value);
         match Runtime::new() {
-            Err(SchedError::InvalidEnv {
+            Err(BuildError::InvalidEnv {
                 var: named,
                 value: v,
                 expected,

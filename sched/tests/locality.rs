@@ -169,7 +169,7 @@ fn dependent_tasks_are_dealt_by_their_depend_list() {
                         this[0] += prev[0];
                     })?;
             }
-            Ok::<(), numatask_sched::SchedError>(())
+            Ok::<(), numatask_sched::DependError>(())
         })
         .expect("valid blocks");
         assert_eq!(v[3 * BLOCK], 4, "the chain ran in order");
@@ -852,8 +852,7 @@ fn a_waiter_with_room_takes_its_descendant_set_aside_beyond_the_vicinity() {
                             inner.task().affinity(footprint(on1)).spawn(move |d| {
                                 d_ran_on.lock().unwrap().push(d.node());
                             });
-                        })
-                        .expect("a nested scope in a task");
+                        });
                     });
                     s.taskwait();
                     std::hint::black_box(&mut pad);
@@ -1173,8 +1172,7 @@ fn tree_node<'scope>(
                             .affinity(on(i))
                             .spawn(move |s| add(tree(s, child(i), depth - 1, chunks)));
                     }
-                })
-                .expect("a nested scope");
+                });
             }
             _ => {
                 let handles: Vec<_> = (0..fan)

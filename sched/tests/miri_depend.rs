@@ -110,8 +110,7 @@ fn all_access_kinds() {
                         .spawn(|_, (z, u)| u[0] = z[0])
                         .unwrap();
                     s.taskwait();
-                })
-                .unwrap();
+                });
             })
             .unwrap();
         s.taskwait();

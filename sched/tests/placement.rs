@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use numatask_alloc::{Pinning, Preset, Topology};
 use numatask_sched::config::ProcBind;
-use numatask_sched::{Runtime, SchedError};
+use numatask_sched::{BuildError, Runtime};
 
 fn opteron() -> Arc<Topology> {
     Arc::new(Topology::preset(Preset::Opteron6172).expect("the preset builds"))
@@ -160,7 +160,7 @@ fn invalid_builder_settings_are_typed_errors() {
     ];
     for (builder, name) in cases {
         match builder.build() {
-            Err(SchedError::InvalidSetting { setting, .. }) => assert_eq!(setting, name),
+            Err(BuildError::InvalidSetting { setting, .. }) => assert_eq!(setting, name),
             other => panic!("{name}: expected InvalidSetting, got {other:?}"),
         }
     }
@@ -188,7 +188,7 @@ fn a_trace_file_that_cannot_be_created_is_an_error_at_start() {
     let dir = std::env::temp_dir();
     for path in [dir.clone(), dir.join("numatask-no-such-dir").join("t.json")] {
         match Runtime::builder().num_threads(1).trace(&path).build() {
-            Err(SchedError::TraceFile {
+            Err(BuildError::TraceFile {
                 path: p, from_env, ..
             }) => {
                 assert_eq!(p, path.display().to_string());

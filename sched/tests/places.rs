@@ -9,8 +9,9 @@ use std::sync::Arc;
 use common::{affinity, worker_affinities};
 
 use numatask_alloc::{Preset, Topology, TopologyBuilder};
-use numatask_sched::config::{EnvSettings, Places, ProcBind};
-use numatask_sched::{Runtime, SchedError};
+use numatask_sched::RuntimeBuilder;
+use numatask_sched::config::{Config, Places, ProcBind};
+use numatask_sched::{BuildError, Runtime};
 
 /// Two nodes of two cores of two hardware threads: PUs 0-3 on node 0, 4-7 on node 1.
 fn smt() -> Arc<Topology> {
@@ -21,7 +22,7 @@ fn smt() -> Arc<Topology> {
     )
 }
 
-fn runtime(places: Places, threads: Option<usize>) -> Result<Runtime, SchedError> {
+fn runtime(places: Places, threads: Option<usize>) -> Result<Runtime, BuildError> {
     let mut builder = Runtime::builder()
         .topology(smt())
         .proc_bind(false)
@@ -143,7 +144,7 @@ fn an_explicit_list_is_taken_as_written() {
 fn a_processor_the_topology_lacks_is_an_error_that_names_it() {
     let places: Places = "{0:2},{8}".parse().expect("valid syntax");
     match runtime(places, None) {
-        Err(err @ SchedError::Places { .. }) => assert_eq!(
+        Err(err @ BuildError::Places { .. }) => assert_eq!(
             err.to_string(),
             "places (RuntimeBuilder::places)='{0:2},{8}': processor 8 does not exist (the \
              topology has processors {0:8})"
@@ -169,7 +170,7 @@ fn builder_places_the_parser_would_refuse_are_errors_that_say_why() {
     ] {
         match runtime(places.clone(), None) {
             Err(
-                err @ SchedError::Places {
+                err @ BuildError::Places {
                     from_env: false, ..
                 },
             ) => assert_eq!(
@@ -222,10 +223,9 @@ fn a_list_gets_at_least_one_worker_per_place() {
 
 #[test]
 fn a_places_error_quotes_omp_places_as_written() {
-    let env = EnvSettings::from_lookup(|var| (var == "OMP_PLACES").then(|| " {6}:3 ".into()))
+    let config = Config::from_lookup(|var| (var == "OMP_PLACES").then(|| " {6}:3 ".into()))
         .expect("valid syntax");
-    let err = Runtime::builder()
-        .env(&env)
+    let err = RuntimeBuilder::from_config(config)
         .topology(smt())
         .proc_bind(false)
         .build()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::{fib_seq, within};
 use numatask_sched::data::Blocks;
 use numatask_sched::trace::QueueChoice;
-use numatask_sched::{Runtime, RuntimeBuilder, SchedError, SchedulerKind, Scope};
+use numatask_sched::{BuildError, DependError, Runtime, RuntimeBuilder, SchedulerKind, Scope};
 
 fn builder(workers: usize, max_priority: u32) -> RuntimeBuilder {
     Runtime::builder()
@@ -91,7 +91,7 @@ fn ready_dependent_tasks_wait_for_their_priority_on_one_worker() {
                                 order.lock().unwrap().push(i);
                             })?;
                     }
-                    Ok::<(), SchedError>(())
+                    Ok::<(), DependError>(())
                 })
                 .expect("distinct regions");
                 assert_eq!(data, [1; 4]);
@@ -146,7 +146,7 @@ fn released_dependent_tasks_run_in_priority_order_on_the_worker_that_released_th
                 while !all_ran.load(Ordering::Acquire) {
                     std::hint::spin_loop();
                 }
-                Ok::<(), SchedError>(())
+                Ok::<(), DependError>(())
             })
             .expect("distinct regions");
             let order = order.into_inner().unwrap();
@@ -248,7 +248,7 @@ fn the_maximum_comes_from_the_builder_and_is_bounded() {
     let top = builder(1, i32::MAX as u32).build().expect("runtime starts");
     assert_eq!(top.settings().max_task_priority, i32::MAX as u32);
     match builder(1, i32::MAX as u32 + 1).build() {
-        Err(SchedError::InvalidSetting { setting, .. }) => assert_eq!(setting, "max_task_priority"),
+        Err(BuildError::InvalidSetting { setting, .. }) => assert_eq!(setting, "max_task_priority"),
         other => panic!("expected InvalidSetting, got {other:?}"),
     }
 }

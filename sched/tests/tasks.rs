@@ -165,7 +165,7 @@ fn tasks_spawned_through_the_enclosing_scope_during_a_taskgroup_belong_to_it() {
         // After the group, spawns through `s` are the task's own again.
         s.taskgroup(|_| ());
         s.spawn(|_| ());
-        Ok::<(), numatask_sched::SchedError>(())
+        Ok::<(), numatask_sched::DependError>(())
     })
     .expect("scope");
     assert_eq!(data[..2], [1, 1]);
@@ -240,8 +240,7 @@ fn fib_free_join(n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let (a, b) = numatask_sched::join(|| fib_free_join(n - 1), || fib_free_join(n - 2))
-        .expect("the global runtime starts");
+    let (a, b) = numatask_sched::join(|| fib_free_join(n - 1), || fib_free_join(n - 2));
     a + b
 }
 
@@ -250,8 +249,8 @@ fn free_join_runs_in_the_callers_runtime_or_the_global_one() {
     within(60, || {
         // From a thread outside any pool: the global runtime.
         assert_eq!(fib_free_join(18), fib_seq(18));
-        let (a, b) = numatask_sched::join(numatask_sched::current_worker, || 1).unwrap();
-        let global = Runtime::global().unwrap();
+        let (a, b) = numatask_sched::join(numatask_sched::current_worker, || 1);
+        let global = Runtime::global();
         assert!(a.is_some_and(|w| w.index < global.num_workers()));
         assert_eq!(b, 1);
         // From a task: that task's runtime (told from the global one by its size), both
@@ -261,7 +260,7 @@ fn free_join_runs_in_the_callers_runtime_or_the_global_one() {
         let sizes = Mutex::new(Vec::new());
         let n = rt.scope(|_| {
             let record = || {
-                let workers = numatask_sched::scope(|s| s.num_workers()).unwrap();
+                let workers = numatask_sched::scope(|s| s.num_workers());
                 sizes.lock().unwrap().push(workers);
             };
             let (x, ()) = numatask_sched::join(
@@ -270,8 +269,7 @@ fn free_join_runs_in_the_callers_runtime_or_the_global_one() {
                     fib_free_join(15)
                 },
                 record,
-            )
-            .unwrap();
+            );
             x
         });
         assert_eq!(n, fib_seq(15));
@@ -295,7 +293,7 @@ fn free_join_resumes_a_panic_and_the_runtime_goes_on() {
         });
         let payload = caught.expect_err("b's panic reaches the caller");
         assert_eq!(payload.downcast_ref::<&str>(), Some(&"b fails"));
-        assert_eq!(numatask_sched::join(|| 1, || 2).unwrap(), (1, 2));
+        assert_eq!(numatask_sched::join(|| 1, || 2), (1, 2));
     });
 }
 
@@ -488,13 +486,12 @@ fn a_scope_injected_while_a_waiter_short_of_stack_sleeps_wakes_an_idle_worker() 
 
 #[test]
 fn the_global_scope_runs_tasks() {
-    let v = numatask_sched::scope(|s| fib(s, 15)).expect("the environment is valid in tests");
+    let v = numatask_sched::scope(|s| fib(s, 15));
     assert_eq!(v, fib_seq(15));
     // From inside a task, `scope` uses the task's own runtime (three workers here, as the
     // global runtime of the test machine does not have).
     let rt = runtime(3);
-    let (nested, workers) =
-        rt.scope(|_| numatask_sched::scope(|s| (fib(s, 10), s.num_workers())).unwrap());
+    let (nested, workers) = rt.scope(|_| numatask_sched::scope(|s| (fib(s, 10), s.num_workers())));
     assert_eq!(nested, fib_seq(10));
     assert_eq!(workers, 3);
 }

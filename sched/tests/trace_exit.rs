@@ -49,7 +49,7 @@ fn run_child(test: &str, role: &str, trace: &std::path::Path) -> std::process::O
 fn the_global_runtime_writes_its_trace_at_exit() {
     if std::env::var_os(CHILD).is_some_and(|v| v == "global") {
         // The child: tasks on the process-wide runtime, then a normal exit.
-        numatask_sched::scope(|s| spawn_empty(s, 5)).expect("the global runtime starts");
+        numatask_sched::scope(|s| spawn_empty(s, 5));
         return;
     }
     let path = temp("global-trace");
@@ -163,7 +163,7 @@ fn every_runtime_the_variable_traces_keeps_its_own_file() {
         let rt = numatask_sched::Runtime::new().expect("runtime starts");
         rt.scope(|s| spawn_empty(s, 3));
         drop(rt);
-        numatask_sched::scope(|s| spawn_empty(s, 5)).expect("the global runtime starts");
+        numatask_sched::scope(|s| spawn_empty(s, 5));
         return;
     }
     let first = temp("several-traces");
@@ -285,4 +285,69 @@ fn a_test_that_panics_still_removes_the_files_it_wrote() {
     });
     assert!(unwound.is_err());
     assert!(!path.exists(), "{} is left", path.display());
+}
+
+/// How many times the child of `a_finished_trace_holds_every_task_and_the_drop_adds_nothing`
+/// runs a scope of short tasks and finishes the trace.
+const ROUNDS: usize = 400;
+/// Tasks per round.
+const TASKS: usize = 2;
+
+#[test]
+fn a_finished_trace_holds_every_task_and_the_drop_adds_nothing() {
+    if std::env::var_os(CHILD).is_some_and(|v| v == "finish") {
+        // The child: rounds of short tasks, each followed by `finish_trace`, which must
+        // leave nothing for the drop to write.
+        let rt = numatask_sched::RuntimeBuilder::from_env()
+            .expect("valid environment")
+            .build()
+            .expect("runtime starts");
+        let path = rt.settings().trace.clone().expect("traced");
+        for round in 1..=ROUNDS {
+            rt.scope(|s| spawn_empty(s, TASKS));
+            let summary = rt.finish_trace().expect("tracing").expect("written");
+            // Every task of every round so far, and each round's scope body.
+            assert_eq!(summary.tasks as usize, round * (TASKS + 1));
+            let (records, ended) = rt.tracer().expect("tracing").progress();
+            assert_eq!(
+                records, ended,
+                "round {round}: a task's end was not recorded"
+            );
+            let json = std::fs::read_to_string(&path).expect("the trace file");
+            assert!(
+                !json.contains("\"unfinished\":true"),
+                "round {round}: the trace file holds a task without its end"
+            );
+        }
+        let before = std::fs::read(&path).expect("the trace file");
+        drop(rt);
+        let after = std::fs::read(&path).expect("the trace file");
+        assert!(before == after, "the drop rewrote the finished trace");
+        return;
+    }
+    let path = temp("finished-trace");
+    // More workers than the machine has cores, so that a worker is often descheduled between
+    // a task's completion and the record of its end: the window this test looks into.
+    let out = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "a_finished_trace_holds_every_task_and_the_drop_adds_nothing",
+            "--exact",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD, "finish")
+        .env("NUMATASK_TRACE", &path)
+        .env("OMP_NUM_THREADS", "16")
+        .env("OMP_PROC_BIND", "false")
+        .output()
+        .expect("the child runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_file(&path);
+    assert!(out.status.success(), "child failed: {stderr}");
+    // One "written" line per `finish_trace`, none from the drop or the exit.
+    assert_eq!(
+        stderr.matches("numatask: trace of ").count(),
+        ROUNDS,
+        "{stderr:.2000}"
+    );
 }

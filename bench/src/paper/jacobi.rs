@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, alloc, first_difference, size_text, sum_checksum};
@@ -213,7 +213,7 @@ impl Instance for Jacobi {
         }
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let p = self.params;
         let (nb, bs) = (p.nb, p.bs);
         let top = vec![TOP; bs];

@@ -5,7 +5,7 @@
 
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, alloc, first_difference, size_text, sum_checksum, whole};
@@ -85,7 +85,7 @@ impl Instance for Map {
         }
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let vectors = &mut self.vectors;
         rt.scope(|s| {
             let handles = whole(vectors)?;

@@ -20,7 +20,7 @@
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, SplitMix64, alloc, size_text, sum_checksum};
@@ -93,7 +93,7 @@ impl Matmul {
 }
 
 /// One [`Blocks`] of one block for each block of a matrix (each block is its own allocation).
-fn handles(m: &mut [NumaVec<f32>], bs: usize) -> Result<Vec<Blocks<'_, f32>>, SchedError> {
+fn handles(m: &mut [NumaVec<f32>], bs: usize) -> Result<Vec<Blocks<'_, f32>>, DependError> {
     m.iter_mut().map(|v| Blocks::new(v, bs * bs)).collect()
 }
 
@@ -134,7 +134,7 @@ impl Instance for Matmul {
         }
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let nb = self.params.nb;
         let bs = self.params.bs;
         let (a, b, c) = (&mut self.a, &mut self.b, &mut self.c);

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use numatask::alloc::{AllocError, Distribution, NumaVec, Place, Topology, Zeroable};
 use numatask::sched::data::Blocks;
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use cost_model::Probe;
 
@@ -200,7 +200,7 @@ pub trait Instance {
 
     /// The parallel section (timed): every task in `rt`, each declaring its footprint, and
     /// timed by `probe` when one is given.
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError>;
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError>;
 
     /// Checks the result of the last `compute` against a sequential computation; `Ok` holds
     /// the checksum, `Err` says what differs.
@@ -235,7 +235,7 @@ pub fn alloc<T: Zeroable>(len: usize, distribution: Distribution) -> Result<Numa
 }
 
 /// Depend handles for allocations used whole: one [`Blocks`] of one block per allocation.
-pub fn whole<T>(allocations: &mut [NumaVec<T>]) -> Result<Vec<Blocks<'_, T>>, SchedError> {
+pub fn whole<T>(allocations: &mut [NumaVec<T>]) -> Result<Vec<Blocks<'_, T>>, DependError> {
     allocations
         .iter_mut()
         .map(|v| {

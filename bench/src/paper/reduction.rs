@@ -17,7 +17,7 @@
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::data::Blocks;
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, SplitMix64, alloc, mix64, size_text};
@@ -193,7 +193,7 @@ impl Instance for Reduction {
         self.both[n..].fill(0.0);
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let (n, leaf) = (self.params.len, self.params.leaf());
         let piece = 2 * leaf;
         for level in 0..self.params.depth {
@@ -236,7 +236,7 @@ impl Instance for Reduction {
                             timed(probe, s, "merge", &footprint, || merge(a, b, out));
                         })?;
                 }
-                Ok::<(), SchedError>(())
+                Ok::<(), DependError>(())
             })?;
         }
         Ok(())

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{BoxError, Instance, Size, alloc, first_difference, size_text, whole};
@@ -261,7 +261,7 @@ impl Instance for SparseLu {
         }
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let bs = self.params.bs;
         let (ops, slot, storage) = (&self.ops, &self.slot, &mut self.storage);
         rt.scope(|s| {
@@ -269,7 +269,7 @@ impl Instance for SparseLu {
             let block = |i: usize| {
                 slot[i]
                     .map(|position| &handles[position][0])
-                    .ok_or(SchedError::InvalidSetting {
+                    .ok_or(DependError::InvalidSetting {
                         setting: "sparselu block",
                         value: i.to_string(),
                         expected: "a block that is present or filled in",

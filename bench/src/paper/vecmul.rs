@@ -9,7 +9,7 @@
 
 use numatask::alloc::{Distribution, NumaVec};
 use numatask::sched::depend::{Access, AccessKind};
-use numatask::sched::{Runtime, SchedError};
+use numatask::sched::{DependError, Runtime};
 
 use super::cost_model::{Probe, timed};
 use super::{
@@ -129,7 +129,7 @@ impl Instance for Vecmul {
         }
     }
 
-    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), SchedError> {
+    fn compute(&mut self, rt: &Runtime, probe: Option<&Probe>) -> Result<(), DependError> {
         let (a, b, c) = (&mut self.a, &mut self.b, &mut self.c);
         rt.scope(|s| {
             let (a, b, c) = (whole(a)?, whole(b)?, whole(c)?);

@@ -86,9 +86,9 @@ use crate::deque::{self, Steal, Stealer, Worker};
 use crate::job::Task;
 use crate::locality_policy::{DealReason, LocalityModel};
 use crate::node_queue::NodeQueue;
+use crate::runtime::Settings;
 use crate::scheduler::{
-    Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
-    push_to_deque,
+    Found, Scheduler, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace, push_to_deque,
 };
 use crate::sleep::Sleep;
 use crate::sync::CachePadded;
@@ -499,10 +499,10 @@ impl Scheduler for Locality {
     fn create(
         topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (Self, Vec<LocalityLocal>) {
-        let model = LocalityModel::new(topology, config.vicinity)
-            .with_even_tolerance(config.even_tolerance);
+        let model = LocalityModel::new(topology, settings.vicinity)
+            .with_even_tolerance(settings.even_tolerance);
         // A topology has at least one node and an n x n matrix (the OS's, or 10/20 when the
         // OS gives none): `Topology` builds it so.
         let n = topology.num_nodes();
@@ -538,7 +538,9 @@ impl Scheduler for Locality {
         // Distances are read thief row, victim column (the thief reaching the victim's data),
         // as in the model's steal orders, with which `remote_runs` below lines these up.
         let within = |victim: usize, thief: usize| {
-            config.vicinity.is_none_or(|max| dist(thief, victim) <= max)
+            settings
+                .vicinity
+                .is_none_or(|max| dist(thief, victim) <= max)
         };
         let remote_workers = (0..n)
             .map(|node| {
@@ -566,7 +568,7 @@ impl Scheduler for Locality {
             .collect();
         let reachable_workers = (0..n)
             .map(|victim| {
-                if config.vicinity.is_none() {
+                if settings.vicinity.is_none() {
                     return Box::default();
                 }
                 let mut thieves: Vec<usize> = (0..n)
@@ -583,7 +585,7 @@ impl Scheduler for Locality {
         let (locals, stealers): (Vec<_>, Vec<_>) = places
             .iter()
             .map(|place| {
-                let (worker, stealer) = deque::deque(config.deque_capacity);
+                let (worker, stealer) = deque::deque(settings.deque_capacity);
                 let peers: Box<[usize]> = places
                     .iter()
                     .filter(|p| node_of(p) == node_of(place) && p.index != place.index)
@@ -591,7 +593,7 @@ impl Scheduler for Locality {
                     .collect();
                 let local = LocalityLocal {
                     deque: worker,
-                    plain_push: n == 1 && config.vicinity.is_none(),
+                    plain_push: n == 1 && settings.vicinity.is_none(),
                     next_peer: Cell::new(peers.iter().position(|&p| p > place.index).unwrap_or(0)),
                     peers,
                     taken: Cell::new(Taken::OwnDeque),
@@ -616,7 +618,7 @@ impl Scheduler for Locality {
             reachable_workers,
             worker_nodes: places.iter().map(node_of).collect(),
             injector: NodeQueue::new(),
-            vicinity: config.vicinity,
+            vicinity: settings.vicinity,
             redirects: (0..n).map(|_| AtomicUsize::new(0)).collect(),
         };
         (shared, locals)
@@ -624,6 +626,12 @@ impl Scheduler for Locality {
 
     fn kind(&self) -> SchedulerKind {
         SchedulerKind::Locality
+    }
+
+    /// Algorithm 1 deals tasks by their footprints.
+    #[inline]
+    fn reads_footprints(&self) -> bool {
+        true
     }
 
     /// On one node without a vicinity every task goes to the spawner's deque exactly as under

@@ -46,8 +46,9 @@ use std::sync::Arc;
 use numatask_alloc::Topology;
 
 use crate::deque::Worker;
-use crate::error::SchedError;
+use crate::error::BuildError;
 use crate::job::Task;
+use crate::runtime::Settings;
 use crate::sleep::Sleep;
 use crate::trace::QueueChoice;
 
@@ -79,38 +80,6 @@ pub struct WorkerCtx<'a> {
     /// The pool's idle/wake protocol: a policy that makes work visible to others wakes
     /// sleepers through it.
     pub sleep: &'a Sleep,
-}
-
-/// Settings a policy is created with. [`Default`] gives the runtime's defaults; set the
-/// fields from there (the struct may gain fields).
-///
-/// ```
-/// use numatask_sched::scheduler::SchedulerConfig;
-/// let mut config = SchedulerConfig::default();
-/// config.vicinity = Some(16);
-/// assert_eq!(config.even_tolerance, numatask_sched::locality_policy::DEFAULT_EVEN_TOLERANCE);
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct SchedulerConfig {
-    /// Capacity of a per-worker deque (a full deque makes the spawner run the task inline).
-    pub deque_capacity: usize,
-    /// The largest OS distance a worker steals tasks (dealt or not) across (`None`: any), for the
-    /// locality-aware policy (`NUMATASK_VICINITY`).
-    pub vicinity: Option<u32>,
-    /// The coefficient of variation up to which the locality-aware policy counts a footprint
-    /// as even (`NUMATASK_EVEN_TOLERANCE`; see [`crate::locality_policy`]).
-    pub even_tolerance: f64,
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            deque_capacity: crate::runtime::DEFAULT_DEQUE_CAPACITY,
-            vicinity: None,
-            even_tolerance: crate::locality_policy::DEFAULT_EVEN_TOLERANCE,
-        }
-    }
 }
 
 /// Which operation handed a worker the task it runs (see [`Scheduler::origin`]).
@@ -180,11 +149,12 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// moved to the worker's thread, used only there.
     type Local: Send;
 
-    /// The policy and one `Local` per worker of `places`.
+    /// The policy and one `Local` per worker of `places`, with the runtime's `settings`
+    /// (the deque capacity, and the locality-aware policy's vicinity and even tolerance).
     fn create(
         topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (Self, Vec<Self::Local>);
 
     /// Which policy this is.
@@ -227,6 +197,13 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// locality-aware policy's vicinity). Every worker may, by default.
     fn within_reach(&self, _local: &Self::Local, _ctx: &WorkerCtx<'_>, _node: usize) -> bool {
         true
+    }
+
+    /// Whether the policy places tasks by their footprints (the bytes they touch per node):
+    /// a spawner then computes a footprint given to a task, which a policy that ignores them
+    /// (work stealing) lets it skip.
+    fn reads_footprints(&self) -> bool {
+        false
     }
 
     /// Where the task that the calling worker's last successful `found` operation returned
@@ -274,16 +251,33 @@ impl SchedulerKind {
         }
     }
 
+    /// Whether this policy places tasks by their footprints and takes the even tolerance
+    /// ([`Scheduler::reads_footprints`] of its policy, known before it is created).
+    pub fn reads_footprints(self) -> bool {
+        match self {
+            Self::WorkStealing => false,
+            Self::Locality => true,
+        }
+    }
+
+    /// Whether this policy bounds its steals by a vicinity (`NUMATASK_VICINITY`).
+    pub fn bounds_steals(self) -> bool {
+        match self {
+            Self::WorkStealing => false,
+            Self::Locality => true,
+        }
+    }
+
     /// Creates the policy and the workers' parts of it.
     pub(crate) fn create(
         self,
         topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (AnyScheduler, Vec<WorkerQueues>) {
         match self {
             Self::WorkStealing => {
-                let (shared, locals) = WorkStealing::create(topology, places, config);
+                let (shared, locals) = WorkStealing::create(topology, places, settings);
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
@@ -292,7 +286,7 @@ impl SchedulerKind {
                 (AnyScheduler::WorkStealing(shared), queues)
             }
             Self::Locality => {
-                let (shared, locals) = Locality::create(topology, places, config);
+                let (shared, locals) = Locality::create(topology, places, settings);
                 let shared = Arc::new(shared);
                 let queues = locals
                     .into_iter()
@@ -305,18 +299,18 @@ impl SchedulerKind {
 }
 
 impl FromStr for SchedulerKind {
-    type Err = SchedError;
+    type Err = BuildError;
 
     /// `ws`, `work-stealing` or `work_stealing`; `locality`, `locality-aware` or
     /// `locality_aware`; in any case.
-    fn from_str(s: &str) -> Result<Self, SchedError> {
+    fn from_str(s: &str) -> Result<Self, BuildError> {
         match numatask_alloc::sched_support::trim_blanks(s)
             .to_ascii_lowercase()
             .as_str()
         {
             "ws" | "work-stealing" | "work_stealing" => Ok(Self::WorkStealing),
             "locality" | "locality-aware" | "locality_aware" => Ok(Self::Locality),
-            _ => Err(SchedError::UnknownScheduler(s.to_owned())),
+            _ => Err(BuildError::UnknownScheduler(s.to_owned())),
         }
     }
 }
@@ -342,6 +336,15 @@ impl AnyScheduler {
         match self {
             Self::WorkStealing(_) => None,
             Self::Locality(s) => s.reaching(node),
+        }
+    }
+
+    /// [`Scheduler::reads_footprints`] of the active policy.
+    #[inline]
+    pub(crate) fn reads_footprints(&self) -> bool {
+        match self {
+            Self::WorkStealing(s) => s.reads_footprints(),
+            Self::Locality(s) => s.reads_footprints(),
         }
     }
 
@@ -464,7 +467,7 @@ mod tests {
         );
         assert_eq!(
             "fifo".parse::<SchedulerKind>(),
-            Err(SchedError::UnknownScheduler("fifo".into()))
+            Err(BuildError::UnknownScheduler("fifo".into()))
         );
     }
 }

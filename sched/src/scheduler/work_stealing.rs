@@ -22,9 +22,9 @@ use numatask_alloc::Topology;
 use crate::deque::{self, Steal, Stealer, Worker};
 use crate::job::Task;
 use crate::node_queue::NodeQueue;
+use crate::runtime::Settings;
 use crate::scheduler::{
-    Found, Scheduler, SchedulerConfig, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace,
-    push_to_deque,
+    Found, Scheduler, SchedulerKind, TaskOrigin, WorkerCtx, WorkerPlace, push_to_deque,
 };
 use crate::sleep::Sleep;
 use crate::trace::QueueChoice;
@@ -66,13 +66,13 @@ impl Scheduler for WorkStealing {
     fn create(
         _topology: &Arc<Topology>,
         places: &[WorkerPlace],
-        config: &SchedulerConfig,
+        settings: &Settings,
     ) -> (Self, Vec<WorkStealingLocal>) {
         let n = places.len();
         let (locals, stealers): (Vec<_>, Vec<_>) = places
             .iter()
             .map(|place| {
-                let (worker, stealer) = deque::deque(config.deque_capacity);
+                let (worker, stealer) = deque::deque(settings.deque_capacity);
                 let local = WorkStealingLocal {
                     deque: worker,
                     next_victim: Cell::new((place.index + 1) % n.max(1)),
