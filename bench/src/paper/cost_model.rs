@@ -217,7 +217,11 @@ impl Probe {
     fn footprint(&self, accesses: &[Access]) -> NodeBytes {
         let mut d = NodeBytes::new(self.nodes);
         // Each byte once, as the runtime's tracer counts it.
-        numatask::sched::depend::accumulate_union_footprint(accesses, |_| true, &mut d);
+        numatask::sched::scheduler::locality::accumulate_union_footprint(
+            accesses,
+            |_| true,
+            &mut d,
+        );
         d
     }
 

@@ -3,15 +3,13 @@
 //! An [`Access`] is one dependence: a byte range `[addr, addr + len)`, its [`AccessKind`], and
 //! whether it is the task's most access-intensive dependence (the paper's index `a` in
 //! Algorithm 3). The list of a task's accesses is also its data footprint, which the
-//! locality-aware scheduler turns into bytes per NUMA node ([`Access::accumulate_footprint`]).
+//! locality-aware scheduler turns into bytes per NUMA node (its byte ranges: [`union_ranges`]).
 //!
 //! For the tracker, a task's accesses are first *normalized* ([`normalize`]): sorted, zero-length
 //! ranges dropped, and overlapping declarations merged byte by byte, so that each byte the task
 //! touches has exactly one kind. Equal kinds stay as they are; two different kinds on one byte
 //! become [`AccessKind::InOut`], the kind that orders the task after every earlier access and
 //! every later access after it (the strongest, so a merge never loses an ordering).
-
-use numatask_alloc::{NodeBytes, accumulate_node_bytes};
 
 /// How a task accesses a byte range (the `depend` clause's dependence type).
 ///
@@ -171,21 +169,17 @@ impl Access {
     pub const fn end(&self) -> usize {
         self.addr.saturating_add(self.len)
     }
-
-    /// Adds the bytes per NUMA node of this range to `out` (see
-    /// [`numatask_alloc::accumulate_node_bytes`]).
-    pub fn accumulate_footprint(&self, out: &mut NodeBytes) {
-        accumulate_node_bytes(std::ptr::without_provenance(self.addr), self.len, out);
-    }
 }
 
-/// Adds the bytes per NUMA node of the union of the `accesses` that `select` accepts to `out`:
-/// a byte that two of them declare (overlapping reads, say) counts once, as the task touches
-/// it once. The task's footprint, `D` of the paper's Algorithm 1.
-pub fn accumulate_union_footprint(
+/// Calls `each(start, len)` for every run of bytes in the union of the `accesses` that
+/// `select` accepts, in address order: a byte that two of them declare (overlapping reads,
+/// say) is in one run only, as the task touches it once. The ranges of the task's footprint,
+/// `D` of the paper's Algorithm 1, which the locality-aware scheduler weighs by node
+/// (`crate::scheduler::locality::accumulate_union_footprint`).
+pub fn union_ranges(
     accesses: &[Access],
     select: impl Fn(&Access) -> bool,
-    out: &mut NodeBytes,
+    mut each: impl FnMut(usize, usize),
 ) {
     const STACK: usize = 8;
     let mut stack = [(0usize, 0usize); STACK];
@@ -213,14 +207,14 @@ pub fn accumulate_union_footprint(
         current = match current {
             Some((start, end)) if lo <= end => Some((start, end.max(hi))),
             Some((start, end)) => {
-                accumulate_node_bytes(std::ptr::without_provenance(start), end - start, out);
+                each(start, end - start);
                 Some((lo, hi))
             }
             None => Some((lo, hi)),
         };
     }
     if let Some((start, end)) = current {
-        accumulate_node_bytes(std::ptr::without_provenance(start), end - start, out);
+        each(start, end - start);
     }
 }
 
@@ -365,12 +359,15 @@ mod tests {
     use super::*;
     use AccessKind::*;
 
-    /// Bytes of the union footprint (addresses not from the allocator: all unknown).
+    /// Bytes of the union footprint, its runs checked to be disjoint and in order.
     fn union_bytes(accesses: &[Access], select: impl Fn(&Access) -> bool) -> u64 {
-        let mut d = NodeBytes::new(1);
-        accumulate_union_footprint(accesses, select, &mut d);
-        assert_eq!(d.known(), 0);
-        d.unknown()
+        let mut runs = Vec::new();
+        union_ranges(accesses, select, |start, len| runs.push((start, len)));
+        assert!(
+            runs.windows(2).all(|w| w[0].0 + w[0].1 < w[1].0),
+            "runs apart and in order: {runs:?}"
+        );
+        runs.iter().map(|&(_, len)| len as u64).sum()
     }
 
     #[test]

@@ -116,8 +116,9 @@
 //! This is libomp's structure (a per-parent dependence hash whose entries hold the last writer
 //! and the readers, lock-protected nodes with successor lists and an atomic predecessor count)
 //! with a range map in place of the hash. The task node also keeps the declared accesses: they
-//! are the task's data footprint for the locality-aware scheduler ([`DepHandle::accesses`],
-//! [`DepHandle::accumulate_footprint`]).
+//! are the task's data footprint for the locality-aware scheduler ([`DepHandle::accesses`];
+//! their byte ranges, [`union_ranges`], are all the tracker knows of them: the scheduler
+//! weighs them by node).
 //!
 //! # Memory-ordering contract
 //!
@@ -180,6 +181,6 @@ mod tracker;
 #[cfg(test)]
 mod tests;
 
-pub use access::{Access, AccessKind, accumulate_union_footprint};
+pub use access::{Access, AccessKind, union_ranges};
 pub use node::{DepHandle, Ready, Released};
 pub use tracker::{DepTracker, Submitted};

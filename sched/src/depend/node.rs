@@ -12,8 +12,6 @@ use std::mem;
 use std::ptr;
 use std::sync::PoisonError;
 
-use numatask_alloc::NodeBytes;
-
 use super::access::{Access, AccessList};
 use super::mutex_set::MutexSet;
 use super::node_ref::{NodeRef, TrackerRef};
@@ -240,12 +238,6 @@ impl<T> DepHandle<T> {
     /// The first access marked [`intensive`](Access::intensive), if any.
     pub fn intensive(&self) -> Option<&Access> {
         self.accesses().iter().find(|a| a.intensive)
-    }
-
-    /// Adds the bytes per NUMA node of the task's accesses to `out` (each byte once): the
-    /// task's data footprint.
-    pub fn accumulate_footprint(&self, out: &mut NodeBytes) {
-        super::access::accumulate_union_footprint(self.accesses(), |_| true, out);
     }
 
     /// Marks the task finished and passes every task that this releases to `on_release`:

@@ -18,7 +18,7 @@
 //! A task without a [`footprint`](Task::footprint) is pushed on the spawner's deque at the cost
 //! of a work-stealing push (one null test more): dealing costs nothing when there is nothing
 //! to deal by. Otherwise its bytes per node `D` are looked up in the placement registry
-//! ([`Access::accumulate_footprint`]), and [`LocalityModel::deal`] picks the node; an access
+//! ([`accumulate_union_footprint`]), and [`LocalityModel::deal`] picks the node; an access
 //! marked [`intensive`](Access::intensive) decides the node alone. A task that stays local goes
 //! on the spawner's deque; a dealt task goes to its node's queue, and the [`DealReason`] is
 //! queued with it for tracing.
@@ -78,10 +78,10 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use numatask_alloc::{NodeBytes, Topology};
+use numatask_alloc::{NodeBytes, Topology, accumulate_node_bytes};
 
 use crate::config::format_size;
-use crate::depend::{Access, accumulate_union_footprint};
+use crate::depend::{Access, union_ranges};
 use crate::deque::{self, Steal, Stealer, Worker};
 use crate::job::Task;
 use crate::locality_policy::{DealReason, LocalityModel};
@@ -186,6 +186,20 @@ impl fmt::Debug for Locality {
             .field("vicinity", &self.vicinity)
             .finish()
     }
+}
+
+/// Adds the bytes per NUMA node of the union of the `accesses` that `select` accepts to `out`
+/// (each byte once, as the task touches it once; see [`union_ranges`]): the task's footprint,
+/// `D` of the paper's Algorithm 1. The dependence tracker keeps byte ranges only; weighing
+/// them by node, which asks the allocator where pages are, is this policy's business.
+pub fn accumulate_union_footprint(
+    accesses: &[Access],
+    select: impl Fn(&Access) -> bool,
+    out: &mut NodeBytes,
+) {
+    union_ranges(accesses, select, |start, len| {
+        accumulate_node_bytes(std::ptr::without_provenance(start), len, out)
+    });
 }
 
 /// Bytes per node of a footprint (the `D` of Algorithm 1), over `num_nodes` nodes.
