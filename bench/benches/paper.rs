@@ -156,8 +156,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--threads" => args.threads = Some(p.whole(1, 4096)?),
             "--even-tolerance" => {
-                args.even_tolerance =
-                    p.number(0.0, numatask::sched::locality_policy::MAX_EVEN_TOLERANCE)?
+                args.even_tolerance = p.number(0.0, numatask::sched::config::MAX_EVEN_TOLERANCE)?
             }
             "--dilation" => args.model.dilation = p.number(1.0, 1e6)?,
             "--model-runs" => args.model_runs = p.whole(1, 100)?,

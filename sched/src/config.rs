@@ -927,11 +927,11 @@ pub fn parse_stack_size(value: &str) -> Result<usize, BuildError> {
 /// Formats a byte count the way `OMP_STACKSIZE` is written, in the largest unit that divides
 /// it (`2G`, `16M`, `2047K`, `100B`).
 pub fn format_size(bytes: usize) -> String {
-    if bytes != 0 && bytes % (1 << 30) == 0 {
+    if bytes != 0 && bytes.is_multiple_of(1 << 30) {
         format!("{}G", bytes >> 30)
-    } else if bytes != 0 && bytes % (1 << 20) == 0 {
+    } else if bytes != 0 && bytes.is_multiple_of(1 << 20) {
         format!("{}M", bytes >> 20)
-    } else if bytes % (1 << 10) == 0 {
+    } else if bytes.is_multiple_of(1 << 10) {
         format!("{}K", bytes >> 10)
     } else {
         format!("{bytes}B")

@@ -164,5 +164,7 @@ pub mod __internals {
     pub use crate::result_state::{DONE, DROPPED, JOINING, RUNNING, ResultState};
     #[cfg(not(loom))]
     pub use crate::scheduler::Scheduler;
+    #[cfg(not(loom))]
+    pub use crate::scheduler::locality::footprint_node_bytes;
     pub use crate::sleep::{IdleState, Sleep};
 }

@@ -11,8 +11,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::{TempPath, message, runtime, within};
-use numatask_sched::DependError;
 use numatask_sched::__internals::CANCELLED;
+use numatask_sched::DependError;
 use numatask_sched::data::Blocks;
 use numatask_sched::depend::{Access, AccessKind};
 

@@ -495,10 +495,10 @@ fn a_deep_chain_of_taskwaits_runs_to_completion_on_small_stacks() {
         &[("OMP_STACKSIZE", "64K")],
         || {
             for workers in [1, 2] {
-                let rt = Runtime::builder()
+                let rt = numatask_sched::RuntimeBuilder::from_env()
+                    .expect("the environment is valid")
                     .num_threads(workers)
                     .proc_bind(false)
-                    .env(&numatask_sched::config::EnvSettings::from_env().expect("the env"))
                     .build()
                     .expect("runtime starts");
                 assert_eq!(rt.settings().stack_size, 64 << 10);

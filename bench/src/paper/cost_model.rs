@@ -215,14 +215,8 @@ impl Probe {
     }
 
     fn footprint(&self, accesses: &[Access]) -> NodeBytes {
-        let mut d = NodeBytes::new(self.nodes);
-        // Each byte once, as the runtime's tracer counts it.
-        numatask::sched::scheduler::locality::accumulate_union_footprint(
-            accesses,
-            |_| true,
-            &mut d,
-        );
-        d
+        // Each byte once, as the runtime's dealer counts it.
+        numatask::sched::__internals::footprint_node_bytes(accesses, self.nodes)
     }
 
     /// Evaluates the MODEL for the run whose tasks `trace` holds and whose parallel section

@@ -25,8 +25,9 @@ pub(super) fn warn_of_unread_env() {
         .filter(|&var| var != numatask_alloc::DISTRIBUTION_ENV)
         .chain([TRACE_ENV])
         .filter(|var| {
-            std::env::var_os(var)
-                .is_some_and(|v| !numatask_alloc::sched_support::trim_blanks(&v.to_string_lossy()).is_empty())
+            std::env::var_os(var).is_some_and(|v| {
+                !numatask_alloc::sched_support::trim_blanks(&v.to_string_lossy()).is_empty()
+            })
         })
         .collect();
     if let Some(warning) = unread_env_warning(&set)
