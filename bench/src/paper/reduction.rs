@@ -106,7 +106,7 @@ impl Reduction {
     /// The half holding the result after all levels.
     fn result(&self) -> &[f32] {
         let n = self.params.len;
-        if self.params.depth % 2 == 0 {
+        if self.params.depth.is_multiple_of(2) {
             &self.both[..n]
         } else {
             &self.both[n..]
