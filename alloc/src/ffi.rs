@@ -7,7 +7,7 @@
 //! plain Rust functions), so that a Rust program linking numatask does not define
 //! `omp_malloc` behind its C libraries' backs. The declarations are in
 //! `alloc/include/numatask_alloc.h`; `tests/c/alloc_api.c` is a C program using them, run by
-//! `cargo test -p numatask --features c-api --test c_api`.
+//! `cargo test -p numatask-bench --features c-api --test c_api`.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};

@@ -26,7 +26,8 @@
 //!   The C peers' rows `libgomp` and `libomp` run on the same layout (`SPARSELU_LAYOUT=arena`
 //!   of the C driver: one aligned allocation, slots a cache line apart, every page written
 //!   before the timing, a fill-in the next free zero slot).
-//! - `numatask-raw`: the same program through the raw [`Scope::spawn_depend`].
+//! - `numatask-raw`: the same program through the raw `depend` clauses
+//!   ([`TaskBuilder::depend`](numatask::TaskBuilder::depend)).
 //! - `numatask-malloc`: the raw program on BOTS' own layout, a `malloc` per block and fill-ins
 //!   `calloc`ed by the creating task; its peers are the rows `libgomp-malloc` and
 //!   `libomp-malloc` (`SPARSELU_LAYOUT=malloc`), which run when this row does.

@@ -29,7 +29,7 @@ use crate::sync::{spin_loop, thread};
 /// How long the waiter spins (by the clock: a pause hint takes from 10 to 140 cycles depending
 /// on the CPU; 2 us covers a scope on awake workers, about 1 us, and longer spins delayed a
 /// sleeping worker's wake-up on a machine with no core to spare: 10 us added 7 us to
-/// `benches/wakeup.rs`'s `one` on 2 cores); then it polls between yields (which give the core
+/// `bench/benches/wakeup.rs`'s `one` on 2 cores); then it polls between yields (which give the core
 /// to a worker when the machine has none to spare for the waiter) until [`POLL_FOR`] has
 /// passed, before it blocks. Neither under loom: loom runs
 /// the other threads to a standstill at a yield (its model of a spin too), so the waiter

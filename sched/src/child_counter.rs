@@ -99,7 +99,7 @@ pub enum ChildDone {
 ///
 /// Layout: the owner's cells first, then what the other threads touch (`pending`, and `owner`,
 /// which a finishing child reads just before its decrement). A task frame's header (`job::Header`)
-/// places the two parts on different cache lines ([`PENDING_OFFSET`]): a task that spawns while
+/// places the two parts on different cache lines (`PENDING_OFFSET`): a task that spawns while
 /// other workers finish its earlier children (one thread creating every task of SparseLU)
 /// would otherwise take the line back from them on every spawn, to count the spawn.
 #[repr(C)]

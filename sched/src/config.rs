@@ -9,7 +9,7 @@
 //! | `OMP_STACKSIZE` | a size with an optional unit `B`, `K`, `M`, `G` (binary multiples); no unit means KiB, as in OpenMP; from 64K to 16G | 2M |
 //! | `NUMATASK_SCHEDULER` | `ws` (work stealing; also `work-stealing`), `locality` (locality-aware; also `locality-aware`) | `ws` |
 //! | `NUMATASK_VICINITY` | the largest OS distance (an integer from 10 to 4294967295, 10 = own node only) across which the locality-aware scheduler's workers steal any task (dealt or not), or `all` | `all` |
-//! | `NUMATASK_EVEN_TOLERANCE` | a number from 0 to 100: the locality-aware scheduler keeps a task on its node when its footprint's standard deviation over the nodes is at most this fraction of the mean (see [`crate::locality_policy`]); 0 is the paper's exact `stddev > 0` test | `0.1` |
+//! | `NUMATASK_EVEN_TOLERANCE` | a number from 0 to 100: the locality-aware scheduler keeps a task on its node when its footprint's standard deviation over the nodes is at most this fraction of the mean (see [`SchedulerKind::Locality`]); 0 is the paper's exact `stddev > 0` test | `0.1` |
 //! | `OMP_WAIT_POLICY` | `active` (idle workers never sleep), `passive` (they sleep after a brief spin), or numatask's own `balanced` (they search for 200 µs, then sleep); case-insensitive (see [`WaitPolicy`]) | `balanced` |
 //! | `OMP_MAX_TASK_PRIORITY` | a non-negative integer up to 2147483647 (a C `int`): the largest priority a task may have ([`TaskBuilder::priority`](crate::TaskBuilder::priority)); larger ones count as it, and with 0 priorities are ignored, as in OpenMP | `0` |
 //! | `OMP_DISPLAY_ENV` | `true`, `false`, `verbose` (also `1`/`yes`/`on`, `0`/`no`/`off`) | `false` |
@@ -47,7 +47,7 @@ pub const DISPLAY_ENV_ENV: &str = "OMP_DISPLAY_ENV";
 /// tasks across (dealt or not).
 pub const VICINITY_ENV: &str = "NUMATASK_VICINITY";
 /// `NUMATASK_EVEN_TOLERANCE`: the coefficient of variation up to which the locality-aware
-/// scheduler counts a footprint as even (see [`crate::locality_policy`]).
+/// scheduler counts a footprint as even (see [`SchedulerKind::Locality`]).
 pub const EVEN_TOLERANCE_ENV: &str = "NUMATASK_EVEN_TOLERANCE";
 pub use crate::locality_policy::{DEFAULT_EVEN_TOLERANCE, MAX_EVEN_TOLERANCE};
 

@@ -51,7 +51,7 @@
 //! })?;
 //! assert_eq!(v[100], 101);
 //! assert_eq!(v[200], 1 + (101 + 99)); // block 1 was updated first
-//! # Ok::<(), numatask_sched::DependError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! A depend list whose length the program computes is one `_each` declaration:
@@ -71,7 +71,7 @@
 //!     Ok::<(), numatask_sched::DependError>(())
 //! })?;
 //! assert_eq!(total[0], 64);
-//! # Ok::<(), numatask_sched::DependError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Why it is sound
@@ -103,7 +103,7 @@
 //!   tasks it spawns (those must be `'scope`). Successors start only after the body returned.
 //! - **Panics.** A task whose predecessor panicked is cancelled (its body never sees data a
 //!   panicking writer left half-written), and so is a `mutex_updates` member that would take
-//!   the set after a member that panicked; see [`crate::dependences`]. `concurrent_updates`
+//!   the set after a member that panicked. `concurrent_updates`
 //!   members run at the same time and share `&[T]`, so they see each other's updates as they
 //!   happen, a panicking member's included (tasks after the set are cancelled).
 //!
@@ -192,6 +192,8 @@
 //! task exactly like the safe API, and the caller of its `unsafe` `spawn` promises that the
 //! body touches only what it declared.
 
+#[cfg(doc)]
+use crate::TaskBuilder;
 use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
@@ -273,7 +275,7 @@ impl<'a, T> Blocks<'a, T> {
     ///     Ok::<(), numatask_sched::DependError>(())
     /// })?;
     /// assert_eq!(sums, [200; 10]);
-    /// # Ok::<(), numatask_sched::DependError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
     /// Errors: as for [`new`](Self::new).

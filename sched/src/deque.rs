@@ -144,7 +144,7 @@ impl<T> Drop for Inner<T> {
 }
 
 /// Creates a deque holding up to `capacity` items (rounded up to a power of two, at least 1,
-/// at most [`MAX_CAPACITY`]), and returns its owner's handle and a thieves' handle.
+/// at most `MAX_CAPACITY`), and returns its owner's handle and a thieves' handle.
 pub fn deque<T: Send>(capacity: usize) -> (Worker<T>, Stealer<T>) {
     let capacity = rounded_capacity(capacity);
     let buffer = (0..capacity)

@@ -557,7 +557,7 @@ impl fmt::Debug for Scope<'_> {
     }
 }
 
-/// The result of a task spawned with [`TaskBuilder::spawn_with_result`].
+/// The result of a task spawned with [`TaskBuilder::spawn_with_result`](crate::TaskBuilder::spawn_with_result).
 ///
 /// The value can be taken with [`join`](Self::join): immediately after a `taskwait` of the
 /// spawning task, otherwise after waiting for this task. Dropping the handle drops the value,

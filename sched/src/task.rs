@@ -358,8 +358,7 @@ impl<'s, 'scope> TaskBuilder<'s, 'scope, ()> {
     /// task starts once every earlier child of this task whose accesses conflict with `deps`
     /// (share a byte, and one of the two is not `in`; the set kinds as [`AccessKind`] says)
     /// finished, and the tasks spawned later that conflict with it wait for it. If a task it
-    /// depends on panicked, the body is dropped without being run (see
-    /// [`crate::dependences`]). Declarations of one task that overlap are merged byte by byte
+    /// depends on panicked, the body is dropped without being run. Declarations of one task that overlap are merged byte by byte
     /// (one kind where they agree, `inout` where they differ: see [`crate::depend`]);
     /// [`Access::intensive`] marks the most access-intensive one. The safe form on data is
     /// [`reads`](Self::reads) and the other declarations, on [`crate::data::Blocks`].

@@ -450,7 +450,7 @@ macro_rules! tuples {
     };
 }
 
-/// The declarations of a [`TaskBuilder`] given more than [`MAX_ACCESSES`](crate::task::MAX_ACCESSES): it takes more
+/// The declarations of a [`TaskBuilder`](crate::TaskBuilder) given more than [`MAX_ACCESSES`](crate::task::MAX_ACCESSES): it takes more
 /// (so that the error comes once, at `spawn`, rather than at each further declaration) but
 /// cannot be spawned: see [`Views`].
 #[derive(Debug)]

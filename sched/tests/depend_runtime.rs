@@ -1,5 +1,5 @@
 //! Randomized dependent tasks through the runtime (`depend_random.rs` drives the tracker with
-//! its own small executor; this drives it through `Scope::spawn_depend`, the workers, the
+//! its own small executor; this drives it through `TaskBuilder::depend`, the workers, the
 //! deques and the completion hook): 100,000 tasks with random `in`/`out`/`inout` sets over a
 //! few hundred overlapping byte ranges, for 1 to 4 workers, checked against an oracle computed
 //! in program order.

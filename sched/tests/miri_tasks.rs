@@ -111,7 +111,7 @@ fn scope_join_and_free_functions() {
 }
 
 #[test]
-fn spawn_final_and_spawn_if() {
+fn final_if_and_defer_if() {
     let rt = passive_runtime(2);
     let count = AtomicUsize::new(0);
     rt.scope(|s| {

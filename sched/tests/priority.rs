@@ -68,7 +68,7 @@ fn priorities_are_ignored_when_the_maximum_is_zero_and_capped_at_it_otherwise() 
 fn ready_dependent_tasks_wait_for_their_priority_on_one_worker() {
     within(60, || {
         // One worker, four independent dependent tasks, ready when spawned: on a runtime that
-        // honours priorities they wait in line like `spawn_with_priority`'s tasks (rather
+        // honours priorities they wait in line like independent tasks with a priority (rather
         // than running at once, as a ready task does on one worker otherwise) and run
         // highest first; without priorities, each runs as it is spawned.
         for (max, expected) in [(10, [1, 3, 2, 0]), (0, [0, 1, 2, 3])] {

@@ -298,7 +298,7 @@ fn free_join_resumes_a_panic_and_the_runtime_goes_on() {
 }
 
 #[test]
-fn spawn_if_false_runs_the_closure_before_returning() {
+fn defer_if_false_runs_the_closure_before_returning() {
     let rt = runtime(2);
     let ran = AtomicBool::new(false);
     let deferred = AtomicBool::new(false);

@@ -261,7 +261,7 @@ fn taskwait_waits_for_grandchildren_and_taskgroup_not_for_earlier_tasks() {
 }
 
 #[test]
-fn children_of_an_inline_spawn_if_false_are_the_callers_children() {
+fn children_of_an_undeferred_task_are_the_callers_children() {
     within(60, || {
         let rt = runtime(2);
         let child = AtomicUsize::new(0);

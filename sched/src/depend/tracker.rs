@@ -9,8 +9,8 @@ use super::node_ref::NodeRef;
 use super::range_map::RangeMap;
 use crate::sync::{Arc, Mutex};
 
-/// Orders the sibling tasks of one parent by their declared accesses (see [the module
-/// documentation](super) for the rules and the design).
+/// Orders the sibling tasks of one parent by their declared accesses (the rules and the design are in
+/// the module documentation of the dependence tracker).
 ///
 /// Tasks are ordered by submission: a task waits for the tasks submitted *before* it. Several
 /// threads may submit to one tracker; their submissions are then ordered by an internal lock.
@@ -29,7 +29,7 @@ use crate::sync::{Arc, Mutex};
 /// freed with the tracker, except where a `mutexinoutset` set is involved: a set held by the
 /// abandoned task keeps the members waiting for it, and they keep the set (a reference cycle,
 /// leaked). Complete or cancel every handle (the runtime does) to free everything. (The
-/// runtime's payload, [`Task`](crate::Task), has no destructor, and the runtime completes
+/// runtime's payload, `Task`, has no destructor, and the runtime completes
 /// every handle.)
 pub struct DepTracker<T> {
     inner: Mutex<Inner<T>>,

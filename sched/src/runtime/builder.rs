@@ -167,7 +167,7 @@ impl RuntimeBuilder {
     /// [`DEFAULT_EVEN_TOLERANCE`], 0.1): a task whose footprint's standard deviation over the
     /// nodes is at most this fraction of its mean counts as evenly spread and stays on its
     /// node; `0.0` is the paper's exact `stddev(D) > 0` test (see
-    /// [`crate::locality_policy`]). From 0 to [`MAX_EVEN_TOLERANCE`]. Work stealing ignores it.
+    /// [`SchedulerKind::Locality`](crate::SchedulerKind::Locality)). From 0 to [`MAX_EVEN_TOLERANCE`]. Work stealing ignores it.
     ///
     /// ```
     /// use numatask_sched::{RuntimeBuilder, SchedulerKind};

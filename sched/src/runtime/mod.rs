@@ -107,7 +107,7 @@ impl Runtime {
     /// outside thread, while the calling worker keeps running tasks of its own pool until the
     /// scope ends (so pools whose scopes nest in each other do not deadlock; scopes nested
     /// back and forth between two pools need stack in proportion to their number, not to
-    /// their nesting: see [`crate::worker`], "Stack depth").
+    /// their nesting: a worker that waits deep grows its stack in segments).
     ///
     /// A panic of `f` or of a task that no `taskwait` (or [`TaskHandle::join`](crate::TaskHandle::join)) resumed is
     /// resumed here, after all tasks finished.

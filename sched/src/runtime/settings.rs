@@ -34,7 +34,7 @@ pub struct Settings {
     /// (`None`: any).
     pub vicinity: Option<u32>,
     /// The coefficient of variation up to which the locality-aware scheduler counts a
-    /// footprint as even and keeps the task on its node (see [`crate::locality_policy`]).
+    /// footprint as even and keeps the task on its node (see [`SchedulerKind::Locality`](crate::SchedulerKind::Locality)).
     pub even_tolerance: f64,
     /// How idle workers wait for work.
     pub wait_policy: WaitPolicy,

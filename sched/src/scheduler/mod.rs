@@ -234,8 +234,7 @@ pub enum SchedulerKind {
     #[default]
     WorkStealing,
     /// The core paper's locality-aware policy: one queue per NUMA node, tasks dealt to the
-    /// node holding their footprint, thresholded stealing by distance (`locality`; see
-    /// [`Locality`]).
+    /// node holding their footprint, thresholded stealing by distance (`locality`).
     Locality,
 }
 
