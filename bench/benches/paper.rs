@@ -69,6 +69,8 @@ struct Args {
     model: ModelParams,
     model_runs: usize,
     trace_dir: PathBuf,
+    /// Whether `trace_dir` is this run's own temporary directory, removed at the end.
+    temporary_trace_dir: bool,
     control: bool,
 }
 
@@ -129,6 +131,7 @@ fn parse_args() -> Result<Args, String> {
         } else {
             PathBuf::from("target/paper-traces")
         },
+        temporary_trace_dir: smoke,
         control: false,
     };
     let mut p = Parser::new(USAGE);
@@ -162,7 +165,10 @@ fn parse_args() -> Result<Args, String> {
             "--model-runs" => args.model_runs = p.whole(1, 100)?,
             "--core-gbps" => args.model.core_gbps = p.number(0.001, 1e6)?,
             "--node-gbps" => args.model.node_gbps = p.number(0.001, 1e6)?,
-            "--trace-dir" => args.trace_dir = PathBuf::from(p.value()?),
+            "--trace-dir" => {
+                args.trace_dir = PathBuf::from(p.value()?);
+                args.temporary_trace_dir = false;
+            }
             "--control" => args.control = true,
             _ => p.other()?,
         }
@@ -218,6 +224,11 @@ fn main() -> ExitCode {
         }
         Ok(())
     })();
+    if args.temporary_trace_dir {
+        // Best effort: a smoke run leaves nothing behind; a directory that cannot be removed
+        // costs a temporary directory, not the run.
+        let _ = std::fs::remove_dir_all(&args.trace_dir);
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
