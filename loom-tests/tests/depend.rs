@@ -6,7 +6,7 @@
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;
-use numatask_sched::__internals::{DepHandle, DepTracker, Ready, Released, Submitted};
+use numatask_sched::depend::{DepHandle, DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
 
 type Log = Arc<Mutex<Vec<Event>>>;

@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use numatask_sched::__internals::{DepTracker, Ready, Released, Submitted};
+use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
 
 /// Bytes of one block (SparseLU's fine configuration: 25 x 25 floats).

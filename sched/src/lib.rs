@@ -140,10 +140,19 @@ pub use task::{RawTaskBuilder, TaskBuilder};
 /// Dependences on raw byte ranges (OpenMP's `depend` clauses on addresses), for
 /// [`TaskBuilder::depend`]: an [`Access`](depend::Access) is an address, a length and an
 /// [`AccessKind`](depend::AccessKind). The safe form on data is in [`data`].
+///
+/// The tracker that orders a task's children, [`DepTracker`](depend::DepTracker), is usable on
+/// its own by code that runs its own units of work in the order their accesses require (the
+/// kernel executor orders its commands with one): [`submit`](depend::DepTracker::submit) a
+/// payload with its accesses, run it when it is [`Ready`](depend::Ready), then
+/// [`complete`](depend::DepHandle::complete) its handle, which hands over the payloads it
+/// released.
 pub mod depend {
     #[allow(unused_imports)]
     pub(crate) use crate::dependence_tracker::*;
-    pub use crate::dependence_tracker::{Access, AccessKind};
+    pub use crate::dependence_tracker::{
+        Access, AccessKind, DepHandle, DepTracker, Ready, Released, Submitted,
+    };
 }
 
 /// Not part of the API: the runtime's internal structures, public only so that the loom
@@ -153,7 +162,6 @@ pub mod depend {
 pub mod __internals {
     pub use crate::blocking::BlockingLatch;
     pub use crate::child_counter::{ChildCounter, ChildDone};
-    pub use crate::dependence_tracker::{DepHandle, DepTracker, Ready, Released, Submitted};
     #[cfg(not(loom))]
     pub use crate::dependences::CANCELLED;
     pub use crate::deque::{Steal, Stealer, Worker, deque};

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::within;
-use numatask_sched::__internals::{DepTracker, Ready, Released, Submitted};
+use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
 
 /// Bytes of the address space the ranges are drawn from.

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use numatask_sched::depend::{Access, AccessKind};
-//! use numatask_sched::__internals::{DepTracker, Released, Submitted};
+//! use numatask_sched::depend::{DepTracker, Released, Submitted};
 //!
 //! let tracker = DepTracker::new();
 //! // `a` writes bytes [0, 64).
