@@ -22,6 +22,7 @@
 //! | `ThreadPoolBuilder`; `OMP_NUM_THREADS`, `OMP_PROC_BIND`, ... | [`Runtime::builder`]; [`Runtime::new`] reads the `OMP_*` variables ([`sched::config`] lists them) |
 //! | `ThreadPoolBuilder::build_global` | [`RuntimeBuilder::build_global`] (else [`Runtime::global`] is made from the environment on first use) |
 //! | `pool.scope(\|s\| ...)`; `parallel` + `single` | [`Runtime::scope`]; [`scope()`] on the process-wide runtime |
+//! | `ThreadPool::spawn`, `rayon::spawn` (a job nobody waits for) | [`Runtime::spawn`]; [`Runtime::global`]`().spawn(...)` on the process-wide runtime (the body gets a `Scope<'static>`; dropping a runtime waits for its jobs) |
 //! | `s.spawn(...)`; `task` | [`Scope::spawn`]; [`Scope::task`] for the clauses below ([`sched::task`] lists them) |
 //! | `taskwait`, `taskgroup` | [`Scope::taskwait`], [`Scope::taskgroup`] |
 //! | `if(c)`, `final(c)`, `priority(p)` | [`TaskBuilder::defer_if`], [`TaskBuilder::final_if`], [`TaskBuilder::priority`] (with [`RuntimeBuilder::max_task_priority`]) |

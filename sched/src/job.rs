@@ -94,8 +94,9 @@ pub(crate) struct VTable {
 }
 
 impl VTable {
-    /// The table of a job that is run once and owned by someone else (a scope body injected
-    /// from outside the pool, on the injecting thread's stack): it is never released.
+    /// The table of a job that is run once and is no task frame (a scope body injected from
+    /// outside the pool, on the injecting thread's stack; a detached job, on the heap, which
+    /// its `execute` frees): it is never released through the table.
     pub(crate) const fn injected(execute: unsafe fn(NonNull<Header>, &WorkerThread)) -> Self {
         VTable {
             execute,

@@ -25,6 +25,19 @@
 //!
 //! A `Scope` is neither `Send` nor `Sync`: a task gets its own `&Scope` and cannot capture
 //! its parent's, so every spawn happens on the worker that runs the spawning task.
+//!
+//! # Where scope bodies run
+//!
+//! A body entered from a worker of the runtime runs right there (`run_scope`); one entered
+//! from elsewhere is injected into the pool (`inject_scope`): a job whose header is that of
+//! [`Header::injected`], on the injecting thread's stack, which waits for a latch the worker
+//! sets after the scope ended. A **detached job** ([`Runtime::spawn`](crate::Runtime::spawn))
+//! is injected the same way, but nobody waits for it, so it lives on the heap
+//! (`spawn_detached`): the worker that takes it runs the body as a scope body under
+//! `catch_unwind`, drops a panic that reaches it (the panic hook reported it where it
+//! happened), then frees the job and uncounts it from the runtime's detached jobs, whose
+//! count the runtime's drop waits to see at zero. Its `Scope<'static>` lets its tasks capture
+//! only `'static` data: the body's own goes away when the body returns, before the scope ends.
 
 use std::cell::{Cell, OnceCell, UnsafeCell};
 use std::fmt;
@@ -885,4 +898,71 @@ where
     // SAFETY: the injecting thread reads `result` only after the latch is set.
     unsafe { *job.result.get() = Some(result) };
     latch.set();
+}
+
+/// A scope body queued by [`Runtime::spawn`](crate::Runtime::spawn), which nobody waits for:
+/// on the heap, freed by the worker that ran it (aligned like a heap frame: see [`Header`]).
+#[repr(C, align(64))]
+struct DetachedScope<F> {
+    header: Header,
+    /// Taken by the worker that runs the job; a `ManuallyDrop`, so that freeing the job
+    /// afterwards drops the header only.
+    func: ManuallyDrop<F>,
+}
+
+/// The table of one `DetachedScope<F>` instantiation (a `'static` promoted constant).
+struct DetachedVTable<F>(PhantomData<F>);
+
+impl<F> DetachedVTable<F>
+where
+    F: FnOnce(&Scope<'static>) + Send + 'static,
+{
+    const VTABLE: job::VTable = job::VTable::injected(execute_detached::<F>);
+}
+
+/// Queues `f` as a detached scope body on `registry`'s pool and returns at once; the job is
+/// counted in the registry's detached jobs until it ran (see `crate::runtime`'s `detached`).
+pub(crate) fn spawn_detached<F>(registry: &Registry, f: F)
+where
+    F: FnOnce(&Scope<'static>) + Send + 'static,
+{
+    let job = Box::new(DetachedScope {
+        header: Header::injected(&DetachedVTable::<F>::VTABLE),
+        func: ManuallyDrop::new(f),
+    });
+    // The header is the first field of the `repr(C)` job: the job's address is the header's.
+    let frame = NonNull::from(Box::leak(job)).cast::<Header>();
+    // Counted before it is queued: a drop of the runtime that waits for the count sees it.
+    registry.detached.start();
+    registry
+        .scheduler
+        .inject(Task::from_header(frame), &registry.sleep);
+}
+
+/// The `execute` of a detached scope body: runs it on `worker` as a scope body (its tasks
+/// included), drops its panic (the hook reported it; nobody waits for the job), frees the job
+/// and uncounts it.
+///
+/// # Safety
+///
+/// `frame` is the header of a `DetachedScope<F>` that [`spawn_detached`] leaked, queued on
+/// `worker`'s pool; it is run exactly once and nobody else touches it.
+unsafe fn execute_detached<F>(frame: NonNull<Header>, worker: &WorkerThread)
+where
+    F: FnOnce(&Scope<'static>) + Send + 'static,
+{
+    let job = frame.cast::<DetachedScope<F>>().as_ptr();
+    // SAFETY: the job is alive (freed below) and ours alone; its closure is taken once, here.
+    let f = unsafe { ManuallyDrop::take(&mut (*job).func) };
+    // The job stays allocated while the body runs: the worker knows the task it runs by its
+    // header's address (`WorkerThread::is_running_under_caller`), which a frame allocated in
+    // freed memory meanwhile must not share.
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| run_scope(worker, f))) {
+        drop_payload(payload);
+    }
+    // SAFETY: `spawn_detached` leaked the job from a `Box`, nothing uses it any more, and its
+    // closure was taken: this drops the header and frees the memory.
+    drop(unsafe { Box::from_raw(job) });
+    let registry = worker.registry();
+    registry.detached.finish(&registry.sleep);
 }

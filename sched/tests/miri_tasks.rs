@@ -1,4 +1,4 @@
-//! Miri: task frames through the public API (spawn, waits, handles, join, scopes).
+//! Miri: task frames through the public API (spawn, waits, handles, join, scopes, detached jobs).
 //!
 //! Small runtimes (2-3 workers) and sizes, so that `scripts/miri.sh` can run them under Miri,
 //! on the stub topology of `cfg(miri)`; CI runs them natively, on the machine's topology.
@@ -212,4 +212,33 @@ fn scope_from_thread_outside_pool() {
         assert_eq!(a.join().unwrap(), 5);
         assert_eq!(b.join().unwrap(), 3);
     });
+}
+
+#[test]
+fn detached_jobs_run_and_the_drop_waits_for_them() {
+    let rt = passive_runtime(2);
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    for _ in 0..3 {
+        let count = std::sync::Arc::clone(&count);
+        rt.spawn(move |s| {
+            let child = std::sync::Arc::clone(&count);
+            s.spawn(move |_| {
+                child.fetch_add(1, Ordering::Relaxed);
+            });
+            s.taskwait();
+            count.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    // A panicking job is dropped in the job; the runtime goes on.
+    rt.spawn(|s| {
+        s.spawn(|_| panic!("a detached job's task panics (expected)"));
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    rt.spawn(move |s| {
+        let h = s.task().spawn_with_result(|s| fib(s, 5));
+        let _ = tx.send(h.join());
+    });
+    assert_eq!(rx.recv().unwrap(), 5);
+    drop(rt);
+    assert_eq!(count.load(Ordering::Relaxed), 6);
 }

@@ -8,6 +8,7 @@ use std::thread;
 
 use numatask_alloc::Topology;
 
+use super::detached::DetachedJobs;
 use super::places::{calling_core, current_cpu, resolve_places};
 use super::trace_sink::TraceSink;
 use super::warnings::{
@@ -473,6 +474,7 @@ impl RuntimeBuilder {
             short_waits: (0..num_threads)
                 .map(|_| std::sync::atomic::AtomicUsize::new(0))
                 .collect(),
+            detached: DetachedJobs::default(),
         });
 
         let (ready_tx, ready_rx) = mpsc::channel();

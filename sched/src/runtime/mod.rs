@@ -13,16 +13,19 @@
 //! refuses does not stop the runtime (the worker runs unpinned), and
 //! [`Runtime::pinning`] reports it.
 //!
-//! Dropping a [`Runtime`] stops its workers and joins their threads. A scope cannot be running
-//! then: [`Runtime::scope`] borrows the runtime.
+//! Dropping a [`Runtime`] waits for its detached jobs ([`Runtime::spawn`]) queued or running,
+//! then stops its workers and joins their threads. A scope cannot be running then:
+//! [`Runtime::scope`] borrows the runtime.
 //!
-//! The parts: `builder` (the [`RuntimeBuilder`] and the start of the workers), `settings`
+//! The parts: `builder` (the [`RuntimeBuilder`] and the start of the workers), `detached`
+//! (the count of detached jobs that dropping waits for), `settings`
 //! (the effective [`Settings`]), `places` (`OMP_PLACES` resolved against the topology),
 //! `warnings` (what start-up says on stderr), `trace_sink` (when trace files are written),
 //! `global` (the process-wide runtime, [`scope()`] and [`join()`]) and `display`
 //! (`OMP_DISPLAY_ENV`).
 
 mod builder;
+mod detached;
 mod display;
 mod global;
 mod places;
@@ -46,6 +49,7 @@ use crate::trace::{TraceSummary, Tracer};
 use crate::worker::{SetAside, WorkerThread};
 
 pub use builder::RuntimeBuilder;
+use detached::{DeferredStop, DetachedJobs};
 pub use global::{join, scope, try_join, try_scope};
 pub use settings::Settings;
 use trace_sink::TraceSink;
@@ -72,6 +76,9 @@ pub(crate) struct Registry {
     /// the first are short too): such a worker takes no task set aside but its own
     /// descendants (see [`crate::worker`]).
     pub(crate) short_waits: Box<[std::sync::atomic::AtomicUsize]>,
+    /// The detached jobs ([`Runtime::spawn`]) queued or running, which dropping the runtime
+    /// waits for.
+    pub(crate) detached: DetachedJobs,
 }
 
 /// A pool of workers running scoped tasks (see the crate docs for an example).
@@ -137,6 +144,113 @@ impl Runtime {
         }
     }
 
+    /// Runs `f` on a worker of this runtime as a scope body, without waiting for it (rayon's
+    /// `ThreadPool::spawn`, tokio's `Runtime::spawn`): returns at once, from any thread (a
+    /// worker of this runtime or of another one, or a thread outside every pool). The body's
+    /// scope ends as [`Runtime::scope`]'s does, after every task spawned in it (at any depth)
+    /// has finished; in the body, code after a [`Scope::taskwait`] runs once the tasks spawned
+    /// before it finished, which is where a job puts what it does on completion.
+    ///
+    /// A detached job is one heap allocation, queued where scope bodies entered from outside
+    /// the pool are: the first worker to look for work takes it (an idle one, or one waiting
+    /// at a `taskwait`, which then runs the job to its end before it goes back to what it
+    /// waited for), and the tasks it spawns are scheduled as any others (dealt by their
+    /// footprint under the locality-aware policy). No thread is started.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::{Arc, mpsc};
+    /// use numatask_sched::{Footprint, Runtime};
+    ///
+    /// let rt = Runtime::builder().num_threads(2).build()?;
+    /// let data: Arc<Vec<u64>> = Arc::new((1..=100).collect());
+    /// let (done, finished) = mpsc::channel();
+    /// rt.spawn(move |s| {
+    ///     let total = Arc::new(AtomicU64::new(0));
+    ///     for part in 0..4 {
+    ///         let (data, total) = (Arc::clone(&data), Arc::clone(&total));
+    ///         let near = Footprint::of(&data[part * 25..][..25]);
+    ///         s.task().affinity(near).spawn(move |_| {
+    ///             let sum: u64 = data[part * 25..][..25].iter().sum();
+    ///             total.fetch_add(sum, Ordering::Relaxed);
+    ///         });
+    ///     }
+    ///     s.taskwait(); // the four tasks finished
+    ///     let _ = done.send(total.load(Ordering::Relaxed));
+    /// });
+    /// // `spawn` returned at once; the job runs meanwhile.
+    /// assert_eq!(finished.recv()?, 5050);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// The tasks of the body's `Scope<'static>` capture `'static` data only (owned values,
+    /// `Arc`s): what the body owns goes away when it returns, before its scope ends. For tasks
+    /// that borrow what the body owns (dependent tasks on [`Blocks`](crate::data::Blocks) of
+    /// a vector it owns), the body opens a scope of its own with [`scope()`], which runs on
+    /// the same worker and ends before the body goes on:
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use numatask_sched::data::Blocks;
+    ///
+    /// let rt = numatask_sched::Runtime::builder().num_threads(2).build()?;
+    /// let (done, finished) = mpsc::channel();
+    /// rt.spawn(move |_| {
+    ///     let mut v = vec![1u64; 64];
+    ///     let chained = numatask_sched::scope(|s| {
+    ///         let blocks = Blocks::new(&mut v, 16)?;
+    ///         for i in 1..blocks.len() {
+    ///             s.task()
+    ///                 .reads(&blocks[i - 1])
+    ///                 .updates(&blocks[i])
+    ///                 .spawn(|_, (prev, this)| this[0] += prev[0])?;
+    ///         }
+    ///         Ok::<(), numatask_sched::DependError>(())
+    ///     });
+    ///     let _ = done.send(chained.map(|()| v[48]));
+    /// });
+    /// assert_eq!(finished.recv()??, 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Straight on the job's scope, such tasks do not compile:
+    ///
+    /// ```compile_fail,E0597
+    /// # let rt = numatask_sched::Runtime::builder().num_threads(1).build().unwrap();
+    /// rt.spawn(|s| {
+    ///     let mut v = vec![0u8; 8];
+    ///     // error[E0597]: `v` does not live long enough (the task may outlive the body)
+    ///     let blocks = numatask_sched::data::Blocks::new(&mut v, 4).unwrap();
+    ///     let _ = s.task().updates(&blocks[0]).spawn(|_, (b,)| b[0] = 1);
+    /// });
+    /// ```
+    ///
+    /// # Panics in the job
+    ///
+    /// A panic of `f`, or of a task of its scope that no `taskwait` (or
+    /// [`TaskHandle::join`](crate::TaskHandle::join)) resumed, is caught when the scope ends and
+    /// dropped there: nothing waits for a detached job to resume it in. The panic hook reported
+    /// it where it happened (as for a thread of `std::thread::spawn` whose handle is dropped),
+    /// and the runtime stays usable. A job that must report its failure catches its panics
+    /// itself (`std::panic::catch_unwind` around a `taskwait`, for instance) and sends the
+    /// outcome.
+    ///
+    /// # Dropping the runtime
+    ///
+    /// Dropping the runtime waits for every detached job queued or running, those spawned by
+    /// detached jobs included, before it stops the workers: a job that never ends keeps the
+    /// drop from returning (dropped in a task of another runtime, it blocks that worker
+    /// meanwhile, as it does while it joins the threads). The last `Arc<Runtime>` let go on
+    /// one of its own workers (by a detached job, for instance) cannot wait for the job it
+    /// runs in: the drop then returns at once, and the workers stop, without being joined,
+    /// once the last detached job has finished. [`Runtime::global`] is never dropped.
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce(&Scope<'static>) + Send + 'static,
+    {
+        scope::spawn_detached(&self.registry, f);
+    }
+
     /// Number of workers.
     pub fn num_workers(&self) -> usize {
         self.registry.places.len()
@@ -186,10 +300,11 @@ impl Runtime {
     /// the runtime does the same if tasks ran since, and so does the process's normal exit
     /// for a runtime never dropped (the process-wide [`Runtime::global`], one in a `static`).
     ///
-    /// Called from outside the pool, it first waits for the tasks running then to end, so that
-    /// the trace holds every task of the scopes that returned, ends included, and dropping the
-    /// runtime afterwards writes and prints nothing more unless tasks ran since. Called from a
-    /// task, it writes what is recorded (the running tasks marked unfinished).
+    /// Called from outside the pool, it first waits for the tasks running then to end (the
+    /// bodies of detached jobs running then included: [`Runtime::spawn`]), so that the trace
+    /// holds every task of the scopes that returned, ends included, and dropping the runtime
+    /// afterwards writes and prints nothing more unless tasks ran since. Called from a task, it
+    /// writes what is recorded (the running tasks marked unfinished).
     pub fn finish_trace(&self) -> Option<io::Result<TraceSummary>> {
         let trace = self.trace.as_ref()?;
         let in_pool = WorkerThread::current()
@@ -212,6 +327,18 @@ impl fmt::Debug for Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        let on_own_worker = WorkerThread::current()
+            .is_some_and(|worker| Arc::ptr_eq(worker.registry(), &self.registry));
+        if !on_own_worker {
+            self.registry.detached.wait_for_none();
+        } else if self.registry.detached.stop_after_last(|| DeferredStop {
+            trace: self.trace.clone(),
+        }) {
+            // Dropped by one of its own tasks, perhaps of a detached job, which it cannot
+            // wait for: the last detached job stops the workers and writes the trace; the
+            // threads exit on their own (module `detached`).
+            return;
+        }
         self.registry.sleep.notify_all();
         let me = thread::current().id();
         for handle in self.threads.drain(..) {
