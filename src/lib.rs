@@ -1,7 +1,9 @@
 //! numatask: locality-aware tasks and NUMA data distribution.
 //!
-//! The task runtime lives in [`sched`], the topology and the NUMA allocator in [`alloc`];
-//! the main types are re-exported here, and [`prelude`] imports what most programs use:
+//! The task runtime lives in [`sched`], the topology and the NUMA allocator in [`alloc`], the
+//! OpenCL-model kernel executor (NDRange launches whose work-groups run as tasks) in
+//! [`kernels`]; the main types are re-exported here, and [`prelude`] imports what most
+//! programs use:
 //!
 //! ```
 //! let rt = numatask::Runtime::builder().num_threads(2).build()?;
@@ -39,6 +41,7 @@
 //! | `current_thread_index`, `current_num_threads` | [`Scope::worker_index`], [`current_worker()`], [`current_num_workers()`] |
 //! | `omp_malloc` and `OMP_DATA_DISTRIBUTION` | [`alloc::omp_malloc`], [`alloc::omp_malloc_specific`], [`prelude::NumaVec`] |
 //! | the locality-aware scheduler | [`SchedulerKind::Locality`], `NUMATASK_SCHEDULER=locality` |
+//! | OpenCL / SYCL: `clCreateBuffer`, `clEnqueueNDRangeKernel`, events, in-order and out-of-order queues | [`kernels::Context`], [`kernels::Queue::launch`] with a [`kernels::Kernel`], [`kernels::Event`] |
 //! | a timeline of the tasks | `NUMATASK_TRACE=file.json` ([`sched::trace`]), [`Runtime::finish_trace`] |
 //! | data used again after `taskwait` (the task's borrow ended there) | [`Scope::join`], a scope of its own ([`scope()`]) or a result: see below |
 //! | not here: parallel iterators (`map`, `filter`, `collect`), `par_sort`, `broadcast`; `taskyield`, `detach`, `cancel`, `taskwait depend` | taskloops and tasks as above |
@@ -105,12 +108,11 @@
 //! # Ok::<(), numatask::BuildError>(())
 //! ```
 //!
-//! The pages of [`sched`] and [`alloc`] (module docs, every type) are built with the facade by
+//! The pages of [`sched`], [`alloc`] and [`kernels`] (module docs, every type) are built with the facade by
 //! `cargo doc --workspace --no-deps --open`; `cargo doc --no-deps` documents this crate alone,
 //! and links into them lead nowhere.
-// `kernels/` (the OpenCL-model executor) is a workspace member not re-exported until it has
-// content.
 pub use numatask_alloc as alloc;
+pub use numatask_kernels as kernels;
 pub use numatask_sched as sched;
 pub use numatask_sched::{
     BuildError, DependError, DisplayEnv, Footprint, Places, ProcBind, RawTaskBuilder, Runtime,

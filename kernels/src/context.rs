@@ -1,0 +1,186 @@
+//! Contexts: a runtime, the limits of launches on it, and the dependence tracker that orders
+//! the commands of all its queues.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use numatask_alloc::{Distribution, Place};
+use numatask_sched::Runtime;
+use numatask_sched::depend::DepTracker;
+
+use crate::buffer::{Buffer, Element};
+use crate::command::Command;
+use crate::error::Error;
+use crate::queue::Queue;
+use crate::user_event::UserEvent;
+
+/// The limits of launches in a context (OpenCL's device info).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Work-items per work-group, at most (`CL_DEVICE_MAX_WORK_GROUP_SIZE`).
+    pub max_work_group_size: usize,
+    /// Bytes of local memory per work-group, at most (`CL_DEVICE_LOCAL_MEM_SIZE`).
+    pub local_mem_size: usize,
+}
+
+impl Default for Limits {
+    /// 4096 work-items per group (a group's items run in loops on one worker: the bound only
+    /// keeps one group from being most of a launch) and 256 KiB of local memory per group (a
+    /// worker's arena, which should stay in its L2).
+    fn default() -> Self {
+        Limits {
+            max_work_group_size: 4096,
+            local_mem_size: 256 << 10,
+        }
+    }
+}
+
+/// The runtime a context runs on.
+enum RuntimeRef {
+    Global(&'static Runtime),
+    Shared(Arc<Runtime>),
+}
+
+/// A runtime to run kernels on, with the limits of its launches and the order of its
+/// commands: the buffers, queues, user events and kernels' launches of one context depend on
+/// each other; those of two contexts do not mix (an error at enqueue). Cheap to clone.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    pub(crate) id: u64,
+    runtime: RuntimeRef,
+    pub(crate) limits: Limits,
+    /// Orders every command of the context's queues by its accesses: buffer bytes, and the
+    /// bytes that stand for queues and events (see [`virtual_address`]).
+    pub(crate) tracker: DepTracker<Command>,
+    pub(crate) epoch: Instant,
+    /// Where new buffers go unless told otherwise.
+    pub(crate) place: Place,
+}
+
+static NEXT_CONTEXT: AtomicU64 = AtomicU64::new(1);
+static NEXT_VIRTUAL: AtomicUsize = AtomicUsize::new(0);
+
+/// A byte that stands for a queue or an event in the dependence tracker, in the upper half of
+/// the address space, where no buffer is: a command that waits for an event reads its byte,
+/// the command of the event writes it; an in-order queue's commands all update its byte.
+pub(crate) fn virtual_address() -> usize {
+    (1usize << (usize::BITS - 1)) | NEXT_VIRTUAL.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Context {
+    /// A context on `runtime`, whose buffers follow `OMP_DATA_DISTRIBUTION` (an error if it is
+    /// set to something else than `standard`, `fine` or `coarse`).
+    pub fn new(runtime: Arc<Runtime>) -> Result<Context, Error> {
+        Self::make(RuntimeRef::Shared(runtime), Limits::default())
+    }
+
+    /// A context on `runtime` with other limits.
+    pub fn with_limits(runtime: Arc<Runtime>, limits: Limits) -> Result<Context, Error> {
+        if limits.max_work_group_size == 0 {
+            return Err(Error::Setting(
+                "a context allows at least one work-item per work-group".into(),
+            ));
+        }
+        Self::make(RuntimeRef::Shared(runtime), limits)
+    }
+
+    /// A context on the process-wide runtime ([`Runtime::try_global`]), created from the
+    /// environment on first use.
+    pub fn global() -> Result<Context, Error> {
+        Self::make(
+            RuntimeRef::Global(Runtime::try_global()?),
+            Limits::default(),
+        )
+    }
+
+    fn make(runtime: RuntimeRef, limits: Limits) -> Result<Context, Error> {
+        let place = Place::Distributed(Distribution::from_env()?);
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                id: NEXT_CONTEXT.fetch_add(1, Ordering::Relaxed),
+                runtime,
+                limits,
+                tracker: DepTracker::new(),
+                epoch: Instant::now(),
+                place,
+            }),
+        })
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The runtime its commands run on.
+    pub fn runtime(&self) -> &Runtime {
+        self.inner.runtime()
+    }
+
+    /// The limits of its launches.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// Where its buffers go by default (`OMP_DATA_DISTRIBUTION`'s policy).
+    pub fn default_place(&self) -> Place {
+        self.inner.place
+    }
+
+    /// A buffer of `len` zeroes, placed by the context's default distribution. Pages are
+    /// not touched: under `standard` each goes to the node of the worker that first writes it.
+    pub fn buffer<T: Element>(&self, len: usize) -> Result<Buffer<T>, Error> {
+        Buffer::new(self, len, self.inner.place)
+    }
+
+    /// A buffer of `len` zeroes placed by `place`: a [`Distribution`] or a node.
+    pub fn buffer_on<T: Element>(
+        &self,
+        len: usize,
+        place: impl Into<Place>,
+    ) -> Result<Buffer<T>, Error> {
+        Buffer::new(self, len, place.into())
+    }
+
+    /// An in-order queue: each command starts after the previous one ended.
+    pub fn queue(&self) -> Queue {
+        Queue::new(self, true)
+    }
+
+    /// An out-of-order queue: commands are ordered only by their wait lists, their buffers'
+    /// accesses, and barriers; independent commands run at the same time.
+    pub fn out_of_order_queue(&self) -> Queue {
+        Queue::new(self, false)
+    }
+
+    /// A user event: an event the program completes (or fails), to hold commands back until
+    /// something outside the context happened.
+    pub fn user_event(&self) -> UserEvent {
+        UserEvent::new(self)
+    }
+}
+
+impl ContextInner {
+    pub(crate) fn runtime(&self) -> &Runtime {
+        match &self.runtime {
+            RuntimeRef::Global(rt) => rt,
+            RuntimeRef::Shared(rt) => rt,
+        }
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("id", &self.inner.id)
+            .field("workers", &self.runtime().num_workers())
+            .field("limits", &self.inner.limits)
+            .field("place", &self.inner.place)
+            .finish()
+    }
+}

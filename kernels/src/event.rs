@@ -1,0 +1,252 @@
+//! Events: the state of one command (queued, submitted, running, complete or failed), its
+//! profiling timestamps, and the ways to wait for it (blocking, or as a `Future`).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::error::Failure;
+
+/// Where a command is (OpenCL's `CL_QUEUED` ... `CL_COMPLETE`, and a failure).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventStatus {
+    /// Enqueued; waiting for the commands it depends on.
+    Queued,
+    /// Everything it waits for is done; handed to the runtime.
+    Submitted,
+    /// Running (its first work-group started).
+    Running,
+    /// Done.
+    Complete,
+    /// Did not complete: its kernel panicked, or a command it depends on failed.
+    Failed(Failure),
+}
+
+/// When a command went through each stage (OpenCL's profiling info), as durations since its
+/// context was created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Enqueued.
+    pub queued: Duration,
+    /// Released by the commands it waited for, and handed to the runtime.
+    pub submitted: Duration,
+    /// Its first work started on a worker.
+    pub started: Duration,
+    /// It completed or failed.
+    pub ended: Duration,
+}
+
+/// The event of a command: cheap to clone; compare, wait on it, or put it in another
+/// command's wait list.
+///
+/// `.await`ing it (it is a `Future`) waits without blocking a thread.
+#[derive(Clone)]
+pub struct Event {
+    pub(crate) state: Arc<EventState>,
+}
+
+pub(crate) struct EventState {
+    pub(crate) context: u64,
+    /// The byte that stands for this event in the context's dependence tracker: commands
+    /// that wait for it read it; the command writes it.
+    pub(crate) address: usize,
+    /// `"kernel 'saxpy'"`, `"read"`, ... (for failures and `Debug`).
+    pub(crate) command: String,
+    epoch: Instant,
+    inner: Mutex<Inner>,
+    done: Condvar,
+    /// Nanoseconds since `epoch`, plus 1 (0: not yet): queued, submitted, started, ended.
+    times: [AtomicU64; 4],
+}
+
+struct Inner {
+    status: EventStatus,
+    wakers: Vec<Waker>,
+}
+
+const QUEUED: usize = 0;
+const SUBMITTED: usize = 1;
+const STARTED: usize = 2;
+const ENDED: usize = 3;
+
+impl EventState {
+    pub(crate) fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
+        let state = Arc::new(EventState {
+            context,
+            address,
+            command,
+            epoch,
+            inner: Mutex::new(Inner {
+                status: EventStatus::Queued,
+                wakers: Vec::new(),
+            }),
+            done: Condvar::new(),
+            times: Default::default(),
+        });
+        state.stamp(QUEUED);
+        state
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The lock guards plain data; a panic while holding it (none is possible: no user code
+        // runs under it) would leave it consistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stamp(&self, which: usize) {
+        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.times[which].store(ns + 1, Ordering::Relaxed);
+    }
+
+    /// The command was released and handed to the runtime.
+    pub(crate) fn submitted(&self) {
+        self.stamp(SUBMITTED);
+        let mut inner = self.lock();
+        if inner.status == EventStatus::Queued {
+            inner.status = EventStatus::Submitted;
+        }
+    }
+
+    /// The command's work started.
+    pub(crate) fn started(&self) {
+        self.stamp(STARTED);
+        let mut inner = self.lock();
+        if matches!(inner.status, EventStatus::Queued | EventStatus::Submitted) {
+            inner.status = EventStatus::Running;
+        }
+    }
+
+    /// The command ended (`Err`: it failed). The first end counts.
+    pub(crate) fn end(&self, result: Result<(), Failure>) {
+        for stage in [SUBMITTED, STARTED] {
+            if self.times[stage].load(Ordering::Relaxed) == 0 {
+                self.stamp(stage);
+            }
+        }
+        self.stamp(ENDED);
+        let wakers = {
+            let mut inner = self.lock();
+            if matches!(inner.status, EventStatus::Complete | EventStatus::Failed(_)) {
+                return;
+            }
+            inner.status = match result {
+                Ok(()) => EventStatus::Complete,
+                Err(f) => EventStatus::Failed(f),
+            };
+            std::mem::take(&mut inner.wakers)
+        };
+        self.done.notify_all();
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    pub(crate) fn status(&self) -> EventStatus {
+        self.lock().status.clone()
+    }
+
+    /// `None` while running; the outcome once ended.
+    pub(crate) fn outcome(&self) -> Option<Result<(), Failure>> {
+        match &self.lock().status {
+            EventStatus::Complete => Some(Ok(())),
+            EventStatus::Failed(f) => Some(Err(f.clone())),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn wait(&self) -> Result<(), Failure> {
+        let mut inner = self.lock();
+        loop {
+            match &inner.status {
+                EventStatus::Complete => return Ok(()),
+                EventStatus::Failed(f) => return Err(f.clone()),
+                _ => inner = self.done.wait(inner).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+}
+
+impl Event {
+    /// Blocks until the command completed (`Ok`) or failed (`Err`, with why).
+    ///
+    /// Called from inside a task or kernel of the same runtime, it blocks that worker: with
+    /// every worker blocked so, the command it waits for cannot run. Wait through a wait
+    /// list, or `.await` the event, instead.
+    pub fn wait(&self) -> Result<(), Failure> {
+        self.state.wait()
+    }
+
+    /// Where the command is now.
+    pub fn status(&self) -> EventStatus {
+        self.state.status()
+    }
+
+    /// Whether it completed or failed.
+    pub fn is_done(&self) -> bool {
+        self.state.outcome().is_some()
+    }
+
+    /// Its timestamps, once it ended (OpenCL's `clGetEventProfilingInfo`); `None` before.
+    pub fn profile(&self) -> Option<Profile> {
+        let t: Vec<u64> = self
+            .state
+            .times
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .collect();
+        if t[ENDED] == 0 || self.state.outcome().is_none() {
+            return None;
+        }
+        let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
+        Some(Profile {
+            queued: d(t[QUEUED]),
+            submitted: d(t[SUBMITTED]),
+            started: d(t[STARTED]),
+            ended: d(t[ENDED]),
+        })
+    }
+
+    /// What the command is: `"kernel 'saxpy'"`, `"read"`, `"marker"`, ...
+    pub fn command(&self) -> &str {
+        &self.state.command
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+impl Eq for Event {}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("command", &self.state.command)
+            .field("status", &self.status())
+            .finish()
+    }
+}
+
+impl Future for Event {
+    type Output = Result<(), Failure>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let mut inner = self.state.lock();
+        match &inner.status {
+            EventStatus::Complete => Poll::Ready(Ok(())),
+            EventStatus::Failed(f) => Poll::Ready(Err(f.clone())),
+            _ => {
+                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    inner.wakers.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}

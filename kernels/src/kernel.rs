@@ -1,0 +1,856 @@
+//! Kernels: a name, typed parameters, and a work-group function that runs every work-item of
+//! one group on the calling worker.
+//!
+//! A kernel is made either from a work-group function ([`Kernel::groups`]: the form a
+//! compiler of kernels generates, with the group's ids, its arguments and its local memory) or,
+//! for a kernel without barriers, from a closure over one work-item ([`Kernel::items`]), for
+//! which the executor generates the loops over the group's work-items.
+
+use std::any::{Any, TypeId, type_name};
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{align_of, size_of};
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::buffer::{Buffer, Element, RawBuffer};
+use crate::ndrange::Geometry;
+
+/// How a kernel uses a buffer argument: what creates the dependences between commands (as
+/// SYCL's accessor modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Only read: commands that only read a buffer run at the same time.
+    Read,
+    /// Only written (each work-item its own element).
+    Write,
+    /// Read and written (each work-item its own element).
+    ReadWrite,
+}
+
+impl Mode {
+    /// Whether the kernel writes the buffer.
+    pub fn writes(self) -> bool {
+        !matches!(self, Mode::Read)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Read => "read",
+            Mode::Write => "write",
+            Mode::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// An element type, as a parameter or argument names it.
+#[derive(Clone, Copy)]
+pub(crate) struct TypeInfo {
+    pub(crate) id: TypeId,
+    pub(crate) name: &'static str,
+    pub(crate) size: usize,
+    pub(crate) align: usize,
+}
+
+impl TypeInfo {
+    pub(crate) fn of<T: 'static>() -> Self {
+        TypeInfo {
+            id: TypeId::of::<T>(),
+            name: type_name::<T>(),
+            size: size_of::<T>(),
+            align: align_of::<T>(),
+        }
+    }
+}
+
+impl PartialEq for TypeInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+/// What kind of argument a parameter takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A [`Buffer`] used as the mode says.
+    Buffer(Mode),
+    /// A value, the same for every work-item.
+    Scalar,
+    /// Local memory: an array per work-group, shared by its work-items, of the length the
+    /// argument gives ([`Local`]).
+    Local,
+}
+
+/// One parameter of a kernel: a kind and an element type.
+#[derive(Clone, Copy, PartialEq)]
+pub struct Param {
+    pub(crate) kind: ParamKind,
+    pub(crate) elem: TypeInfo,
+}
+
+impl Param {
+    /// A buffer of `T` used in `mode`.
+    pub fn buffer<T: Element>(mode: Mode) -> Param {
+        Param {
+            kind: ParamKind::Buffer(mode),
+            elem: TypeInfo::of::<T>(),
+        }
+    }
+
+    /// A scalar `T`.
+    pub fn scalar<T: Copy + Send + Sync + 'static>() -> Param {
+        Param {
+            kind: ParamKind::Scalar,
+            elem: TypeInfo::of::<T>(),
+        }
+    }
+
+    /// Local memory of `T`.
+    pub fn local<T: Element>() -> Param {
+        Param {
+            kind: ParamKind::Local,
+            elem: TypeInfo::of::<T>(),
+        }
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> ParamKind {
+        self.kind
+    }
+
+    /// The element type's name.
+    pub fn type_name(&self) -> &'static str {
+        self.elem.name
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match self.kind {
+            ParamKind::Buffer(m) => format!("a buffer of {} ({})", self.elem.name, m.name()),
+            ParamKind::Scalar => format!("a scalar {}", self.elem.name),
+            ParamKind::Local => format!("local memory of {}", self.elem.name),
+        }
+    }
+}
+
+impl fmt::Debug for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// A kernel argument: a buffer, a scalar or a local-memory size. Made by `From` (`&buffer`,
+/// `2.0f32`, `Local::<f32>::new(256)`), or [`Arg::scalar`] for a scalar of one's own type.
+#[derive(Clone)]
+pub struct Arg(pub(crate) ArgValue);
+
+#[derive(Clone)]
+pub(crate) enum ArgValue {
+    Buffer(Arc<RawBuffer>),
+    Scalar(Arc<dyn Any + Send + Sync>, TypeInfo),
+    Local(TypeInfo, usize),
+}
+
+impl Arg {
+    /// A scalar argument of any `Copy` type (a struct of the program's own, say).
+    pub fn scalar<T: Copy + Send + Sync + 'static>(value: T) -> Arg {
+        Arg(ArgValue::Scalar(Arc::new(value), TypeInfo::of::<T>()))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match &self.0 {
+            ArgValue::Buffer(b) => format!("a buffer of {}", b.elem),
+            ArgValue::Scalar(_, t) => format!("a scalar {}", t.name),
+            ArgValue::Local(t, n) => format!("local memory of {n} {}", t.name),
+        }
+    }
+}
+
+impl fmt::Debug for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl<T: Element> From<&Buffer<T>> for Arg {
+    fn from(b: &Buffer<T>) -> Self {
+        Arg(ArgValue::Buffer(Arc::clone(&b.raw)))
+    }
+}
+
+macro_rules! scalar_args {
+    ($($t:ty),*) => { $(
+        impl From<$t> for Arg {
+            fn from(v: $t) -> Self {
+                Arg::scalar(v)
+            }
+        }
+    )* };
+}
+scalar_args!(
+    f32, f64, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, bool
+);
+
+/// A local-memory argument: `len` elements of `T` per work-group (OpenCL's
+/// `clSetKernelArg(kernel, i, size, NULL)`), zeroed when each group starts.
+pub struct Local<T>(usize, PhantomData<fn() -> T>);
+
+impl<T: Element> Local<T> {
+    /// `len` elements per group.
+    pub fn new(len: usize) -> Self {
+        Local(len, PhantomData)
+    }
+}
+
+impl<T: Element> From<Local<T>> for Arg {
+    fn from(l: Local<T>) -> Self {
+        Arg(ArgValue::Local(TypeInfo::of::<T>(), l.0))
+    }
+}
+
+/// Which elements of each buffer argument a run of consecutive work-groups touches: the
+/// question a kernel's footprint function answers (see [`Kernel::with_footprint`]).
+#[derive(Clone, Debug)]
+pub struct FootprintQuery {
+    /// The argument (a buffer).
+    pub arg: usize,
+    /// Its length, in elements.
+    pub len: usize,
+    /// The groups, as linear group ids (dimension 0 fastest).
+    pub groups: Range<usize>,
+    /// Groups in the launch.
+    pub total_groups: usize,
+    /// The launch's geometry.
+    pub geometry: Geometry,
+}
+
+type GroupFn = dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync;
+type FootprintFn = dyn Fn(&FootprintQuery) -> Option<Range<usize>> + Send + Sync;
+
+/// A kernel: its name, parameters and work-group function. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) inner: Arc<KernelInner>,
+}
+
+pub(crate) struct KernelInner {
+    pub(crate) name: &'static str,
+    pub(crate) params: Vec<Param>,
+    pub(crate) body: Box<GroupFn>,
+    pub(crate) footprint: Option<Box<FootprintFn>>,
+}
+
+impl Kernel {
+    /// A kernel from its work-group function: `body` runs every work-item of one group (the
+    /// form a kernel compiler generates). It reads its arguments through [`GroupArgs`] by
+    /// position, as `params` declare them.
+    ///
+    /// ```
+    /// use numatask_kernels::{Kernel, Mode, Param};
+    ///
+    /// // Doubles every element: each work-item its own, row by row of the group.
+    /// let double = Kernel::groups(
+    ///     "double",
+    ///     vec![Param::buffer::<f32>(Mode::ReadWrite)],
+    ///     |group, args| {
+    ///         let mut y = args.items_mut::<f32>(0);
+    ///         for z in 0..group.local_size(2) {
+    ///             for row in 0..group.local_size(1) {
+    ///                 for v in y.row_mut(row, z) {
+    ///                     *v *= 2.0;
+    ///                 }
+    ///             }
+    ///         }
+    ///     },
+    /// );
+    /// assert_eq!(double.name(), "double");
+    /// ```
+    pub fn groups(
+        name: &'static str,
+        params: Vec<Param>,
+        body: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
+    ) -> Kernel {
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name,
+                params,
+                body: Box::new(body),
+                footprint: None,
+            }),
+        }
+    }
+
+    /// A kernel without barriers, from a closure over one work-item: the executor runs it for
+    /// every work-item of a group in a loop (dimension 0 innermost), which the compiler
+    /// vectorizes when the closure allows it.
+    ///
+    /// `P` lists the parameters, a tuple of [`Read<T>`] (the item gets `&[T]`, the whole
+    /// buffer), [`Write<T>`] and [`ReadWrite<T>`] (the item gets `&mut T`, its own element:
+    /// the one at its global linear id), and scalars (`f32`, `u32`, ...: the item gets the
+    /// value).
+    ///
+    /// ```
+    /// use numatask_kernels::{Kernel, Read, ReadWrite};
+    ///
+    /// let saxpy = Kernel::items::<(Read<f32>, ReadWrite<f32>, f32), _>(
+    ///     "saxpy",
+    ///     |item, (x, y, a)| *y += a * x[item.global_id(0)],
+    /// );
+    /// assert_eq!(saxpy.params().len(), 3);
+    /// ```
+    pub fn items<P, F>(name: &'static str, f: F) -> Kernel
+    where
+        P: ItemParams,
+        F: for<'v> Fn(&Item, P::Views<'v>) + Send + Sync + 'static,
+    {
+        Kernel::groups(name, P::params(), move |group, args| {
+            run_items::<P, F>(&f, group, args)
+        })
+    }
+
+    /// The same kernel, whose tasks' footprints come from `f`: for a run of consecutive groups
+    /// and one buffer argument, the elements they touch (`None`: none worth placing by). The
+    /// default is a block partition of every buffer over the groups in linear order (group
+    /// `g` of `G` touches elements `len * g / G .. len * (g + 1) / G`), right for kernels
+    /// whose work-item `i` touches element `i`.
+    pub fn with_footprint(
+        self,
+        f: impl Fn(&FootprintQuery) -> Option<Range<usize>> + Send + Sync + 'static,
+    ) -> Kernel {
+        let inner = match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner,
+            Err(shared) => {
+                return Kernel::groups_from(&shared, Box::new(f));
+            }
+        };
+        Kernel {
+            inner: Arc::new(KernelInner {
+                footprint: Some(Box::new(f)),
+                ..inner
+            }),
+        }
+    }
+
+    fn groups_from(shared: &Arc<KernelInner>, f: Box<FootprintFn>) -> Kernel {
+        let body = Arc::clone(shared);
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name: shared.name,
+                params: shared.params.clone(),
+                body: Box::new(move |g, a| (body.body)(g, a)),
+                footprint: Some(f),
+            }),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &'static str {
+        self.inner.name
+    }
+
+    /// Its parameters.
+    pub fn params(&self) -> &[Param] {
+        &self.inner.params
+    }
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.inner.name)
+            .field("params", &self.inner.params)
+            .finish()
+    }
+}
+
+/// The work-group a work-group function runs: its ids and sizes (OpenCL's work-item
+/// functions that do not depend on the work-item).
+pub struct WorkGroup<'a> {
+    pub(crate) geometry: &'a Geometry,
+    pub(crate) id: [usize; 3],
+    pub(crate) size: [usize; 3],
+}
+
+impl WorkGroup<'_> {
+    /// Dimensions of the NDRange (`get_work_dim`).
+    #[inline]
+    pub fn dims(&self) -> usize {
+        self.geometry.dims
+    }
+
+    /// This group's id in dimension `d` (`get_group_id`); 0 past the NDRange's dimensions.
+    #[inline]
+    pub fn group_id(&self, d: usize) -> usize {
+        self.id.get(d).copied().unwrap_or(0)
+    }
+
+    /// This group's actual size in dimension `d` (`get_local_size`): smaller than the
+    /// enqueued one at the upper edge; 1 past the NDRange's dimensions.
+    #[inline]
+    pub fn local_size(&self, d: usize) -> usize {
+        self.size.get(d).copied().unwrap_or(1)
+    }
+
+    /// The local size the launch was enqueued with (`get_enqueued_local_size`).
+    #[inline]
+    pub fn enqueued_local_size(&self, d: usize) -> usize {
+        self.geometry.local.get(d).copied().unwrap_or(1)
+    }
+
+    /// Groups in dimension `d` (`get_num_groups`).
+    #[inline]
+    pub fn num_groups(&self, d: usize) -> usize {
+        self.geometry.groups.get(d).copied().unwrap_or(1)
+    }
+
+    /// The global size in dimension `d` (`get_global_size`).
+    #[inline]
+    pub fn global_size(&self, d: usize) -> usize {
+        self.geometry.global.get(d).copied().unwrap_or(1)
+    }
+
+    /// The global offset in dimension `d` (`get_global_offset`).
+    #[inline]
+    pub fn global_offset(&self, d: usize) -> usize {
+        self.geometry.offset.get(d).copied().unwrap_or(0)
+    }
+
+    /// The global id of this group's work-item `local` (`get_global_id` in that item).
+    #[inline]
+    pub fn global_id(&self, local: [usize; 3]) -> [usize; 3] {
+        let g = self.geometry;
+        [
+            g.offset[0] + self.id[0] * g.local[0] + local[0],
+            g.offset[1] + self.id[1] * g.local[1] + local[1],
+            g.offset[2] + self.id[2] * g.local[2] + local[2],
+        ]
+    }
+
+    /// The global linear id of work-item `local` (`get_global_linear_id`): the element an
+    /// item owns in a written buffer.
+    #[inline]
+    pub fn global_linear_id(&self, local: [usize; 3]) -> usize {
+        let g = self.geometry;
+        let x = self.id[0] * g.local[0] + local[0];
+        let y = self.id[1] * g.local[1] + local[1];
+        let z = self.id[2] * g.local[2] + local[2];
+        x + g.global[0] * (y + g.global[1] * z)
+    }
+
+    /// This group's linear id (`get_group_id(0) + get_num_groups(0) * (...)`).
+    #[inline]
+    pub fn group_linear_id(&self) -> usize {
+        let g = self.geometry;
+        self.id[0] + g.groups[0] * (self.id[1] + g.groups[1] * self.id[2])
+    }
+}
+
+/// The arguments of a launch, as one work-group sees them. Each accessor checks the argument
+/// against the type asked for and panics if it differs (a bug of the work-group function,
+/// which fails the launch's event).
+pub struct GroupArgs<'a> {
+    pub(crate) args: &'a [ArgValue],
+    pub(crate) modes: &'a [ParamKind],
+    pub(crate) group: &'a WorkGroup<'a>,
+    /// The group's local memory, and each local argument's offset in it.
+    pub(crate) local: *mut u8,
+    pub(crate) local_offsets: &'a [usize],
+    /// Arguments whose exclusive views were handed out (one bit each).
+    pub(crate) taken: Cell<u64>,
+}
+
+impl<'a> GroupArgs<'a> {
+    fn buffer<T: Element>(&self, i: usize, what: &str) -> &'a RawBuffer {
+        match self.args.get(i) {
+            Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
+            Some(a) => panic!(
+                "argument {i} is {}, asked for as {what} of {}",
+                Arg(a.clone()).describe(),
+                type_name::<T>()
+            ),
+            None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
+        }
+    }
+
+    fn take(&self, i: usize) {
+        let bit = 1u64 << (i % 64);
+        let taken = self.taken.get();
+        assert!(
+            taken & bit == 0,
+            "argument {i}'s exclusive view was already taken by this group"
+        );
+        self.taken.set(taken | bit);
+    }
+
+    /// Buffer argument `i`, declared [`Mode::Read`]: the whole buffer.
+    pub fn read<T: Element>(&self, i: usize) -> &'a [T] {
+        let b = self.buffer::<T>(i, "a read buffer");
+        assert!(
+            self.modes.get(i) == Some(&ParamKind::Buffer(Mode::Read)),
+            "argument {i} is written by the kernel: its work-items reach it through items_mut"
+        );
+        // SAFETY: the buffer holds `len` initialised `T`s (checked type); the launch declared
+        // it read-only, the launch checked that no argument that writes it is the same buffer,
+        // and the commands' dependences keep writers of other commands away while it runs.
+        unsafe { std::slice::from_raw_parts(b.ptr.cast_const().cast::<T>(), b.len) }
+    }
+
+    /// Buffer argument `i`, declared [`Mode::Write`] or [`Mode::ReadWrite`]: the elements this
+    /// group's work-items own (each its global linear id). Once per group and argument.
+    pub fn items_mut<T: Element>(&self, i: usize) -> ItemsMut<'a, T> {
+        let b = self.buffer::<T>(i, "a written buffer");
+        assert!(
+            matches!(self.modes.get(i), Some(ParamKind::Buffer(m)) if m.writes()),
+            "argument {i} is read-only for the kernel: read it with read()"
+        );
+        self.take(i);
+        let g = self.group;
+        ItemsMut {
+            base: b.ptr.cast::<T>(),
+            first: g.global_linear_id([0, 0, 0]),
+            size: g.size,
+            stride: [
+                g.geometry.global[0],
+                g.geometry.global[0] * g.geometry.global[1],
+            ],
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Buffer argument `i` as a raw pointer and length, for work-items that write elements
+    /// other than their own (a scatter, a histogram).
+    ///
+    /// # Safety
+    ///
+    /// While the launch runs, no element may be written by one work-item and read or written
+    /// by another (of any group) unless through atomics; reads and writes stay within the
+    /// length.
+    pub unsafe fn raw<T: Element>(&self, i: usize) -> (*mut T, usize) {
+        let b = self.buffer::<T>(i, "a buffer");
+        (b.ptr.cast::<T>(), b.len)
+    }
+
+    /// Scalar argument `i`.
+    pub fn scalar<T: Copy + Send + Sync + 'static>(&self, i: usize) -> T {
+        match self.args.get(i) {
+            Some(ArgValue::Scalar(v, _)) => match v.downcast_ref::<T>() {
+                Some(v) => *v,
+                None => panic!(
+                    "argument {i} is {}, asked for as a scalar {}",
+                    Arg(self.args[i].clone()).describe(),
+                    type_name::<T>()
+                ),
+            },
+            Some(a) => panic!(
+                "argument {i} is {}, asked for as a scalar {}",
+                Arg(a.clone()).describe(),
+                type_name::<T>()
+            ),
+            None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
+        }
+    }
+
+    /// Local argument `i`: this group's array, zeroed when the group started. Once per group
+    /// and argument.
+    pub fn local<T: Element>(&self, i: usize) -> &'a mut [T] {
+        let len = match self.args.get(i) {
+            Some(ArgValue::Local(t, len)) if t.id == TypeId::of::<T>() => *len,
+            Some(a) => panic!(
+                "argument {i} is {}, asked for as local memory of {}",
+                Arg(a.clone()).describe(),
+                type_name::<T>()
+            ),
+            None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
+        };
+        self.take(i);
+        // SAFETY: the arena holds this argument's `len` elements at its offset, aligned to 64
+        // (at least `T`'s alignment, checked at launch), zeroed (a valid `T`: `Element` is
+        // `Zeroable`); the group owns the arena while it runs and hands this part out once.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.local.add(self.local_offsets[i]).cast::<T>(), len)
+        }
+    }
+}
+
+/// The elements of a written buffer that one work-group's work-items own (each the element at
+/// its global linear id): rows along dimension 0, one per `(local y, local z)`.
+pub struct ItemsMut<'a, T> {
+    base: *mut T,
+    first: usize,
+    size: [usize; 3],
+    stride: [usize; 2],
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+impl<T> ItemsMut<'_, T> {
+    /// The elements of the work-items whose local ids are `(0.., y, z)`.
+    #[inline]
+    pub fn row_mut(&mut self, y: usize, z: usize) -> &mut [T] {
+        assert!(
+            y < self.size[1] && z < self.size[2],
+            "row ({y}, {z}) outside the group"
+        );
+        let start = self.first + y * self.stride[0] + z * self.stride[1];
+        // SAFETY: the launch checked that the buffer has an element per work-item; the row's
+        // work-items own these elements, no other group's items do, and `&mut self` keeps
+        // rows from overlapping in time.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(start), self.size[0]) }
+    }
+
+    /// The element of work-item `local`.
+    #[inline]
+    pub fn get_mut(&mut self, local: [usize; 3]) -> &mut T {
+        assert!(
+            local[0] < self.size[0],
+            "work-item {local:?} outside the group"
+        );
+        &mut self.row_mut(local[1], local[2])[local[0]]
+    }
+}
+
+/// One work-item, as a closure of [`Kernel::items`] sees it (OpenCL's work-item functions).
+pub struct Item<'a> {
+    group: &'a WorkGroup<'a>,
+    local: [usize; 3],
+}
+
+impl Item<'_> {
+    /// Its global id in dimension `d` (`get_global_id`); 0 past the NDRange's dimensions.
+    #[inline(always)]
+    pub fn global_id(&self, d: usize) -> usize {
+        let g = self.group.geometry;
+        if d < 3 {
+            g.offset[d] + self.group.id[d] * g.local[d] + self.local[d]
+        } else {
+            0
+        }
+    }
+
+    /// Its local id in dimension `d` (`get_local_id`).
+    #[inline(always)]
+    pub fn local_id(&self, d: usize) -> usize {
+        self.local.get(d).copied().unwrap_or(0)
+    }
+
+    /// Its global linear id (`get_global_linear_id`): the element it owns in written buffers.
+    #[inline(always)]
+    pub fn global_linear_id(&self) -> usize {
+        self.group.global_linear_id(self.local)
+    }
+
+    /// Its group.
+    #[inline(always)]
+    pub fn group(&self) -> &WorkGroup<'_> {
+        self.group
+    }
+}
+
+/// A parameter of a [`Kernel::items`] closure, and the view of its argument a work-item gets.
+pub trait ItemParam: 'static {
+    /// What one group holds of the argument.
+    type Group<'a>;
+    /// What one row of the group (work-items `(0.., y, z)`) holds.
+    type Row<'r>;
+    /// What one work-item gets.
+    type View<'v>;
+    /// The parameter.
+    fn param() -> Param;
+    /// The group's part of argument `i`.
+    fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> Self::Group<'a>;
+    /// Row `(y, z)` of the group's part.
+    fn row<'r>(group: &'r mut Self::Group<'_>, y: usize, z: usize) -> Self::Row<'r>;
+    /// Work-item `x` of the row.
+    fn view<'v>(row: &'v mut Self::Row<'_>, x: usize) -> Self::View<'v>;
+    /// Whether the argument has at least `end` elements (lets the compiler drop the bounds
+    /// checks of work-items that index it by their global id in dimension 0).
+    #[inline(always)]
+    fn covers(_group: &Self::Group<'_>, _end: usize) -> bool {
+        true
+    }
+}
+
+/// A buffer the work-items read ([`Mode::Read`]); each gets the whole buffer, `&[T]`.
+pub struct Read<T>(PhantomData<fn() -> T>);
+/// A buffer the work-items write ([`Mode::Write`]); each gets its own element, `&mut T`.
+pub struct Write<T>(PhantomData<fn() -> T>);
+/// A buffer the work-items read and write ([`Mode::ReadWrite`]); each gets its own element,
+/// `&mut T`.
+pub struct ReadWrite<T>(PhantomData<fn() -> T>);
+
+impl<T: Element> ItemParam for Read<T> {
+    type Group<'a> = &'a [T];
+    type Row<'r> = &'r [T];
+    type View<'v> = &'v [T];
+    fn param() -> Param {
+        Param::buffer::<T>(Mode::Read)
+    }
+    #[inline(always)]
+    fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> &'a [T] {
+        args.read::<T>(i)
+    }
+    #[inline(always)]
+    fn row<'r>(group: &'r mut &[T], _: usize, _: usize) -> &'r [T] {
+        group
+    }
+    #[inline(always)]
+    fn view<'v>(row: &'v mut &[T], _: usize) -> &'v [T] {
+        row
+    }
+    #[inline(always)]
+    fn covers(group: &&[T], end: usize) -> bool {
+        group.len() >= end
+    }
+}
+
+macro_rules! owned_param {
+    ($p:ident, $mode:expr) => {
+        impl<T: Element> ItemParam for $p<T> {
+            type Group<'a> = ItemsMut<'a, T>;
+            type Row<'r> = &'r mut [T];
+            type View<'v> = &'v mut T;
+            fn param() -> Param {
+                Param::buffer::<T>($mode)
+            }
+            #[inline(always)]
+            fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> ItemsMut<'a, T> {
+                args.items_mut::<T>(i)
+            }
+            #[inline(always)]
+            fn row<'r>(group: &'r mut ItemsMut<'_, T>, y: usize, z: usize) -> &'r mut [T] {
+                group.row_mut(y, z)
+            }
+            #[inline(always)]
+            fn view<'v>(row: &'v mut &mut [T], x: usize) -> &'v mut T {
+                &mut row[x]
+            }
+        }
+    };
+}
+owned_param!(Write, Mode::Write);
+owned_param!(ReadWrite, Mode::ReadWrite);
+
+macro_rules! scalar_params {
+    ($($t:ty),*) => { $(
+        impl ItemParam for $t {
+            type Group<'a> = $t;
+            type Row<'r> = $t;
+            type View<'v> = $t;
+            fn param() -> Param {
+                Param::scalar::<$t>()
+            }
+            #[inline(always)]
+            fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> $t {
+                args.scalar::<$t>(i)
+            }
+            #[inline(always)]
+            fn row(group: &mut $t, _: usize, _: usize) -> $t {
+                *group
+            }
+            #[inline(always)]
+            fn view(row: &mut $t, _: usize) -> $t {
+                *row
+            }
+        }
+    )* };
+}
+scalar_params!(
+    f32, f64, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, bool
+);
+
+/// The parameter list of a [`Kernel::items`] closure: a tuple of [`ItemParam`]s.
+pub trait ItemParams: 'static {
+    /// What the group holds.
+    type Groups<'a>;
+    /// What a row holds.
+    type Rows<'r>;
+    /// What one work-item gets: a tuple of the parameters' views.
+    type Views<'v>;
+    /// The parameters.
+    fn params() -> Vec<Param>;
+    /// Binds every argument for a group.
+    fn bind<'a>(args: &GroupArgs<'a>) -> Self::Groups<'a>;
+    /// Row `(y, z)`.
+    fn rows<'r>(groups: &'r mut Self::Groups<'_>, y: usize, z: usize) -> Self::Rows<'r>;
+    /// Work-item `x` of the row.
+    fn views<'v>(rows: &'v mut Self::Rows<'_>, x: usize) -> Self::Views<'v>;
+    /// Whether every read buffer has at least `end` elements.
+    fn covers(groups: &Self::Groups<'_>, end: usize) -> bool;
+}
+
+macro_rules! item_params {
+    ($($p:ident $i:tt),+) => {
+        impl<$($p: ItemParam),+> ItemParams for ($($p,)+) {
+            type Groups<'a> = ($($p::Group<'a>,)+);
+            type Rows<'r> = ($($p::Row<'r>,)+);
+            type Views<'v> = ($($p::View<'v>,)+);
+            fn params() -> Vec<Param> {
+                vec![$($p::param()),+]
+            }
+            #[inline(always)]
+            fn bind<'a>(args: &GroupArgs<'a>) -> Self::Groups<'a> {
+                ($($p::bind(args, $i),)+)
+            }
+            #[inline(always)]
+            fn rows<'r>(groups: &'r mut Self::Groups<'_>, y: usize, z: usize) -> Self::Rows<'r> {
+                ($($p::row(&mut groups.$i, y, z),)+)
+            }
+            #[inline(always)]
+            fn views<'v>(rows: &'v mut Self::Rows<'_>, x: usize) -> Self::Views<'v> {
+                ($($p::view(&mut rows.$i, x),)+)
+            }
+            #[inline(always)]
+            fn covers(groups: &Self::Groups<'_>, end: usize) -> bool {
+                true $(&& $p::covers(&groups.$i, end))+
+            }
+        }
+    };
+}
+item_params!(A 0);
+item_params!(A 0, B 1);
+item_params!(A 0, B 1, C 2);
+item_params!(A 0, B 1, C 2, D 3);
+item_params!(A 0, B 1, C 2, D 3, E 4);
+item_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// The work-item loops of an items kernel for one group.
+#[inline(always)]
+fn run_items<P, F>(f: &F, group: &WorkGroup<'_>, args: &GroupArgs<'_>)
+where
+    P: ItemParams,
+    F: for<'v> Fn(&Item, P::Views<'v>),
+{
+    let mut groups = P::bind(args);
+    let [sx, sy, sz] = group.size;
+    let end0 = group.global_id([sx, 0, 0])[0];
+    // Two copies of one loop: in the first, the compiler knows that every read buffer covers
+    // the group's global ids in dimension 0, and drops the bounds checks of `x[global_id(0)]`,
+    // which lets the loop vectorize.
+    #[allow(clippy::if_same_then_else)]
+    if P::covers(&groups, end0) {
+        items_loop::<P, F>(f, group, &mut groups, [sx, sy, sz]);
+    } else {
+        items_loop::<P, F>(f, group, &mut groups, [sx, sy, sz]);
+    }
+}
+
+#[inline(always)]
+fn items_loop<P, F>(f: &F, group: &WorkGroup<'_>, groups: &mut P::Groups<'_>, size: [usize; 3])
+where
+    P: ItemParams,
+    F: for<'v> Fn(&Item, P::Views<'v>),
+{
+    for z in 0..size[2] {
+        for y in 0..size[1] {
+            let mut rows = P::rows(groups, y, z);
+            for x in 0..size[0] {
+                let item = Item {
+                    group,
+                    local: [x, y, z],
+                };
+                f(&item, P::views(&mut rows, x));
+            }
+        }
+    }
+}
