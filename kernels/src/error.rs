@@ -133,7 +133,7 @@ pub enum Error {
     Setting(String),
     /// A blocking command (a mapping, a read into a slice) was enqueued but did not complete.
     #[error("{0}")]
-    Failed(Failure),
+    Failed(#[from] Failure),
 }
 
 /// Why a command did not complete: what its [`Event`](crate::Event) reports, and what every

@@ -611,6 +611,9 @@ impl<T> ItemsMut<'_, T> {
 /// One work-item, as a closure of [`Kernel::items`] sees it (OpenCL's work-item functions).
 pub struct Item<'a> {
     group: &'a WorkGroup<'a>,
+    /// The global id of the group's first work-item (kept here, in registers, so that the
+    /// work-item loop computes ids without loads).
+    base: [usize; 3],
     local: [usize; 3],
 }
 
@@ -618,9 +621,8 @@ impl Item<'_> {
     /// Its global id in dimension `d` (`get_global_id`); 0 past the NDRange's dimensions.
     #[inline(always)]
     pub fn global_id(&self, d: usize) -> usize {
-        let g = self.group.geometry;
         if d < 3 {
-            g.offset[d] + self.group.id[d] * g.local[d] + self.local[d]
+            self.base[d] + self.local[d]
         } else {
             0
         }
@@ -823,21 +825,27 @@ where
 {
     let mut groups = P::bind(args);
     let [sx, sy, sz] = group.size;
-    let end0 = group.global_id([sx, 0, 0])[0];
+    let base = group.global_id([0, 0, 0]);
+    let end0 = base[0] + sx;
     // Two copies of one loop: in the first, the compiler knows that every read buffer covers
     // the group's global ids in dimension 0, and drops the bounds checks of `x[global_id(0)]`,
     // which lets the loop vectorize.
     #[allow(clippy::if_same_then_else)]
     if P::covers(&groups, end0) {
-        items_loop::<P, F>(f, group, &mut groups, [sx, sy, sz]);
+        items_loop::<P, F>(f, group, &mut groups, base, [sx, sy, sz]);
     } else {
-        items_loop::<P, F>(f, group, &mut groups, [sx, sy, sz]);
+        items_loop::<P, F>(f, group, &mut groups, base, [sx, sy, sz]);
     }
 }
 
 #[inline(always)]
-fn items_loop<P, F>(f: &F, group: &WorkGroup<'_>, groups: &mut P::Groups<'_>, size: [usize; 3])
-where
+fn items_loop<P, F>(
+    f: &F,
+    group: &WorkGroup<'_>,
+    groups: &mut P::Groups<'_>,
+    base: [usize; 3],
+    size: [usize; 3],
+) where
     P: ItemParams,
     F: for<'v> Fn(&Item, P::Views<'v>),
 {
@@ -847,6 +855,7 @@ where
             for x in 0..size[0] {
                 let item = Item {
                     group,
+                    base,
                     local: [x, y, z],
                 };
                 f(&item, P::views(&mut rows, x));
