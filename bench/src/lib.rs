@@ -1,8 +1,10 @@
 //! numatask's benchmarks, kept out of the published crates because they build C: the
 //! harness-less bench programs of `benches/` (fib, sparselu, cholesky, paper, wakeup, taskloop),
 //! the core paper's six benchmarks ([`paper`]) and the `paper` program that runs one of them,
-//! and what they share. `c/` holds the C/OpenMP peers the benches run against and the C kernels
-//! that numatask's drivers and the peers both call ([`ffi`], compiled by `build.rs`).
+//! the Rust peers of the kernel executor's benchmarks ([`kernels_peers`]), and what they
+//! share. `c/` holds the C/OpenMP peers the benches run against, the C kernels that numatask's
+//! drivers and the peers both call ([`ffi`], compiled by `build.rs`), and the OpenCL peers of
+//! the kernel executor (`ocl_bench.c`, built by `scripts/bench-kernels.sh`).
 //!
 //! ```text
 //! cargo bench -p numatask-bench --bench fib -- --n 27 --threads 1,2
@@ -19,6 +21,7 @@
 pub mod args;
 pub mod ffi;
 pub mod filter;
+pub mod kernels_peers;
 pub mod paper;
 pub mod peer;
 pub mod runtime;
