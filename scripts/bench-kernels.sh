@@ -24,6 +24,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib/packages.sh
 source scripts/lib/packages.sh
+# shellcheck source=scripts/lib/opencl.sh
+source scripts/lib/opencl.sh
 
 threads=$(printf '%s\n' 1 "$(nproc)" | sort -nu | paste -sd,)
 args=()
@@ -60,42 +62,28 @@ vendors=$PWD/target/opencl-vendors
 mkdir -p "$out"
 unavailable() { echo "$1: not available: $2" >&2; }
 
-# pocl, the ICD loader (libOpenCL.so) and the headers ocl_bench is built with.
-OPENCL_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo)
 if ! command -v dpkg-query >/dev/null; then
     echo "no dpkg: OpenCL packages not installed; install pocl, ocl-icd and the OpenCL headers" >&2
 elif ! (ensure_packages "${OPENCL_PACKAGES[@]}"); then
     echo "OpenCL packages missing and not installable here; going on with what exists" >&2
 fi
-if ! echo '#include <CL/cl.h>' | gcc -E -x c - >/dev/null 2>&1; then
+if ! opencl_headers; then
     unavailable "pocl" "no OpenCL headers (CL/cl.h) to build the peers with"
     unavailable "intel-cpu" "no OpenCL headers (CL/cl.h) to build the peers with"
     peers=()
 else
-    gcc -std=c99 -O2 -Wall -Wextra -Werror -Ibench/c bench/c/ocl_bench.c -o "$out/ocl_bench" \
-        -lOpenCL -lm
+    build_ocl_bench "$out/ocl_bench"
     peers=(pocl intel-cpu)
 fi
 
-# Intel's CPU runtime from PyPI. intel-opencl-rt alone leaves libintelocl.so without libimf,
-# libsvml, libirng and libintlc (intel-cmplr-lib-rt has them), and the loader then drops the
-# platform without a word. libintelocl.so finds its own libraries through its RUNPATH
-# ($ORIGIN), so the venv's lib/ stays off LD_LIBRARY_PATH: it also holds a libOpenCL.so.1 (the
-# Khronos loader) that would replace the system's ocl-icd for every runtime measured.
 intel_lib=$venv/lib/libintelocl.so
-if ((${#peers[@]})) && [[ ! -e $intel_lib ]]; then
-    echo "installing Intel's CPU OpenCL runtime into $venv" >&2
-    if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q intel-opencl-rt intel-cmplr-lib-rt; } \
-        >"$venv.log" 2>&1; then
-        echo "  pip failed; see $venv.log" >&2
-    fi
-fi
-rm -rf "$vendors" && mkdir -p "$vendors/all" "$vendors/intel-cpu"
+if ((${#peers[@]})); then install_intel_opencl "$venv" || true; fi
+rm -rf "$vendors" && mkdir -p "$vendors/all"
 for icd in /etc/OpenCL/vendors/*.icd; do
     if [[ -e $icd ]]; then cp "$icd" "$vendors/all/"; fi
 done
 if [[ -e $intel_lib ]]; then
-    echo "$intel_lib" >"$vendors/intel-cpu/intel-cpu.icd"
+    intel_opencl_vendors "$venv/lib" "$vendors/intel-cpu"
     cp "$vendors/intel-cpu/intel-cpu.icd" "$vendors/all/"
 fi
 
@@ -118,9 +106,9 @@ for peer in "${peers[@]}"; do
     elif [[ $peer == pocl ]]; then
         unavailable pocl "the platform does not load (apt-get install ${OPENCL_PACKAGES[*]})"
     elif [[ ! -e $intel_lib ]]; then
-        unavailable intel-cpu "not installed in $venv (pip install intel-opencl-rt intel-cmplr-lib-rt)"
+        unavailable intel-cpu "not installed in $venv (pip install intel-opencl-rt intel-cmplr-lib-rt failed or was not possible)"
     else
-        absent=$(ldd "$intel_lib" 2>&1 | grep 'not found' | awk '{print $1}' | paste -sd' ' || true)
+        absent=$(ldd "$intel_lib" 2>&1 | grep 'not found' | awk '{print $1}' | sort -u | paste -sd' ' || true)
         unavailable intel-cpu "the platform does not load${absent:+ (missing: $absent)}"
     fi
 done
