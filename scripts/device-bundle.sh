@@ -4,8 +4,13 @@
 # (fib, sparselu, cholesky and any other harness-less bench of bench/benches/), the C/OpenMP
 # peers built with gcc (libgomp) and clang (LLVM libomp), clang's libomp.so.5, which such
 # machines often lack, and scripts/device-run.sh as run.sh, the measurements behind
-# BENCHMARKS.md's summary. There:
-#   device-bundle/run.sh peers      (or overhead, loops; see scripts/device-run.sh)
+# BENCHMARKS.md's summary. Where the OpenCL headers are installed here, also the kernel
+# executor's OpenCL peer ocl_bench (bench/c/ocl_bench.c) and the ICD loader it links, for the
+# pocl installed there; with BUNDLE_INTEL_OPENCL=1, Intel's CPU OpenCL runtime besides, pared
+# to the files it opens, as a separate archive, intel-opencl.tar.xz (about 53 MiB, several
+# times the rest of the bundle: kept apart, so that the bundle stays small to carry when the
+# runtime is not wanted; run.sh kernels unpacks it). There:
+#   device-bundle/run.sh peers      (or overhead, loops, kernels; see scripts/device-run.sh)
 # or one bench by hand:
 #   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
 #       --omp ./fib_gomp --omp ./fib_libomp
@@ -50,6 +55,27 @@ for name in sparselu cholesky; do
 done
 cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
     cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
+# The OpenCL peers: ocl_bench and ocl-icd's loader (a host with pocl has it; one without
+# still runs Intel's runtime through it).
+# shellcheck source=scripts/lib/opencl.sh
+source scripts/lib/opencl.sh
+if opencl_headers; then
+    build_ocl_bench "$out/ocl_bench"
+    cp "$(gcc -print-file-name=libOpenCL.so.1)" "$out/lib/" 2>/dev/null ||
+        cp /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$out/lib/"
+else
+    echo "no OpenCL headers here (apt-get install opencl-headers ocl-icd-opencl-dev): no ocl_bench" >&2
+fi
+if [[ ${BUNDLE_INTEL_OPENCL:-} == 1 ]]; then
+    # One xz stream with a dictionary larger than the whole input (315 MB), so that code the
+    # libraries share compresses once; a single thread, as more threads would cut the input
+    # into blocks compressed apart.
+    # Takes about 5 minutes and 3.5 GB of memory, for 53 MiB; unpacking takes seconds.
+    venv=$ROOT/target/intel-opencl-venv pack=$ROOT/target/intel-opencl-pack
+    install_intel_opencl "$venv"
+    rm -rf "$pack" && pack_intel_opencl "$venv/lib" "$pack" "${INTEL_OPENCL_ARCHES:-z0 z1 l9}"
+    tar cf - -C "$pack" . | xz -T1 --lzma2=preset=9e,dict=400MiB >"$out/intel-opencl.tar.xz"
+fi
 cp scripts/device-run.sh "$out/run.sh"
 cp scripts/trace-busy.py "$out/"
 ls -la "$out"

@@ -7,6 +7,7 @@
 #   device-bundle/run.sh scaling    # fib 30 and 34 from 1 to all threads, twice, against the machine's own compute scaling
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 #   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
+#   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -118,8 +119,49 @@ diagnose)
         --skip empty,serial,raw,malloc --only numatask
     python3 ./trace-busy.py coarse.json --bucket-ms 20 --per-worker 2>&1 | tail -45 || true
     ;;
+kernels)
+    # The kernel executor's benchmarks in OpenCL C (ocl_bench): an empty kernel's launch
+    # overhead at 1 and 1024 work-groups, and saxpy on 2^24 floats, for pocl (the host's, from
+    # /etc/OpenCL/vendors) and Intel's CPU runtime (intel-opencl.tar.xz of the bundle, unpacked
+    # into intel-opencl/), each runtime alone in its process. Thread counts are set as
+    # scripts/bench-kernels.sh explains: pocl's compute units follow POCL_MAX_PTHREAD_COUNT
+    # (POCL_CPU_MAX_CU_COUNT from pocl 4 on); Intel's workers follow
+    # CL_CONFIG_CPU_TBB_NUM_WORKERS, shown by each thread's CPU seconds on stderr.
+    L=$(printf '%s\n' 1 2 4 8 16 | awk -v t="$T" '$1 <= t' | paste -sd,)
+    if [[ ! -x ./ocl_bench ]]; then
+        echo "no ocl_bench in this bundle (it was built without the OpenCL headers)" >&2
+        exit 2
+    fi
+    if [[ -f intel-opencl.tar.xz && ! -e intel-opencl/libintelocl.so ]]; then
+        mkdir -p intel-opencl && xz -dc intel-opencl.tar.xz | tar xf - -C intel-opencl
+    fi
+    mkdir -p opencl-vendors
+    echo "$PWD/intel-opencl/libintelocl.so" >opencl-vendors/intel-cpu.icd
+    for peer in pocl intel-cpu; do
+        if [[ $peer == intel-cpu && ! -e intel-opencl/libintelocl.so ]]; then
+            echo "intel-cpu: not available: no intel-opencl.tar.xz in the bundle (BUNDLE_INTEL_OPENCL=1)"
+            continue
+        fi
+        for t in ${L//,/ }; do
+            section "$peer, $t threads"
+            case $peer in
+            pocl) env=(POCL_MAX_PTHREAD_COUNT="$t" POCL_CPU_MAX_CU_COUNT="$t") ;;
+            intel-cpu) env=(OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t") ;;
+            esac
+            if ! env "${env[@]}" ./ocl_bench --platform "$peer" --threads "$t" 2>&1; then
+                echo "$peer: not available or failed with $t threads (above)"
+                break
+            fi
+        done
+    done
+    # numatask's rows, once the bundle has the kernels bench (bench/benches/kernels.rs).
+    if [[ -x ./kernels ]]; then
+        section "numatask, $L threads"
+        ./kernels --bench --threads "$L"
+    fi
+    ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose" >&2
+    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|kernels" >&2
     exit 2
     ;;
 esac
