@@ -3,7 +3,7 @@
 # OpenCL C (bench/c/ocl_bench.c), in one run: pocl (Debian's pocl-opencl-icd) and Intel's CPU
 # runtime (PyPI's intel-opencl-rt), each with every thread count given; then numatask's rows,
 # once bench/benches/kernels.rs exists. Arguments besides --threads go to every program:
-#   scripts/bench-kernels.sh --threads 1,2 [--bench launch|saxpy|all] [--reps N] [--n N] [--local N]
+#   scripts/bench-kernels.sh --threads 1,2 [--only launch|saxpy|all] [--reps N] [--n N] [--local N]
 # (default threads: 1 and every CPU). What is missing is installed where it can be: pocl, the
 # ICD loader and the OpenCL headers with apt-get as root; Intel's runtime in a virtual
 # environment, target/intel-opencl-venv. A peer that cannot be had is reported in one line,

@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! scripts/bench-kernels.sh --threads 1,2
-//! cargo bench -p numatask-bench --bench kernels -- --threads 1,2 --reps 200
+//! cargo bench -p numatask-bench --bench kernels -- --threads 1,2 [--only launch|saxpy] [--reps N] [--n N] [--local N]
 //! ```
 //!
 //! Lines: `kernels launch groups=G impl=I threads=T median_us=.. min_us=.. reps=R` and
@@ -25,8 +25,11 @@ use numatask_bench::runtime;
 
 struct Args {
     threads: Vec<usize>,
-    reps: usize,
+    /// Timed launches per row; `None`: 1000 for launch, 50 for saxpy.
+    reps: Option<usize>,
     n: usize,
+    /// saxpy's local size (`None`: the executor's choice).
+    local: Option<usize>,
     launch: bool,
     saxpy: bool,
     schedulers: Vec<SchedulerKind>,
@@ -37,10 +40,12 @@ const USAGE: &str = "\
 usage: kernels [--bench] [OPTIONS]
   --threads N,M     worker counts to run, each from 1 to the runtime's limit
                     (default all cores; smoke run 1,2)
-  --reps N          timed launches per row after a warm-up, 1 to 100000
-                    (default 200 for launch, a tenth of it for saxpy, at least 5; smoke run 3)
+  --reps N          timed launches per row after a warm-up, 1 to 1000000
+                    (default 1000 for launch, 50 for saxpy; smoke run 3)
   --n N             saxpy's length, 1 to 2^30 (default 2^24; smoke run 2^12)
-  --bench-only B    launch, saxpy or all (default all)
+  --local N         saxpy's local size, 0 for the executor's choice (default 0)
+  --only B          launch, saxpy or all (default all)
+  --platform P      ignored (the OpenCL peers' option, which scripts pass to every program)
   --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names (default ws)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
@@ -50,8 +55,9 @@ fn parse_args() -> Result<Args, String> {
     let smoke = args::smoke();
     let mut args = Args {
         threads: if smoke { vec![1, 2] } else { Vec::new() },
-        reps: if smoke { 3 } else { 200 },
+        reps: smoke.then_some(3),
         n: if smoke { 1 << 12 } else { 1 << 24 },
+        local: None,
         launch: true,
         saxpy: true,
         schedulers: vec![SchedulerKind::WorkStealing],
@@ -60,14 +66,18 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = p.next()? {
         match flag.as_str() {
             "--threads" => args.threads = p.threads()?,
-            "--reps" => args.reps = p.whole(1, 100_000)?,
+            "--reps" => args.reps = Some(p.whole(1, 1_000_000)?),
             "--n" => args.n = p.whole(1, 1 << 30)?,
-            "--bench-only" => match p.value()?.as_str() {
+            "--local" => args.local = Some(p.whole(0, 1 << 20)?).filter(|&l| l > 0),
+            "--only" => match p.value()?.as_str() {
                 "launch" => args.saxpy = false,
                 "saxpy" => args.launch = false,
                 "all" => {}
-                other => return Err(format!("--bench-only '{other}': launch, saxpy or all")),
+                other => return Err(format!("--only '{other}': launch, saxpy or all")),
             },
+            "--platform" => {
+                p.value()?;
+            }
             "--scheduler" => args.schedulers = p.list()?,
             _ => p.other()?,
         }
@@ -108,8 +118,9 @@ fn main() {
             if args.launch {
                 for groups in [1usize, 1024] {
                     let range = NdRange::new([groups * 64]).local([64]);
-                    let mut times = Vec::with_capacity(args.reps);
-                    for rep in 0..=args.reps {
+                    let reps = args.reps.unwrap_or(1000);
+                    let mut times = Vec::with_capacity(reps);
+                    for rep in 0..=reps {
                         let t = Instant::now();
                         q.launch(&empty, range.clone())
                             .enqueue()
@@ -124,12 +135,12 @@ fn main() {
                         "kernels launch groups={groups} impl={name} threads={threads} median_us={:.2} min_us={:.2} reps={}",
                         median(times).as_secs_f64() * 1e6,
                         min.as_secs_f64() * 1e6,
-                        args.reps
+                        reps
                     );
                 }
             }
             if args.saxpy {
-                let reps = (args.reps / 10).max(5).min(args.reps.max(1));
+                let reps = args.reps.unwrap_or(50);
                 let n = args.n;
                 let x = ctx.buffer::<f32>(n).unwrap_or_else(|e| fail("kernels", e));
                 let y = ctx.buffer::<f32>(n).unwrap_or_else(|e| fail("kernels", e));
@@ -138,7 +149,11 @@ fn main() {
                 let mut times = Vec::with_capacity(reps);
                 for rep in 0..=reps {
                     let t = Instant::now();
-                    q.launch(&saxpy, NdRange::new([n]))
+                    let range = match args.local {
+                        Some(l) => NdRange::new([n]).local([l]),
+                        None => NdRange::new([n]),
+                    };
+                    q.launch(&saxpy, range)
                         .arg(&x)
                         .arg(&y)
                         .arg(0.5f32)
@@ -156,11 +171,11 @@ fn main() {
                     Ok(_) => fail("kernels", format!("saxpy: a result is not {want}")),
                     Err(e) => fail("kernels", e),
                 }
-                print_saxpy(&name, threads, n, times);
+                print_saxpy(&name, threads, n, args.local, times);
             }
         }
         if args.saxpy {
-            let reps = (args.reps / 10).max(5).min(args.reps.max(1));
+            let reps = args.reps.unwrap_or(50);
             let n = args.n;
             let x = vec![1.0f32; n];
             let mut y = vec![2.0f32; n];
@@ -190,17 +205,18 @@ fn main() {
                         times.push(t.elapsed());
                     }
                 }
-                print_saxpy(name, threads, n, times);
+                print_saxpy(name, threads, n, None, times);
             }
         }
     }
 }
 
-fn print_saxpy(name: &str, threads: usize, n: usize, times: Vec<Duration>) {
+fn print_saxpy(name: &str, threads: usize, n: usize, local: Option<usize>, times: Vec<Duration>) {
     let reps = times.len();
     let m = median(times).as_secs_f64();
+    let local = local.map_or("auto".to_owned(), |l| l.to_string());
     println!(
-        "kernels saxpy n={n} impl={name} threads={threads} local=auto median_ms={:.3} gbps={:.2} reps={reps}",
+        "kernels saxpy n={n} impl={name} threads={threads} local={local} median_ms={:.3} gbps={:.2} reps={reps}",
         m * 1e3,
         12.0 * n as f64 / m / 1e9
     );

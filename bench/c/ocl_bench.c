@@ -8,11 +8,11 @@
  *           (CL_MEM_ALLOC_HOST_PTR: zero-copy on a CPU device), as time and GB/s counting
  *           12 bytes per element (read x, read y, write y); the result is checked on the host.
  *
- * usage: ocl_bench --platform SUBSTRING [--bench launch|saxpy|all] [--reps N] [--n N]
+ * usage: ocl_bench --platform SUBSTRING [--only launch|saxpy|all] [--reps N] [--n N]
  *                  [--local N] [--threads T]
  *   --platform  matched ignoring case against the platform names (`portable` or `pocl` for
  *               pocl, `intel` for Intel's CPU runtime); with none matching, the error lists them
- *   --bench     default all; --reps default 1000 launches, 50 saxpy runs, each after one
+ *   --only      default all; --reps default 1000 launches, 50 saxpy runs, each after one
  *               untimed launch; --n saxpy's length, default 2^24; --local saxpy's work-group
  *               size, default 0: NULL, the runtime's choice (`local=auto`)
  * Output, one line per measurement on stdout:
@@ -145,7 +145,7 @@ struct options {
 static void usage(const char *msg) {
     fprintf(stderr,
             "ocl_bench: %s\n"
-            "usage: ocl_bench --platform SUBSTRING [--bench launch|saxpy|all] [--reps N] "
+            "usage: ocl_bench --platform SUBSTRING [--only launch|saxpy|all] [--reps N] "
             "[--n N] [--local N] [--threads T]\n",
             msg);
     exit(2);
@@ -172,10 +172,10 @@ static struct options parse_options(int argc, char **argv) {
         const char *val = argv[++i];
         if (strcmp(opt, "--platform") == 0) {
             o.platform = val;
-        } else if (strcmp(opt, "--bench") == 0) {
+        } else if (strcmp(opt, "--only") == 0) {
             o.launch = strcmp(val, "launch") == 0 || strcmp(val, "all") == 0;
             o.saxpy = strcmp(val, "saxpy") == 0 || strcmp(val, "all") == 0;
-            if (!o.launch && !o.saxpy) usage("--bench: expected launch, saxpy or all");
+            if (!o.launch && !o.saxpy) usage("--only: expected launch, saxpy or all");
         } else if (strcmp(opt, "--reps") == 0) {
             o.reps = parse_long(opt, val, 1, 1000000);
         } else if (strcmp(opt, "--n") == 0) {

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -61,12 +61,17 @@ pub(crate) struct EventState {
     done: Condvar,
     /// Nanoseconds since `epoch`, plus 1 (0: not yet): queued, submitted, started, ended.
     times: [AtomicU64; 4],
+    /// Set (after the status) when the command ended: what a waiter spins on.
+    ended: AtomicBool,
 }
 
 struct Inner {
     status: EventStatus,
     wakers: Vec<Waker>,
 }
+
+/// How long a waiter spins before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
 
 const QUEUED: usize = 0;
 const SUBMITTED: usize = 1;
@@ -86,6 +91,7 @@ impl EventState {
             }),
             done: Condvar::new(),
             times: Default::default(),
+            ended: AtomicBool::new(false),
         });
         state.stamp(QUEUED);
         state
@@ -139,6 +145,7 @@ impl EventState {
             };
             std::mem::take(&mut inner.wakers)
         };
+        self.ended.store(true, Ordering::Release);
         self.done.notify_all();
         for w in wakers {
             w.wake();
@@ -159,6 +166,17 @@ impl EventState {
     }
 
     pub(crate) fn wait(&self) -> Result<(), Failure> {
+        // A short command ends within microseconds: spin that long before sleeping, as a
+        // sleeping thread takes tens of microseconds to wake.
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while !self.ended.load(Ordering::Acquire) {
+            spins += 1;
+            if spins % 64 == 0 && start.elapsed() > SPIN {
+                break;
+            }
+            std::hint::spin_loop();
+        }
         let mut inner = self.lock();
         loop {
             match &inner.status {

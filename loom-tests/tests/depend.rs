@@ -6,8 +6,8 @@
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;
-use numatask_sched::depend::{DepHandle, DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::depend::{DepHandle, DepTracker, Ready, Released, Submitted};
 
 type Log = Arc<Mutex<Vec<Event>>>;
 

@@ -20,8 +20,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 
 /// Bytes of one block (SparseLU's fine configuration: 25 x 25 floats).
 const BLOCK: usize = 25 * 25 * 4;

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::within;
-use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 use numatask_sched::depend::{Access, AccessKind};
+use numatask_sched::depend::{DepTracker, Ready, Released, Submitted};
 
 /// Bytes of the address space the ranges are drawn from.
 const SPACE: usize = 4096;
