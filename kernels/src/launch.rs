@@ -17,6 +17,10 @@ use crate::ndrange::{Geometry, NdRange};
 /// Alignment of local memory (a cache line; enough for every element type of a buffer).
 const LOCAL_ALIGN: usize = 64;
 
+/// Parameters of a kernel, at most (each group hands out one exclusive view per argument,
+/// tracked in a 64-bit mask).
+pub const MAX_ARGS: usize = 64;
+
 /// Tasks per worker a launch is divided into by default: enough for stealing to even out
 /// groups of unequal cost, few enough that the per-task cost stays small.
 pub const TASKS_PER_WORKER: usize = 4;
@@ -44,6 +48,13 @@ impl Launch {
         tasks: Option<usize>,
     ) -> Result<(Launch, Vec<Access>), Error> {
         let k = &kernel.inner;
+        if k.params.len() > MAX_ARGS {
+            return Err(Error::Setting(format!(
+                "kernel '{}' has {} parameters; a kernel takes at most {MAX_ARGS}",
+                k.name,
+                k.params.len()
+            )));
+        }
         if args.len() != k.params.len() {
             return Err(Error::ArgumentCount {
                 kernel: k.name,

@@ -25,7 +25,10 @@ const HOST_CHUNK_BYTES: usize = 1 << 20;
 /// out-of-order ([`Context::out_of_order_queue`]). Cheap to clone; usable from many threads.
 ///
 /// Commands are handed to the runtime when they are enqueued (there is no batch to
-/// [`flush`](Self::flush)); each returns an [`Event`]. Commands of every queue of a context
+/// [`flush`](Self::flush)); each returns an [`Event`]. Enqueueing never blocks: a write copies
+/// its data first, so the program may reuse it at once. The blocking forms wait for their
+/// command: [`read_into`](Self::read_into), [`map`](Self::map), [`map_mut`](Self::map_mut),
+/// and `.wait()` on any event (or [`Reading::wait`]). Commands of every queue of a context
 /// are ordered by the buffers they use, in their arguments' modes: a command that writes a
 /// buffer waits for the earlier commands that use it, and a command that reads it for the
 /// earlier ones that write it.
