@@ -33,6 +33,28 @@
 //! Local memory ([`Local`]) is a per-group arena, 64-byte aligned, reused by each worker,
 //! zeroed when a group starts.
 //!
+//! # Design notes
+//!
+//! - **One tracker for every command.** Queues, wait lists and buffers are all byte ranges to
+//!   the runtime's dependence tracker: a buffer's real bytes, and one byte in the upper half
+//!   of the address space for each event (a command writes its own, commands that wait for it
+//!   read it) and each queue (updated by every command of an in-order queue; read by those of
+//!   an out-of-order queue, updated by its barriers). The tracker thus gives in-order queues,
+//!   wait lists, barriers and SYCL-style accessor dependences with one mechanism, and a
+//!   command's release costs what a task's does.
+//! - **Failures are checked at release, not poisoned in the tracker.** The tracker can cancel
+//!   the successors of a failed task, but its poison stays on the bytes for good: every later
+//!   command of an in-order queue would fail. The executor completes every command normally
+//!   and, when one is released, checks its wait list and its buffers (a buffer that a failed
+//!   command wrote is poisoned until a host command overwrites it whole).
+//! - **A command runs as a detached job** ([`Runtime::spawn`](numatask_sched::Runtime::spawn))
+//!   whose scope spawns the launch's tasks and waits for them on a worker; enqueueing never
+//!   blocks, and the last task's end releases the next commands from whichever worker ran it.
+//! - **What did not work**: work-item ids computed through a reference to the group kept the
+//!   work-item loop scalar (a load of the geometry per item, and a bounds check the compiler
+//!   could not hoist); [`Item`] now carries the group's base id by value, and the loop over a
+//!   row of work-items compiles to the same packed instructions as a plain slice loop.
+//!
 //! # Example
 //!
 //! ```
