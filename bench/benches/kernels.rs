@@ -88,6 +88,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
+/// A saxpy peer: `y = 0.5 * x + y`.
+type Saxpy<'a> = dyn FnMut(&[f32], &mut [f32]) + 'a;
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -183,7 +186,7 @@ fn main() {
                 .num_threads(threads)
                 .build()
                 .unwrap_or_else(|e| fail("kernels", e));
-            let mut peers: Vec<(&str, Box<dyn FnMut(&[f32], &mut [f32])>)> = vec![
+            let mut peers: Vec<(&str, Box<Saxpy>)> = vec![
                 (
                     "rayon",
                     Box::new(|x, y| pool.install(|| saxpy_rayon(0.5, x, y))),

@@ -172,7 +172,7 @@ impl EventState {
         let mut spins = 0u32;
         while !self.ended.load(Ordering::Acquire) {
             spins += 1;
-            if spins % 64 == 0 && start.elapsed() > SPIN {
+            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
                 break;
             }
             std::hint::spin_loop();
