@@ -17,6 +17,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The examples' SIGPIPE reset (`... | head` ends the bench quietly).
+#[path = "../../examples/common/sigpipe.rs"]
+mod sigpipe;
+
 use numatask::kernels::{Context, Kernel, NdRange, Read, ReadWrite};
 use numatask::sched::SchedulerKind;
 use numatask_bench::args::{self, Parser, fail};
@@ -104,6 +108,7 @@ fn impl_name(kind: SchedulerKind) -> String {
 }
 
 fn main() {
+    sigpipe::restore_default();
     let args = parse_args().unwrap_or_else(|e| fail("kernels", e));
     let empty = Kernel::groups("empty", Vec::new(), |_, _| {});
     let saxpy = Kernel::items::<(Read<f32>, ReadWrite<f32>, f32), _>("saxpy", |item, (x, y, a)| {

@@ -1,4 +1,4 @@
-//! Shared by the examples and the bench crate's `paper` program (each includes it with `#[path]`): output into a closed pipe
+//! Shared by the examples and the bench crate's `paper` program and `kernels` bench (each includes it with `#[path]`): output into a closed pipe
 //! (`... | head`) ends the program quietly, as it ends a C program, rather than as a panic of
 //! `println!`.
 
