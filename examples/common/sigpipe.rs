@@ -1,5 +1,6 @@
-//! Shared by the examples and the bench crate's `paper` program and `kernels` bench (each includes it with `#[path]`): output into a closed pipe
-//! (`... | head`) ends the program quietly, as it ends a C program, rather than as a panic of
+//! Shared by the examples and the bench crate's `paper` program and `kernels` bench (each
+//! includes it with `#[path]`): output into a closed pipe (`... | head`) ends the program
+//! quietly, as it ends a C program, rather than as a panic of
 //! `println!`.
 
 /// Restores the default action of SIGPIPE. Call it first thing in `main`.
