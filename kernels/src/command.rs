@@ -12,8 +12,8 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use numatask_sched::Scope;
 use numatask_sched::depend::{Access, AccessKind, DepHandle, Released, Submitted};
+use numatask_sched::{Runtime, Scope};
 
 use crate::buffer::RawBuffer;
 use crate::context::ContextInner;
@@ -31,6 +31,8 @@ pub(crate) struct Command {
     pub(crate) buffers: Vec<(Arc<RawBuffer>, bool)>,
     /// Buffers that its success overwrites whole (their poison is cleared).
     pub(crate) overwrites: Vec<Arc<RawBuffer>>,
+    /// The runtime it runs on, when not the context's (a sub-device's queue).
+    pub(crate) runtime: Option<Arc<Runtime>>,
     pub(crate) work: Work,
 }
 
@@ -61,6 +63,7 @@ impl Command {
             wait: wait.to_vec(),
             buffers: Vec::new(),
             overwrites: Vec::new(),
+            runtime: None,
             work,
         }
     }
@@ -215,7 +218,12 @@ pub(crate) fn release_held(context: &Arc<ContextInner>, handle: DepHandle<Comman
 fn start_on_runtime(context: &Arc<ContextInner>, mut command: Command, handle: DepHandle<Command>) {
     let work = std::mem::replace(&mut command.work, Work::Nothing);
     let ctx = Arc::clone(context);
-    context.runtime().spawn(move |scope| {
+    let runtime = command.runtime.clone();
+    let rt: &Runtime = match &runtime {
+        Some(rt) => rt,
+        None => context.runtime(),
+    };
+    rt.spawn(move |scope| {
         command.event.started();
         let name = &command.event.command;
         let result = match work {

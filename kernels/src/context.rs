@@ -2,13 +2,13 @@
 //! the commands of all its queues.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use numatask_alloc::{Distribution, Place};
-use numatask_sched::Runtime;
 use numatask_sched::depend::DepTracker;
+use numatask_sched::{Places, Runtime};
 
 use crate::buffer::{Buffer, Element};
 use crate::command::Command;
@@ -61,6 +61,8 @@ pub(crate) struct ContextInner {
     pub(crate) epoch: Instant,
     /// Where new buffers go unless told otherwise.
     pub(crate) place: Place,
+    /// The runtimes of the sub-devices, one per NUMA node, made on first use.
+    sub_devices: OnceLock<Result<Vec<SubDevice>, Error>>,
 }
 
 static NEXT_CONTEXT: AtomicU64 = AtomicU64::new(1);
@@ -109,6 +111,7 @@ impl Context {
                 tracker: DepTracker::new(),
                 epoch: Instant::now(),
                 place,
+                sub_devices: OnceLock::new(),
             }),
         })
     }
@@ -149,19 +152,122 @@ impl Context {
 
     /// An in-order queue: each command starts after the previous one ended.
     pub fn queue(&self) -> Queue {
-        Queue::new(self, true)
+        Queue::on(self, true, None)
     }
 
     /// An out-of-order queue: commands are ordered only by their wait lists, their buffers'
     /// accesses, and barriers; independent commands run at the same time.
     pub fn out_of_order_queue(&self) -> Queue {
-        Queue::new(self, false)
+        Queue::on(self, false, None)
     }
 
     /// A user event: an event the program completes (or fails), to hold commands back until
     /// something outside the context happened.
     pub fn user_event(&self) -> UserEvent {
         UserEvent::new(self)
+    }
+
+    /// The context's runtime partitioned by NUMA node (OpenCL's `clCreateSubDevices` by
+    /// affinity domain): one [`SubDevice`] per node, whose queues run their commands' work on
+    /// workers of that node's cores only. Commands of every queue of the context, sub-devices'
+    /// included, are ordered among themselves as usual (they share buffers and events).
+    ///
+    /// The sub-devices' workers are made on the first call, one per core of each node, pinned
+    /// as the context's runtime is, with its scheduler and wait policy; like OpenCL's
+    /// sub-devices they share the cores with the context's own workers, so a program keeps
+    /// both busy at once only at the price of oversubscribed cores.
+    pub fn sub_devices(&self) -> Result<&[SubDevice], Error> {
+        self.inner
+            .sub_devices
+            .get_or_init(|| {
+                let rt = self.runtime();
+                let topology = rt.topology();
+                let settings = rt.settings();
+                (0..topology.num_nodes())
+                    .filter_map(|node| {
+                        let cores: Vec<Vec<usize>> = topology
+                            .nodes()
+                            .get(node)?
+                            .cores
+                            .iter()
+                            .map(|c| c.pus.clone())
+                            .collect();
+                        if cores.is_empty() {
+                            return None; // a node of memory only
+                        }
+                        let built = Runtime::builder()
+                            .topology(Arc::clone(topology))
+                            .num_threads(cores.len())
+                            .places(Places::List(cores))
+                            .proc_bind(settings.proc_bind)
+                            .scheduler(settings.scheduler)
+                            .wait_policy(settings.wait_policy)
+                            .build();
+                        Some(built.map(|runtime| SubDevice {
+                            context: self.clone_weak(),
+                            node,
+                            runtime: Arc::new(runtime),
+                        }))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(Error::from)
+            })
+            .as_ref()
+            .map(Vec::as_slice)
+            .map_err(Clone::clone)
+    }
+
+    /// A handle on the same context for a sub-device (see [`SubDevice`]).
+    fn clone_weak(&self) -> Weak<ContextInner> {
+        Arc::downgrade(&self.inner)
+    }
+}
+
+/// A part of a context's runtime: the workers of one NUMA node ([`Context::sub_devices`]).
+pub struct SubDevice {
+    /// The context (weak: the context owns its sub-devices).
+    context: Weak<ContextInner>,
+    node: usize,
+    runtime: Arc<Runtime>,
+}
+
+impl SubDevice {
+    /// The NUMA node whose cores it runs on.
+    pub fn node(&self) -> usize {
+        self.node
+    }
+
+    /// Its runtime (workers on the node's cores).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    fn context(&self) -> Context {
+        Context {
+            inner: self
+                .context
+                .upgrade()
+                .expect("a sub-device is reached through its context, which is alive"),
+        }
+    }
+
+    /// An in-order queue whose commands run on this node's workers.
+    pub fn queue(&self) -> Queue {
+        Queue::on(&self.context(), true, Some(Arc::clone(&self.runtime)))
+    }
+
+    /// An out-of-order queue whose commands run on this node's workers.
+    pub fn out_of_order_queue(&self) -> Queue {
+        Queue::on(&self.context(), false, Some(Arc::clone(&self.runtime)))
+    }
+}
+
+impl fmt::Debug for SubDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubDevice")
+            .field("node", &self.node)
+            .field("workers", &self.runtime.num_workers())
+            .finish()
     }
 }
 

@@ -7,7 +7,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::{Footprint, Scope};
+use numatask_sched::{Footprint, Runtime, Scope};
 
 use crate::context::ContextInner;
 use crate::error::{Error, Failure, FailureKind};
@@ -42,6 +42,7 @@ impl Launch {
     /// returns the launch and the accesses its command declares on its buffers.
     pub(crate) fn check(
         context: &ContextInner,
+        runtime: &Runtime,
         kernel: &Kernel,
         range: &NdRange,
         args: Vec<Arg>,
@@ -95,7 +96,7 @@ impl Launch {
             }
         }
         let limits = context.limits;
-        let workers = context.runtime().num_workers();
+        let workers = runtime.num_workers();
         let geometry = range.resolve(limits.max_work_group_size, item_bytes, workers)?;
         // Buffers: long enough, not aliased with a written one.
         let mut accesses = Vec::new();

@@ -103,7 +103,7 @@ mod queue;
 mod user_event;
 
 pub use buffer::{Buffer, Element};
-pub use context::{Context, Limits};
+pub use context::{Context, Limits, SubDevice};
 pub use error::{Error, Failure, FailureKind};
 pub use event::{Event, EventStatus, Profile};
 pub use kernel::{

@@ -7,7 +7,7 @@ use std::ops::{Deref, DerefMut, Range};
 use std::sync::{Arc, Mutex};
 
 use numatask_sched::depend::{Access, AccessKind, DepHandle};
-use numatask_sched::{Footprint, Scope};
+use numatask_sched::{Footprint, Runtime, Scope};
 
 use crate::buffer::{Buffer, Element, RawBuffer};
 use crate::command::{self, Command, Work};
@@ -39,6 +39,8 @@ pub struct Queue {
 
 struct QueueInner {
     context: Arc<ContextInner>,
+    /// The runtime its commands run on: a sub-device's, or `None` for the context's.
+    runtime: Option<Arc<Runtime>>,
     /// The byte that stands for the queue in the tracker.
     address: usize,
     in_order: bool,
@@ -54,10 +56,11 @@ struct QueueState {
 }
 
 impl Queue {
-    pub(crate) fn new(context: &Context, in_order: bool) -> Queue {
+    pub(crate) fn on(context: &Context, in_order: bool, runtime: Option<Arc<Runtime>>) -> Queue {
         Queue {
             inner: Arc::new(QueueInner {
                 context: Arc::clone(&context.inner),
+                runtime,
                 address: virtual_address(),
                 in_order,
                 state: Mutex::new(QueueState::default()),
@@ -201,6 +204,14 @@ impl Queue {
         &self.inner.context
     }
 
+    /// The runtime its commands run on.
+    fn runtime(&self) -> &Runtime {
+        match &self.inner.runtime {
+            Some(rt) => rt,
+            None => self.inner.context.runtime(),
+        }
+    }
+
     /// A new event for a command called `name`.
     fn event(&self, name: String) -> Arc<EventState> {
         let c = self.context();
@@ -302,6 +313,7 @@ impl<'q> After<'q> {
     ) -> Result<Event, Error> {
         self.queue.check_events(&self.wait)?;
         let mut command = Command::new(self.queue.event(name.to_owned()), &self.wait, work);
+        command.runtime = self.queue.inner.runtime.clone();
         command.buffers = buffers;
         command.overwrites = overwrites;
         Ok(self.queue.submit(accesses, command, false))
@@ -643,6 +655,7 @@ impl LaunchBuilder<'_> {
         q.check_events(&self.wait)?;
         let (launch, accesses) = Launch::check(
             q.context(),
+            q.runtime(),
             &self.kernel,
             &self.range,
             self.args,
@@ -651,6 +664,7 @@ impl LaunchBuilder<'_> {
         let buffers = launch.buffers();
         let name = format!("kernel '{}'", self.kernel.name());
         let mut command = Command::new(q.event(name), &self.wait, Work::Launch(Box::new(launch)));
+        command.runtime = q.inner.runtime.clone();
         command.buffers = buffers;
         Ok(q.submit(accesses, command, false))
     }
