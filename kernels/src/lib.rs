@@ -25,6 +25,8 @@
 //! events of their wait lists ([`Queue::after`], [`LaunchBuilder::wait_for`]), and their queue
 //! (each command of an in-order queue after the previous one; barriers of an out-of-order one).
 //! Independent commands run at the same time, their groups filling idle workers.
+//! [`Context::sub_devices`] partitions the context by NUMA node (OpenCL's sub-devices by
+//! affinity domain): the queues of a [`SubDevice`] run their commands on that node's cores.
 //!
 //! A kernel that panics fails its event with the panic's message; every command that waits
 //! for it (by wait list, marker or barrier, or through a buffer it wrote, which it poisons)
