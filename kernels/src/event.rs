@@ -166,16 +166,21 @@ impl EventState {
     }
 
     pub(crate) fn wait(&self) -> Result<(), Failure> {
-        // A short command ends within microseconds: spin that long before sleeping, as a
-        // sleeping thread takes tens of microseconds to wake.
+        // A short command ends within microseconds: wait that long awake before sleeping, as a
+        // sleeping thread takes tens of microseconds to wake. After a brief spin the waiter
+        // yields its core between checks, so that a worker sharing the core (a loaded machine,
+        // pinned workers) runs the command instead of waiting for the waiter's time slice.
         let start = Instant::now();
         let mut spins = 0u32;
         while !self.ended.load(Ordering::Acquire) {
             spins += 1;
-            if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else if start.elapsed() > SPIN {
                 break;
+            } else {
+                std::thread::yield_now();
             }
-            std::hint::spin_loop();
         }
         let mut inner = self.lock();
         loop {
