@@ -5,6 +5,7 @@
 use std::any::type_name;
 use std::fmt;
 use std::mem::size_of;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use numatask_alloc::{NumaVec, Place, Zeroable};
@@ -27,9 +28,10 @@ impl<T: Zeroable + Copy + Send + Sync + 'static> Element for T {}
 /// [`Queue::write`], [`Queue::map`], ...), kernels through their arguments; each command waits
 /// for the earlier commands whose accesses conflict with its own, so no access races.
 ///
-/// If a command that writes the buffer fails, the buffer is *poisoned*: later commands that
-/// use it fail with that failure (their data may be half-written), until a host command
-/// ([`Queue::write`], [`Queue::fill`], [`Queue::copy`]) overwrites the whole buffer.
+/// If a command that writes the buffer fails, the elements it was to write are *poisoned*: a
+/// later command that reads any of them fails with that failure (the data may be
+/// half-written, or stale), until a host command ([`Queue::write`], [`Queue::fill`],
+/// [`Queue::copy`]) overwrites them.
 ///
 /// [`Queue::read`]: crate::Queue::read
 /// [`Queue::write`]: crate::Queue::write
@@ -60,7 +62,8 @@ pub(crate) struct RawBuffer {
     pub(crate) elem: &'static str,
     pub(crate) type_id: std::any::TypeId,
     pub(crate) place: Place,
-    pub(crate) poison: Mutex<Option<Failure>>,
+    /// Element ranges that failed commands were to write, and why they failed.
+    pub(crate) poison: Mutex<Vec<(Range<usize>, Failure)>>,
     /// Owns the memory (a `NumaVec<T>` behind a box without its type).
     _memory: Box<dyn Send + Sync>,
 }
@@ -82,15 +85,29 @@ impl RawBuffer {
         )
     }
 
-    pub(crate) fn poisoned(&self) -> Option<Failure> {
-        self.poison
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    fn poison_list(&self) -> std::sync::MutexGuard<'_, Vec<(Range<usize>, Failure)>> {
+        self.poison.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn set_poison(&self, failure: Option<Failure>) {
-        *self.poison.lock().unwrap_or_else(|e| e.into_inner()) = failure;
+    /// The failure of a poisoned range that overlaps `range`, if any.
+    pub(crate) fn poisoned_in(&self, range: &Range<usize>) -> Option<Failure> {
+        self.poison_list()
+            .iter()
+            .find(|(r, _)| r.start < range.end && range.start < r.end)
+            .map(|(_, f)| f.clone())
+    }
+
+    /// Poisons `range` with `failure`.
+    pub(crate) fn poison(&self, range: Range<usize>, failure: Failure) {
+        if range.start < range.end {
+            self.poison_list().push((range, failure));
+        }
+    }
+
+    /// Forgets the poisoned ranges that `range` overwrote whole.
+    pub(crate) fn heal(&self, range: &Range<usize>) {
+        self.poison_list()
+            .retain(|(r, _)| !(range.start <= r.start && r.end <= range.end));
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -120,7 +137,7 @@ impl<T: Element> Buffer<T> {
                 elem: type_name::<T>(),
                 type_id: std::any::TypeId::of::<T>(),
                 place,
-                poison: Mutex::new(None),
+                poison: Mutex::new(Vec::new()),
                 _memory: Box::new(memory),
             }),
             _type: std::marker::PhantomData,
@@ -142,9 +159,10 @@ impl<T: Element> Buffer<T> {
         self.raw.place
     }
 
-    /// The failure that poisoned it, if a command writing it failed (see above).
+    /// The failure that poisoned some of its elements, if a command writing them failed
+    /// (see above).
     pub fn poisoned(&self) -> Option<Failure> {
-        self.raw.poisoned()
+        self.raw.poisoned_in(&(0..self.raw.len))
     }
 
     /// The address of its first element, for asking the allocator where its pages are

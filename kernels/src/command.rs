@@ -7,8 +7,14 @@
 //! (updated by every command of an in-order queue; read by those of an out-of-order queue and
 //! updated by its barriers). The tracker releases a command when every earlier command with a
 //! conflicting access ended; the command then checks whether one it depends on failed (an event
-//! of its wait list, or a poisoned buffer) and fails without running if so.
+//! of its wait list, or poisoned elements it reads) and fails without running if so.
+//!
+//! No path may leave a released command's handle uncompleted (its successors would wait
+//! forever): user code that runs here (a kernel, host work, the destructors of their closures)
+//! runs under `catch_unwind`, and a command's event is decided before its handle releases the
+//! commands that check it.
 
+use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -21,16 +27,24 @@ use crate::error::{Failure, FailureKind};
 use crate::event::{Event, EventState};
 use crate::launch::Launch;
 
+/// How a command uses a range of a buffer.
+pub(crate) struct BufferUse {
+    pub(crate) buffer: Arc<RawBuffer>,
+    /// Elements.
+    pub(crate) range: Range<usize>,
+    /// It reads them: poisoned elements fail it.
+    pub(crate) reads: bool,
+    /// It writes them: its failure poisons them; its success, if it does not read them (it
+    /// overwrites them), heals them.
+    pub(crate) writes: bool,
+}
+
 /// A command in the tracker.
 pub(crate) struct Command {
     pub(crate) event: Arc<EventState>,
     /// Events whose failure fails this command.
     pub(crate) wait: Vec<Event>,
-    /// Buffers it uses, and whether it writes them (a written buffer is poisoned when the
-    /// command fails; a used buffer that is poisoned fails the command).
-    pub(crate) buffers: Vec<(Arc<RawBuffer>, bool)>,
-    /// Buffers that its success overwrites whole (their poison is cleared).
-    pub(crate) overwrites: Vec<Arc<RawBuffer>>,
+    pub(crate) buffers: Vec<BufferUse>,
     /// The runtime it runs on, when not the context's (a sub-device's queue).
     pub(crate) runtime: Option<Arc<Runtime>>,
     pub(crate) work: Work,
@@ -55,14 +69,13 @@ pub(crate) enum Work {
 }
 
 impl Command {
-    /// A command that depends on `wait` and `buffers`, whose other accesses come from its
+    /// A command that depends on `wait`, whose buffer uses and other accesses come from its
     /// queue.
     pub(crate) fn new(event: Arc<EventState>, wait: &[Event], work: Work) -> Self {
         Command {
             event,
             wait: wait.to_vec(),
             buffers: Vec::new(),
-            overwrites: Vec::new(),
             runtime: None,
             work,
         }
@@ -77,7 +90,7 @@ impl Command {
         }
     }
 
-    /// Why it must not run: a failed event of its wait list, or a poisoned buffer.
+    /// Why it must not run: a failed event of its wait list, or poisoned elements it reads.
     fn inherited_failure(&self) -> Option<Failure> {
         for e in &self.wait {
             if let Some(Err(cause)) = e.state.outcome() {
@@ -87,17 +100,18 @@ impl Command {
                 }));
             }
         }
-        for (b, _) in &self.buffers {
-            // A command that overwrites a poisoned buffer whole is what heals it.
-            if self.overwrites.iter().any(|o| Arc::ptr_eq(o, b)) {
-                continue;
-            }
-            if let Some(cause) = b.poisoned() {
-                return Some(cause);
-            }
-        }
-        None
+        self.buffers
+            .iter()
+            .filter(|u| u.reads)
+            .find_map(|u| u.buffer.poisoned_in(&u.range))
     }
+}
+
+fn cancelled(command: &Command) -> Failure {
+    Failure::new(FailureKind::Panicked {
+        command: command.event.command.clone(),
+        message: "cancelled by the dependence tracker".into(),
+    })
 }
 
 /// Submits `command` with `accesses` to the context's tracker, and starts it if it may run.
@@ -108,10 +122,8 @@ pub(crate) fn submit(context: &Arc<ContextInner>, accesses: &[Access], command: 
         Submitted::Cancelled(command, released) => {
             // The executor never completes a handle as panicked, so the tracker cancels
             // nothing; were it to, the command fails rather than hangs.
-            command.event.end(Err(Failure::new(FailureKind::Panicked {
-                command: command.event.command.clone(),
-                message: "cancelled by the dependence tracker".into(),
-            })));
+            let failure = cancelled(&command);
+            command.event.end(Err(failure));
             drive(context, collect(released));
         }
     }
@@ -129,10 +141,8 @@ fn push_released(out: &mut Vec<(Command, DepHandle<Command>)>, r: Released<Comma
     match r {
         Released::Ready(ready) => out.push((ready.payload, ready.handle)),
         Released::Cancelled(command) => {
-            command.event.end(Err(Failure::new(FailureKind::Panicked {
-                command: command.event.command.clone(),
-                message: "cancelled by the dependence tracker".into(),
-            })))
+            let failure = cancelled(&command);
+            command.event.end(Err(failure));
         }
     }
 }
@@ -142,20 +152,24 @@ fn push_released(out: &mut Vec<(Command, DepHandle<Command>)>, r: Released<Comma
 /// not grow the stack.
 pub(crate) fn drive(context: &Arc<ContextInner>, mut ready: Vec<(Command, DepHandle<Command>)>) {
     while let Some((command, handle)) = ready.pop() {
-        command.event.submitted();
         if let Some(failure) = command.inherited_failure() {
+            command.event.submitted();
             end_into(command, handle, Err(failure), &mut ready);
             continue;
         }
         match command.work {
-            Work::Nothing => end_into(command, handle, Ok(()), &mut ready),
+            Work::Nothing => {
+                command.event.submitted();
+                end_into(command, handle, Ok(()), &mut ready)
+            }
             Work::Hold {
                 ref slot,
                 ends_when_held,
             } => {
+                command.event.submitted();
                 *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
-                command.event.started();
                 if ends_when_held {
+                    command.event.started();
                     command.event.end(Ok(()));
                 }
             }
@@ -164,35 +178,36 @@ pub(crate) fn drive(context: &Arc<ContextInner>, mut ready: Vec<(Command, DepHan
     }
 }
 
-/// Ends `command` with `result`: poisons or clears its buffers, ends its event, and completes
-/// its handle, whose releases are pushed to `ready`.
+/// Ends `command` with `result`: poisons or heals its buffers, decides its event, completes its
+/// handle (whose releases are pushed to `ready`), then wakes the event's waiters.
 fn end_into(
-    command: Command,
+    mut command: Command,
     handle: DepHandle<Command>,
     result: Result<(), Failure>,
     ready: &mut Vec<(Command, DepHandle<Command>)>,
 ) {
-    match &result {
-        Err(failure) => {
-            for (b, writes) in &command.buffers {
-                if *writes && b.poisoned().is_none() {
-                    b.set_poison(Some(Failure::new(FailureKind::Dependency {
-                        command: command.event.command.clone(),
-                        cause: failure.clone(),
-                    })));
-                }
-            }
-        }
-        Ok(()) => {
-            for b in &command.overwrites {
-                b.set_poison(None);
-            }
+    // The work's closures are the program's: their destructors may panic.
+    let work = std::mem::replace(&mut command.work, Work::Nothing);
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(work)));
+    for u in &command.buffers {
+        match &result {
+            Err(failure) if u.writes => u.buffer.poison(
+                u.range.clone(),
+                Failure::new(FailureKind::Dependency {
+                    command: command.event.command.clone(),
+                    cause: failure.clone(),
+                }),
+            ),
+            Ok(()) if u.writes && !u.reads => u.buffer.heal(&u.range),
+            _ => {}
         }
     }
-    command.event.end(result);
-    // Drop the command's work (and the buffers it holds) before releasing its successors.
+    let event = Arc::clone(&command.event);
+    // Decided before the successors are released: they read it.
+    event.decide(result);
     drop(command);
     handle.complete(|r| push_released(ready, r));
+    event.wake();
 }
 
 /// Ends `command` and starts what that releases.
@@ -223,21 +238,25 @@ fn start_on_runtime(context: &Arc<ContextInner>, mut command: Command, handle: D
         Some(rt) => rt,
         None => context.runtime(),
     };
+    command.event.submitted();
     rt.spawn(move |scope| {
         command.event.started();
-        let name = &command.event.command;
-        let result = match work {
-            Work::Launch(launch) => launch.run(scope, &ctx),
+        let name = command.event.command.clone();
+        // Everything of the program's, the work's destructors included, runs in here.
+        let result = panic::catch_unwind(AssertUnwindSafe(|| match work {
+            Work::Launch(launch) => launch.run(scope),
             Work::Host(f) => {
-                panic::catch_unwind(AssertUnwindSafe(|| f(scope))).map_err(|payload| {
-                    Failure::new(FailureKind::Panicked {
-                        command: name.clone(),
-                        message: Failure::panic_message(&*payload),
-                    })
-                })
+                f(scope);
+                Ok(())
             }
             Work::Hold { .. } | Work::Nothing => Ok(()),
-        };
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Failure::new(FailureKind::Panicked {
+                command: name,
+                message: Failure::panic_message(&*payload),
+            }))
+        });
         end(&ctx, command, handle, result);
     });
 }

@@ -16,6 +16,9 @@ use crate::error::Error;
 use crate::queue::Queue;
 use crate::user_event::UserEvent;
 
+/// The largest local memory per work-group a context may allow ([`Limits::local_mem_size`]).
+pub const MAX_LOCAL_MEM: usize = 1 << 30;
+
 /// The limits of launches in a context (OpenCL's device info).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -62,7 +65,7 @@ pub(crate) struct ContextInner {
     /// Where new buffers go unless told otherwise.
     pub(crate) place: Place,
     /// The runtimes of the sub-devices, one per NUMA node, made on first use.
-    sub_devices: OnceLock<Result<Vec<SubDevice>, Error>>,
+    sub_devices: OnceLock<Vec<SubDevice>>,
 }
 
 static NEXT_CONTEXT: AtomicU64 = AtomicU64::new(1);
@@ -89,16 +92,30 @@ impl Context {
                 "a context allows at least one work-item per work-group".into(),
             ));
         }
+        if limits.local_mem_size > MAX_LOCAL_MEM {
+            return Err(Error::Setting(format!(
+                "{} bytes of local memory per work-group: at most {MAX_LOCAL_MEM} (each worker \
+                 keeps an arena of that size)",
+                limits.local_mem_size
+            )));
+        }
         Self::make(RuntimeRef::Shared(runtime), limits)
     }
 
-    /// A context on the process-wide runtime ([`Runtime::try_global`]), created from the
-    /// environment on first use.
+    /// The process-wide context, on the process-wide runtime ([`Runtime::try_global`]); both
+    /// are created from the environment on first use, and every call returns the same context
+    /// (so its buffers and events mix).
     pub fn global() -> Result<Context, Error> {
-        Self::make(
+        static GLOBAL: OnceLock<Context> = OnceLock::new();
+        if let Some(c) = GLOBAL.get() {
+            return Ok(c.clone());
+        }
+        let made = Self::make(
             RuntimeRef::Global(Runtime::try_global()?),
             Limits::default(),
-        )
+        )?;
+        // Another thread may have made one meanwhile: its context wins, this one goes.
+        Ok(GLOBAL.get_or_init(|| made).clone())
     }
 
     fn make(runtime: RuntimeRef, limits: Limits) -> Result<Context, Error> {
@@ -177,44 +194,35 @@ impl Context {
     /// sub-devices they share the cores with the context's own workers, so a program keeps
     /// both busy at once only at the price of oversubscribed cores.
     pub fn sub_devices(&self) -> Result<&[SubDevice], Error> {
-        self.inner
-            .sub_devices
-            .get_or_init(|| {
-                let rt = self.runtime();
-                let topology = rt.topology();
-                let settings = rt.settings();
-                (0..topology.num_nodes())
-                    .filter_map(|node| {
-                        let cores: Vec<Vec<usize>> = topology
-                            .nodes()
-                            .get(node)?
-                            .cores
-                            .iter()
-                            .map(|c| c.pus.clone())
-                            .collect();
-                        if cores.is_empty() {
-                            return None; // a node of memory only
-                        }
-                        let built = Runtime::builder()
-                            .topology(Arc::clone(topology))
-                            .num_threads(cores.len())
-                            .places(Places::List(cores))
-                            .proc_bind(settings.proc_bind)
-                            .scheduler(settings.scheduler)
-                            .wait_policy(settings.wait_policy)
-                            .build();
-                        Some(built.map(|runtime| SubDevice {
-                            context: self.clone_weak(),
-                            node,
-                            runtime: Arc::new(runtime),
-                        }))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(Error::from)
-            })
-            .as_ref()
-            .map(Vec::as_slice)
-            .map_err(Clone::clone)
+        if let Some(subs) = self.inner.sub_devices.get() {
+            return Ok(subs);
+        }
+        let rt = self.runtime();
+        let topology = rt.topology();
+        let settings = rt.settings();
+        let mut subs = Vec::new();
+        for (node, numa) in topology.nodes().iter().enumerate() {
+            let cores: Vec<Vec<usize>> = numa.cores.iter().map(|c| c.pus.clone()).collect();
+            if cores.is_empty() {
+                continue; // a node of memory only
+            }
+            let runtime = Runtime::builder()
+                .topology(Arc::clone(topology))
+                .num_threads(cores.len())
+                .places(Places::List(cores))
+                .proc_bind(settings.proc_bind)
+                .scheduler(settings.scheduler)
+                .wait_policy(settings.wait_policy)
+                .build()?;
+            subs.push(SubDevice {
+                context: self.clone_weak(),
+                node,
+                runtime: Arc::new(runtime),
+            });
+        }
+        // An error is not kept: a later call tries again. Another thread may have made them
+        // meanwhile: its sub-devices win, these go.
+        Ok(self.inner.sub_devices.get_or_init(|| subs))
     }
 
     /// A handle on the same context for a sub-device (see [`SubDevice`]).

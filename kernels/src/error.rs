@@ -85,8 +85,8 @@ pub enum Error {
         /// What was given, e.g. `"a scalar f64"`.
         given: String,
     },
-    /// A buffer shorter than the launch needs (one element per work-item for an argument the
-    /// work-items write, or what the kernel's footprint function asks for).
+    /// A buffer shorter than the launch needs: one element per work-item for an argument the
+    /// work-items write.
     #[error(
         "argument {index} of kernel '{kernel}': the buffer has {len} elements, the launch needs {needed}"
     )]

@@ -126,29 +126,42 @@ impl EventState {
         }
     }
 
-    /// The command ended (`Err`: it failed). The first end counts.
+    /// The command ended (`Err`: it failed): [`decide`](Self::decide), then
+    /// [`wake`](Self::wake).
     pub(crate) fn end(&self, result: Result<(), Failure>) {
+        self.decide(result);
+        self.wake();
+    }
+
+    /// Records how the command ended; the first outcome counts. Waiters see it at once if
+    /// they look, but are woken only by [`wake`](Self::wake): the executor decides an event,
+    /// releases the commands that depend on it (which read the outcome), and wakes last.
+    pub(crate) fn decide(&self, result: Result<(), Failure>) {
+        let mut inner = self.lock();
+        if matches!(inner.status, EventStatus::Complete | EventStatus::Failed(_)) {
+            return;
+        }
+        // Under the lock, after the check: the first end's timestamps stay.
         for stage in [SUBMITTED, STARTED] {
             if self.times[stage].load(Ordering::Relaxed) == 0 {
                 self.stamp(stage);
             }
         }
         self.stamp(ENDED);
-        let wakers = {
-            let mut inner = self.lock();
-            if matches!(inner.status, EventStatus::Complete | EventStatus::Failed(_)) {
-                return;
-            }
-            inner.status = match result {
-                Ok(()) => EventStatus::Complete,
-                Err(f) => EventStatus::Failed(f),
-            };
-            std::mem::take(&mut inner.wakers)
+        inner.status = match result {
+            Ok(()) => EventStatus::Complete,
+            Err(f) => EventStatus::Failed(f),
         };
         self.ended.store(true, Ordering::Release);
+    }
+
+    /// Wakes the threads and futures waiting for the (decided) event. A waker that panics is
+    /// the program's: its panic is dropped, and the other waiters are still woken.
+    pub(crate) fn wake(&self) {
+        let wakers = std::mem::take(&mut self.lock().wakers);
         self.done.notify_all();
         for w in wakers {
-            w.wake();
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
         }
     }
 
@@ -215,15 +228,14 @@ impl Event {
 
     /// Its timestamps, once it ended (OpenCL's `clGetEventProfilingInfo`); `None` before.
     pub fn profile(&self) -> Option<Profile> {
+        // The timestamps are written before the outcome, under the lock `outcome` takes.
+        let _ended = self.state.outcome()?;
         let t: Vec<u64> = self
             .state
             .times
             .iter()
             .map(|t| t.load(Ordering::Relaxed))
             .collect();
-        if t[ENDED] == 0 || self.state.outcome().is_none() {
-            return None;
-        }
         let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
         Some(Profile {
             queued: d(t[QUEUED]),
@@ -246,6 +258,12 @@ impl PartialEq for Event {
 }
 
 impl Eq for Event {}
+
+impl std::hash::Hash for Event {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.state).hash(state);
+    }
+}
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

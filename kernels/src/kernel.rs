@@ -195,6 +195,20 @@ scalar_args!(
 /// `clSetKernelArg(kernel, i, size, NULL)`), zeroed when each group starts.
 pub struct Local<T>(usize, PhantomData<fn() -> T>);
 
+impl<T> Clone for Local<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Local<T> {}
+
+impl<T> fmt::Debug for Local<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Local<{}>({})", type_name::<T>(), self.0)
+    }
+}
+
 impl<T: Element> Local<T> {
     /// `len` elements per group.
     pub fn new(len: usize) -> Self {
@@ -365,6 +379,7 @@ impl fmt::Debug for Kernel {
 
 /// The work-group a work-group function runs: its ids and sizes (OpenCL's work-item
 /// functions that do not depend on the work-item).
+#[derive(Debug)]
 pub struct WorkGroup<'a> {
     pub(crate) geometry: &'a Geometry,
     pub(crate) id: [usize; 3],
@@ -517,16 +532,33 @@ impl<'a> GroupArgs<'a> {
         }
     }
 
-    /// Buffer argument `i` as a raw pointer and length, for work-items that write elements
-    /// other than their own (a scatter, a histogram).
+    /// Buffer argument `i` as a raw pointer and length, for reading it by hand (a read-only
+    /// argument's elements, or in a written argument the work-items' own).
     ///
     /// # Safety
     ///
-    /// While the launch runs, no element may be written by one work-item and read or written
-    /// by another (of any group) unless through atomics; reads and writes stay within the
-    /// length.
-    pub unsafe fn raw<T: Element>(&self, i: usize) -> (*mut T, usize) {
+    /// Reads stay within the length, and read no element that another work-item (of any group
+    /// of the launch) writes while the launch runs, unless through atomics.
+    pub unsafe fn raw<T: Element>(&self, i: usize) -> (*const T, usize) {
         let b = self.buffer::<T>(i, "a buffer");
+        (b.ptr.cast_const().cast::<T>(), b.len)
+    }
+
+    /// Buffer argument `i`, declared [`Mode::Write`] or [`Mode::ReadWrite`], as a raw pointer
+    /// and length, for work-items that write elements other than their own (a scatter, a
+    /// histogram). Panics for a read-only argument: other commands and mappings may read it at
+    /// the same time.
+    ///
+    /// # Safety
+    ///
+    /// Reads and writes stay within the length; while the launch runs, no element is written
+    /// by one work-item and read or written by another (of any group), unless through atomics.
+    pub unsafe fn raw_mut<T: Element>(&self, i: usize) -> (*mut T, usize) {
+        let b = self.buffer::<T>(i, "a written buffer");
+        assert!(
+            matches!(self.modes.get(i), Some(ParamKind::Buffer(m)) if m.writes()),
+            "argument {i} is read-only for the kernel: raw_mut needs a written argument"
+        );
         (b.ptr.cast::<T>(), b.len)
     }
 
@@ -582,6 +614,24 @@ pub struct ItemsMut<'a, T> {
     _borrow: PhantomData<&'a mut [T]>,
 }
 
+impl<T> fmt::Debug for ItemsMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemsMut")
+            .field("first", &self.first)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl fmt::Debug for GroupArgs<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupArgs")
+            .field("args", &self.args.len())
+            .field("group", &self.group.id)
+            .finish()
+    }
+}
+
 impl<T> ItemsMut<'_, T> {
     /// The elements of the work-items whose local ids are `(0.., y, z)`.
     #[inline]
@@ -609,6 +659,7 @@ impl<T> ItemsMut<'_, T> {
 }
 
 /// One work-item, as a closure of [`Kernel::items`] sees it (OpenCL's work-item functions).
+#[derive(Debug)]
 pub struct Item<'a> {
     group: &'a WorkGroup<'a>,
     /// The global id of the group's first work-item (kept here, in registers, so that the

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use numatask_sched::depend::{Access, AccessKind};
 use numatask_sched::{Footprint, Runtime, Scope};
 
+use crate::command::BufferUse;
 use crate::context::ContextInner;
 use crate::error::{Error, Failure, FailureKind};
 use crate::kernel::{Arg, ArgValue, FootprintQuery, GroupArgs, Kernel, Mode, ParamKind, WorkGroup};
@@ -137,11 +138,11 @@ impl Launch {
         let mut local_bytes = 0usize;
         for (i, arg) in args.iter().enumerate() {
             if let ArgValue::Local(t, len) = &arg.0 {
-                let start = local_bytes.next_multiple_of(LOCAL_ALIGN);
-                let bytes = t.size.checked_mul(*len).and_then(|b| b.checked_add(start));
+                let start = local_bytes.checked_next_multiple_of(LOCAL_ALIGN);
+                let bytes = t.size.checked_mul(*len).and_then(|b| b.checked_add(start?));
                 match bytes {
                     Some(end) if end <= limits.local_mem_size && t.align <= LOCAL_ALIGN => {
-                        local_offsets[i] = start;
+                        local_offsets[i] = end - t.size * len;
                         local_bytes = end;
                     }
                     _ => {
@@ -176,15 +177,20 @@ impl Launch {
         ))
     }
 
-    /// The buffers it uses, and whether it writes them.
-    pub(crate) fn buffers(&self) -> Vec<(Arc<crate::buffer::RawBuffer>, bool)> {
+    /// How it uses its buffers: each whole, read unless the kernel only writes it.
+    pub(crate) fn buffers(&self) -> Vec<BufferUse> {
         self.args
             .iter()
             .zip(&self.modes)
             .filter_map(|(a, m)| match (a, m) {
-                (ArgValue::Buffer(b), ParamKind::Buffer(mode)) => {
-                    Some((Arc::clone(b), mode.writes()))
-                }
+                (ArgValue::Buffer(b), ParamKind::Buffer(mode)) => Some(BufferUse {
+                    buffer: Arc::clone(b),
+                    range: 0..b.len,
+                    // A work-item of a write-only argument gets `&mut` to its element, which
+                    // it may read: the launch counts as reading it.
+                    reads: true,
+                    writes: mode.writes(),
+                }),
                 _ => None,
             })
             .collect()
@@ -236,11 +242,7 @@ impl Launch {
 
     /// Runs every group as tasks in `scope` (a detached job of the runtime), and returns when
     /// they all ended: `Err` if one panicked.
-    pub(crate) fn run(
-        self: Box<Self>,
-        scope: &Scope<'static>,
-        _context: &ContextInner,
-    ) -> Result<(), Failure> {
+    pub(crate) fn run(self: Box<Self>, scope: &Scope<'static>) -> Result<(), Failure> {
         let launch: Arc<Launch> = Arc::from(self);
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             if launch.tasks == 1 {
@@ -311,6 +313,11 @@ fn with_arena<R>(bytes: usize, f: impl FnOnce(*mut u8) -> R) -> R {
     let mut arena = ARENA.with(|a| std::mem::take(&mut *a.borrow_mut()));
     let lines = bytes.div_ceil(LOCAL_ALIGN);
     if arena.len() < lines {
+        // A failed allocation fails the launch (this panic becomes its event's failure)
+        // rather than aborting the process.
+        if arena.try_reserve_exact(lines - arena.len()).is_err() {
+            panic!("local memory of {bytes} bytes per work-group could not be allocated");
+        }
         arena.resize(lines, Line([0; LOCAL_ALIGN]));
     }
     let r = f(arena.as_mut_ptr().cast());

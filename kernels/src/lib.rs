@@ -28,9 +28,11 @@
 //! [`Context::sub_devices`] partitions the context by NUMA node (OpenCL's sub-devices by
 //! affinity domain): the queues of a [`SubDevice`] run their commands on that node's cores.
 //!
-//! A kernel that panics fails its event with the panic's message; every command that waits
-//! for it (by wait list, marker or barrier, or through a buffer it wrote, which it poisons)
-//! fails with that [`Failure`] instead of running. Nothing hangs, and the runtime stays usable.
+//! A kernel that panics fails its event with the panic's message; every command that depends
+//! on it fails with that [`Failure`] instead of running: the commands whose wait lists hold its
+//! event (markers and barriers wait for every earlier command of their queue), and those that
+//! read elements it was to write, which it poisons. Queue order alone (the next command of an
+//! in-order queue, a command after a barrier) orders without failing. The runtime stays usable.
 //!
 //! Local memory ([`Local`]) is a per-group arena, 64-byte aligned, reused by each worker,
 //! zeroed when a group starts.
@@ -47,8 +49,8 @@
 //! - **Failures are checked at release, not poisoned in the tracker.** The tracker can cancel
 //!   the successors of a failed task, but its poison stays on the bytes for good: every later
 //!   command of an in-order queue would fail. The executor completes every command normally
-//!   and, when one is released, checks its wait list and its buffers (a buffer that a failed
-//!   command wrote is poisoned until a host command overwrites it whole).
+//!   and, when one is released, checks its wait list and the elements it reads (the elements a
+//!   failed command was to write are poisoned until a host command overwrites them).
 //! - **A command runs as a detached job** ([`Runtime::spawn`](numatask_sched::Runtime::spawn))
 //!   whose scope spawns the launch's tasks and waits for them on a worker; enqueueing never
 //!   blocks, and the last task's end releases the next commands from whichever worker ran it.
@@ -93,6 +95,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Queues and events stand for bytes in the upper half of the address space, where a 64-bit
+// process has no buffer (see the design notes).
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("numatask-kernels needs a 64-bit target");
+
 mod buffer;
 mod command;
 mod context;
@@ -105,14 +112,14 @@ mod queue;
 mod user_event;
 
 pub use buffer::{Buffer, Element};
-pub use context::{Context, Limits, SubDevice};
+pub use context::{Context, Limits, MAX_LOCAL_MEM, SubDevice};
 pub use error::{Error, Failure, FailureKind};
 pub use event::{Event, EventStatus, Profile};
 pub use kernel::{
     Arg, FootprintQuery, GroupArgs, Item, ItemParam, ItemParams, ItemsMut, Kernel, Local, Mode,
     Param, ParamKind, Read, ReadWrite, WorkGroup, Write,
 };
-pub use launch::TASKS_PER_WORKER;
+pub use launch::{MAX_ARGS, TASKS_PER_WORKER};
 pub use ndrange::{CACHE_BUDGET, Geometry, NdRange, SIMD_WIDTH};
 pub use queue::{After, LaunchBuilder, Mapped, MappedMut, Queue, Reading};
 pub use user_event::UserEvent;

@@ -6,8 +6,9 @@ use crate::error::Error;
 /// (the work-group's), an optional global offset (OpenCL's `clEnqueueNDRangeKernel`).
 ///
 /// Groups at the edge of a dimension whose global size is not a multiple of the local size
-/// are smaller (OpenCL 2.0's non-uniform work-groups): [`Item::local_size`](crate::Item)
-/// is their actual size, [`Item::enqueued_local_size`](crate::Item) the one given.
+/// are smaller (OpenCL 2.0's non-uniform work-groups): [`WorkGroup::local_size`](crate::WorkGroup::local_size)
+/// is their actual size, [`WorkGroup::enqueued_local_size`](crate::WorkGroup::enqueued_local_size)
+/// the one given.
 ///
 /// Without a local size the executor picks one when the kernel is launched: along dimension 0
 /// a multiple of [`SIMD_WIDTH`] work-items (so that the work-item loop vectorizes without a
@@ -168,16 +169,23 @@ fn dims_text(v: &[usize]) -> String {
 
 /// The local size along dimension 0 when none is given (see [`NdRange`]).
 fn chosen_local(global: usize, max_group: usize, item_bytes: usize, workers: usize) -> usize {
-    let cap = (max_group / SIMD_WIDTH * SIMD_WIDTH).max(1);
+    let max_group = max_group.max(1);
+    // A multiple of the SIMD width when the limit allows one, else the limit.
+    let cap = if max_group >= SIMD_WIDTH {
+        max_group / SIMD_WIDTH * SIMD_WIDTH
+    } else {
+        max_group
+    };
+    let round_up = |n: usize| n.div_ceil(SIMD_WIDTH).saturating_mul(SIMD_WIDTH);
     let by_cache = (CACHE_BUDGET / item_bytes.max(1)) / SIMD_WIDTH * SIMD_WIDTH;
     // Several groups per worker when the range is large enough for that.
-    let by_balance = global.div_ceil(workers.max(1) * 8).div_ceil(SIMD_WIDTH) * SIMD_WIDTH;
+    let by_balance = round_up(global.div_ceil(workers.max(1).saturating_mul(8)));
     by_cache
         .min(by_balance)
+        .max(SIMD_WIDTH)
+        .min(round_up(global))
         .min(cap)
-        .max(SIMD_WIDTH.min(cap))
-        .min(global.div_ceil(SIMD_WIDTH) * SIMD_WIDTH)
-        .min(cap)
+        .max(1)
 }
 
 /// A checked NDRange and its groups (dimensions past `dims` have size 1 and offset 0).
@@ -318,6 +326,11 @@ mod tests {
                 assert!(g.total_groups() >= 4 * workers, "{global}: {l}");
             }
         }
+        // Huge ranges and small limits choose without overflow.
+        let g = NdRange::new([usize::MAX]).resolve(4096, 4, 2).unwrap();
+        assert_eq!(g.local_size()[0], 4096);
+        let g = NdRange::new([1000]).resolve(8, 4, 2).unwrap();
+        assert_eq!(g.local_size()[0], 8);
         // A range smaller than the SIMD width is one group.
         let g = NdRange::new([3]).resolve(4096, 4, 2).unwrap();
         assert_eq!((g.total_groups(), g.group_size([0, 0, 0])[0]), (1, 3));

@@ -10,7 +10,7 @@ use numatask_sched::depend::{Access, AccessKind, DepHandle};
 use numatask_sched::{Footprint, Runtime, Scope};
 
 use crate::buffer::{Buffer, Element, RawBuffer};
-use crate::command::{self, Command, Work};
+use crate::command::{self, BufferUse, Command, Work};
 use crate::context::{Context, ContextInner, virtual_address};
 use crate::error::{Error, Failure};
 use crate::event::{Event, EventState};
@@ -28,7 +28,9 @@ const HOST_CHUNK_BYTES: usize = 1 << 20;
 /// [`flush`](Self::flush)); each returns an [`Event`]. Enqueueing never blocks: a write copies
 /// its data first, so the program may reuse it at once. The blocking forms wait for their
 /// command: [`read_into`](Self::read_into), [`map`](Self::map), [`map_mut`](Self::map_mut),
-/// and `.wait()` on any event (or [`Reading::wait`]). Commands of every queue of a context
+/// and `.wait()` on any event (or [`Reading::wait`]), and [`finish`](Self::finish). Called
+/// from inside a task or kernel of the same runtime, they block that worker (see
+/// [`Event::wait`]). Commands of every queue of a context
 /// are ordered by the buffers they use, in their arguments' modes: a command that writes a
 /// buffer waits for the earlier commands that use it, and a command that reads it for the
 /// earlier ones that write it.
@@ -49,10 +51,42 @@ struct QueueInner {
 
 #[derive(Default)]
 struct QueueState {
-    /// Commands that may not have ended (pruned as they end).
+    /// The events of commands that may not have ended, pruned now and then (when the list has
+    /// doubled since the last pruning, so that enqueueing stays O(1) amortized).
     outstanding: Vec<Event>,
-    /// The first failure among the pruned ones since the last `finish`.
-    failure: Option<Failure>,
+    /// Its length after the last pruning.
+    pruned_len: usize,
+    /// The events of commands that failed since the last `finish` (pruned from `outstanding`):
+    /// markers, barriers and `finish` still report them.
+    failed: Vec<Event>,
+}
+
+impl QueueState {
+    fn push(&mut self, event: Event) {
+        if self.outstanding.len() >= 2 * self.pruned_len.max(16) {
+            let failed = &mut self.failed;
+            self.outstanding.retain(|e| match e.state.outcome() {
+                None => true,
+                Some(Ok(())) => false,
+                Some(Err(_)) => {
+                    failed.push(e.clone());
+                    false
+                }
+            });
+            self.pruned_len = self.outstanding.len();
+        }
+        self.outstanding.push(event);
+    }
+
+    /// Every event a marker waits for: the commands that may not have ended and those that
+    /// failed since the last `finish`.
+    fn all(&self) -> Vec<Event> {
+        self.failed
+            .iter()
+            .chain(&self.outstanding)
+            .cloned()
+            .collect()
+    }
 }
 
 impl Queue {
@@ -161,12 +195,17 @@ impl Queue {
     /// An event that ends when every command enqueued so far ended (failing if one of them
     /// failed); later commands do not wait for it.
     pub fn marker(&self) -> Event {
-        self.after([]).marker()
+        // Without a wait list there is no event of another context to refuse.
+        self.after([])
+            .marker()
+            .expect("a marker without a wait list is always accepted")
     }
 
     /// Like [`marker`](Self::marker), and every later command of the queue waits for it.
     pub fn barrier(&self) -> Event {
-        self.after([]).barrier()
+        self.after([])
+            .barrier()
+            .expect("a barrier without a wait list is always accepted")
     }
 
     /// Hands the enqueued commands to the runtime: they already are, at enqueue, so this
@@ -176,11 +215,15 @@ impl Queue {
     /// Waits until every command enqueued so far ended (OpenCL's `clFinish`); `Err` with the
     /// first failure among the commands that ended since the last `finish`.
     pub fn finish(&self) -> Result<(), Failure> {
-        let pending = {
-            let state = self.lock();
-            state.outstanding.clone()
+        let (failed, pending) = {
+            let mut state = self.lock();
+            state.pruned_len = 0;
+            (
+                std::mem::take(&mut state.failed),
+                std::mem::take(&mut state.outstanding),
+            )
         };
-        let mut first = None;
+        let mut first = failed.first().and_then(|e| e.state.outcome()?.err());
         for e in &pending {
             if let Err(f) = e.wait()
                 && first.is_none()
@@ -188,9 +231,7 @@ impl Queue {
                 first = Some(f);
             }
         }
-        let mut state = self.lock();
-        state.outstanding.retain(|e| !pending.contains(e));
-        match state.failure.take().or(first) {
+        match first {
             Some(f) => Err(f),
             None => Ok(()),
         }
@@ -241,29 +282,15 @@ impl Queue {
             AccessKind::In
         };
         accesses.push(Access::new(self.inner.address, 1, queue_kind));
-        {
-            let mut state = self.lock();
-            let QueueState {
-                outstanding,
-                failure,
-            } = &mut *state;
-            outstanding.retain(|e| match e.state.outcome() {
-                None => true,
-                Some(Ok(())) => false,
-                Some(Err(f)) => {
-                    failure.get_or_insert(f);
-                    false
-                }
-            });
-            outstanding.push(event.clone());
-        }
+        self.lock().push(event.clone());
         command::submit(self.context(), &accesses, command);
         event
     }
 
-    /// The events of the commands that may not have ended.
+    /// The events of the commands that may not have ended, and of those that failed since the
+    /// last `finish`.
     fn outstanding(&self) -> Vec<Event> {
-        self.lock().outstanding.clone()
+        self.lock().all()
     }
 }
 
@@ -277,6 +304,8 @@ impl fmt::Debug for Queue {
 }
 
 /// The commands of a queue with a wait list ([`Queue::after`]).
+#[must_use = "the wait list applies to the commands enqueued through this"]
+#[derive(Debug)]
 pub struct After<'q> {
     queue: &'q Queue,
     wait: Vec<Event>,
@@ -302,12 +331,20 @@ unsafe impl<T: Send> Send for SendPtr<T> {}
 // SAFETY: as for `Send`; tasks of one command use disjoint parts.
 unsafe impl<T: Send> Sync for SendPtr<T> {}
 
+fn uses(buffer: &Arc<RawBuffer>, range: Range<usize>, reads: bool, writes: bool) -> BufferUse {
+    BufferUse {
+        buffer: Arc::clone(buffer),
+        range,
+        reads,
+        writes,
+    }
+}
+
 impl<'q> After<'q> {
     fn host_command(
         &self,
         name: &str,
-        buffers: Vec<(Arc<RawBuffer>, bool)>,
-        overwrites: Vec<Arc<RawBuffer>>,
+        buffers: Vec<BufferUse>,
         accesses: Vec<Access>,
         work: Work,
     ) -> Result<Event, Error> {
@@ -315,7 +352,6 @@ impl<'q> After<'q> {
         let mut command = Command::new(self.queue.event(name.to_owned()), &self.wait, work);
         command.runtime = self.queue.inner.runtime.clone();
         command.buffers = buffers;
-        command.overwrites = overwrites;
         Ok(self.queue.submit(accesses, command, false))
     }
 
@@ -332,16 +368,10 @@ impl<'q> After<'q> {
         check_range("write", &range, buffer.len())?;
         let data = data.to_vec();
         let dst = SendPtr(buffer.raw.ptr.cast::<T>());
-        let whole = range.start == 0 && range.end == buffer.len();
         let raw = Arc::clone(&buffer.raw);
         self.host_command(
             "write",
-            vec![(Arc::clone(&raw), true)],
-            if whole {
-                vec![Arc::clone(&raw)]
-            } else {
-                vec![]
-            },
+            vec![uses(&raw, range.clone(), false, true)],
             vec![raw.access(AccessKind::Out, range.clone())],
             Work::Host(Box::new(move |_| {
                 let dst = dst;
@@ -369,8 +399,7 @@ impl<'q> After<'q> {
         let raw = Arc::clone(&buffer.raw);
         let event = self.host_command(
             "read",
-            vec![(Arc::clone(&raw), false)],
-            vec![],
+            vec![uses(&raw, range.clone(), true, false)],
             vec![raw.access(AccessKind::In, range.clone())],
             Work::Host(Box::new(move |_| {
                 let src = src;
@@ -410,17 +439,11 @@ impl<'q> After<'q> {
         let q = self.queue;
         buffer.check_context(q.context().id)?;
         check_range("fill", &range, buffer.len())?;
-        let whole = range.start == 0 && range.end == buffer.len();
         let raw = Arc::clone(&buffer.raw);
         let dst = SendPtr(buffer.raw.ptr.cast::<T>());
         self.host_command(
             "fill",
-            vec![(Arc::clone(&raw), true)],
-            if whole {
-                vec![Arc::clone(&raw)]
-            } else {
-                vec![]
-            },
+            vec![uses(&raw, range.clone(), false, true)],
             vec![raw.access(AccessKind::Out, range.clone())],
             Work::Host(Box::new(move |scope| {
                 in_chunks::<T>(scope, range, dst.0 as usize, move |r| {
@@ -457,18 +480,15 @@ impl<'q> After<'q> {
                 from.start, from.end, into.start, into.end
             )));
         }
-        let whole = to == 0 && len == dst.len();
         let s = SendPtr(src.raw.ptr.cast::<T>());
         let d = SendPtr(dst.raw.ptr.cast::<T>());
         let offset = from.start;
         self.host_command(
             "copy",
-            vec![(Arc::clone(&src.raw), false), (Arc::clone(&dst.raw), true)],
-            if whole {
-                vec![Arc::clone(&dst.raw)]
-            } else {
-                vec![]
-            },
+            vec![
+                uses(&src.raw, from.clone(), true, false),
+                uses(&dst.raw, into.clone(), false, true),
+            ],
             vec![
                 src.raw.access(AccessKind::In, from.clone()),
                 dst.raw.access(AccessKind::Out, into.clone()),
@@ -500,19 +520,30 @@ impl<'q> After<'q> {
         let q = self.queue;
         buffer.check_context(q.context().id)?;
         q.check_events(&self.wait)?;
+        let len = buffer.len();
+        let writes = kind != AccessKind::In;
+        // Two commands: one in the queue's order (its byte, the wait list, the buffer), which
+        // ends as soon as it may run; and one that holds the buffer alone until the guard
+        // goes, after the first. Later commands of the queue wait for the first only; those
+        // that conflict on the buffer wait for the guard.
+        let mut order = Command::new(q.event("map".to_owned()), &self.wait, Work::Nothing);
+        order.buffers = vec![uses(&buffer.raw, 0..len, true, writes)];
+        let ordered = q.submit(vec![buffer.raw.access(kind, 0..len)], order, false);
         let slot = Arc::new(Mutex::new(None));
-        let mut command = Command::new(
-            q.event("map".to_owned()),
-            &self.wait,
+        let held = q.event("map".to_owned());
+        let mut hold = Command::new(
+            Arc::clone(&held),
+            std::slice::from_ref(&ordered),
             Work::Hold {
                 slot: Arc::clone(&slot),
                 ends_when_held: true,
             },
         );
-        command.buffers = vec![(Arc::clone(&buffer.raw), kind != AccessKind::In)];
-        let accesses = vec![buffer.raw.access(kind, 0..buffer.len())];
-        let event = q.submit(accesses, command, false);
-        event.wait().map_err(Error::Failed)?;
+        hold.buffers = vec![uses(&buffer.raw, 0..len, true, false)];
+        let mut accesses = vec![buffer.raw.access(kind, 0..len)];
+        hold.event_accesses(&mut accesses);
+        command::submit(q.context(), &accesses, hold);
+        Event { state: held }.wait().map_err(Error::Failed)?;
         let handle = slot
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -552,27 +583,28 @@ impl<'q> After<'q> {
         })
     }
 
-    fn sync_point(&self, name: &str, barrier: bool) -> Event {
+    fn sync_point(&self, name: &str, barrier: bool) -> Result<Event, Error> {
         let q = self.queue;
-        let mut wait = self.wait.clone();
-        if self.wait.is_empty() {
-            wait = q.outstanding();
-        }
-        // Events of other contexts cannot be in the queue's list; a foreign one given by the
-        // program is waited for by its own context only through this command's failure check.
-        wait.retain(|e| e.state.context == q.context().id);
+        q.check_events(&self.wait)?;
+        let wait = if self.wait.is_empty() {
+            q.outstanding()
+        } else {
+            self.wait.clone()
+        };
         let command = Command::new(q.event(name.to_owned()), &wait, Work::Nothing);
-        q.submit(Vec::new(), command, barrier)
+        Ok(q.submit(Vec::new(), command, barrier))
     }
 
-    /// [`Queue::marker`]: with a wait list, it waits for those events only.
-    pub fn marker(&self) -> Event {
+    /// [`Queue::marker`]; with a wait list, an event that ends when those events ended (failing
+    /// if one of them failed).
+    pub fn marker(&self) -> Result<Event, Error> {
         self.sync_point("marker", false)
     }
 
-    /// [`Queue::barrier`]: with a wait list, it waits for those events only, and every later
-    /// command of the queue waits for it.
-    pub fn barrier(&self) -> Event {
+    /// [`Queue::barrier`]; with a wait list, its event ends when those events ended (failing if
+    /// one of them failed), and later commands of the queue wait for it, which waits for every
+    /// earlier command of the queue.
+    pub fn barrier(&self) -> Result<Event, Error> {
         self.sync_point("barrier", true)
     }
 
@@ -671,6 +703,7 @@ impl LaunchBuilder<'_> {
 }
 
 /// A read in progress ([`Queue::read`]).
+#[must_use = "a read's elements come with `wait`"]
 pub struct Reading<T> {
     event: Event,
     slot: Arc<Mutex<Option<Vec<T>>>>,
@@ -691,6 +724,42 @@ impl<T> Reading<T> {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .unwrap_or_default())
+    }
+}
+
+impl<T> fmt::Debug for Reading<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reading")
+            .field("event", &self.event)
+            .finish()
+    }
+}
+
+impl fmt::Debug for LaunchBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchBuilder")
+            .field("kernel", &self.kernel)
+            .field("range", &self.range)
+            .field("args", &self.args)
+            .field("wait", &self.wait)
+            .field("tasks", &self.tasks)
+            .finish()
+    }
+}
+
+impl<T> fmt::Debug for Mapped<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mapped")
+            .field("buffer", &self.hold.buffer.describe())
+            .finish()
+    }
+}
+
+impl<T> fmt::Debug for MappedMut<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedMut")
+            .field("buffer", &self.hold.buffer.describe())
+            .finish()
     }
 }
 

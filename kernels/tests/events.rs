@@ -197,7 +197,7 @@ fn user_events_hold_commands_and_fail_them() {
         );
         // A dropped user event fails what waits for it.
         let dropped = ctx.user_event();
-        let w = q.after([dropped.event()]).marker();
+        let w = q.after([dropped.event()]).marker().unwrap();
         drop(dropped);
         assert_eq!(
             w.wait().unwrap_err().root().kind(),
@@ -224,7 +224,7 @@ fn profiles_are_in_order_and_events_are_futures() {
             "{p:?}"
         );
         let gate = ctx.user_event();
-        let m = q.after([gate.event()]).marker();
+        let m = q.after([gate.event()]).marker().unwrap();
         assert!(m.profile().is_none());
         let t = std::thread::spawn(move || block_on(m));
         std::thread::sleep(std::time::Duration::from_millis(10));

@@ -123,8 +123,8 @@ fn run(seed: u64, kind: SchedulerKind, commands: usize) {
                 ));
                 reads.last().unwrap().2.event().clone()
             }
-            6 => after.marker(),
-            _ => after.barrier(),
+            6 => after.marker().unwrap(),
+            _ => after.barrier().unwrap(),
         };
         events.push(event);
     }
