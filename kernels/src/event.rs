@@ -4,12 +4,12 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::Failure;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, Condvar, Instant, Mutex, MutexGuard, spin_until};
 
 /// Where a command is (OpenCL's `CL_QUEUED` ... `CL_COMPLETE`, and a failure).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +49,8 @@ pub struct Event {
     pub(crate) state: Arc<EventState>,
 }
 
-pub(crate) struct EventState {
+/// What an [`Event`] shares with its command: the status, its waiters and its timestamps.
+pub struct EventState {
     pub(crate) context: u64,
     /// The byte that stands for this event in the context's dependence tracker: commands
     /// that wait for it read it; the command writes it.
@@ -79,7 +80,8 @@ const STARTED: usize = 2;
 const ENDED: usize = 3;
 
 impl EventState {
-    pub(crate) fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
+    /// A queued event of `command`, stamped now; `epoch` is its context's creation.
+    pub fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
         let state = Arc::new(EventState {
             context,
             address,
@@ -109,7 +111,7 @@ impl EventState {
     }
 
     /// The command was released and handed to the runtime.
-    pub(crate) fn submitted(&self) {
+    pub fn submitted(&self) {
         self.stamp(SUBMITTED);
         let mut inner = self.lock();
         if inner.status == EventStatus::Queued {
@@ -118,7 +120,7 @@ impl EventState {
     }
 
     /// The command's work started.
-    pub(crate) fn started(&self) {
+    pub fn started(&self) {
         self.stamp(STARTED);
         let mut inner = self.lock();
         if matches!(inner.status, EventStatus::Queued | EventStatus::Submitted) {
@@ -127,7 +129,7 @@ impl EventState {
     }
 
     /// The command ended (`Err`: it failed). The first end counts.
-    pub(crate) fn end(&self, result: Result<(), Failure>) {
+    pub fn end(&self, result: Result<(), Failure>) {
         for stage in [SUBMITTED, STARTED] {
             if self.times[stage].load(Ordering::Relaxed) == 0 {
                 self.stamp(stage);
@@ -152,12 +154,13 @@ impl EventState {
         }
     }
 
-    pub(crate) fn status(&self) -> EventStatus {
+    /// Where the command is now.
+    pub fn status(&self) -> EventStatus {
         self.lock().status.clone()
     }
 
     /// `None` while running; the outcome once ended.
-    pub(crate) fn outcome(&self) -> Option<Result<(), Failure>> {
+    pub fn outcome(&self) -> Option<Result<(), Failure>> {
         match &self.lock().status {
             EventStatus::Complete => Some(Ok(())),
             EventStatus::Failed(f) => Some(Err(f.clone())),
@@ -165,24 +168,51 @@ impl EventState {
         }
     }
 
-    pub(crate) fn wait(&self) -> Result<(), Failure> {
+    /// Blocks until the command ended; its outcome.
+    pub fn wait(&self) -> Result<(), Failure> {
         // A short command ends within microseconds: spin that long before sleeping, as a
         // sleeping thread takes tens of microseconds to wake.
-        let start = Instant::now();
-        let mut spins = 0u32;
-        while !self.ended.load(Ordering::Acquire) {
-            spins += 1;
-            if spins % 64 == 0 && start.elapsed() > SPIN {
-                break;
-            }
-            std::hint::spin_loop();
-        }
+        spin_until(SPIN, || self.ended.load(Ordering::Acquire));
         let mut inner = self.lock();
         loop {
             match &inner.status {
                 EventStatus::Complete => return Ok(()),
                 EventStatus::Failed(f) => return Err(f.clone()),
                 _ => inner = self.done.wait(inner).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    /// Its timestamps, once it ended; `None` before.
+    pub fn profile(&self) -> Option<Profile> {
+        let t: Vec<u64> = self
+            .times
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .collect();
+        if t[ENDED] == 0 || self.outcome().is_none() {
+            return None;
+        }
+        let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
+        Some(Profile {
+            queued: d(t[QUEUED]),
+            submitted: d(t[SUBMITTED]),
+            started: d(t[STARTED]),
+            ended: d(t[ENDED]),
+        })
+    }
+
+    /// The outcome if it ended; otherwise registers `cx`'s waker, woken when it ends.
+    pub fn poll(&self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Failure>> {
+        let mut inner = self.lock();
+        match &inner.status {
+            EventStatus::Complete => Poll::Ready(Ok(())),
+            EventStatus::Failed(f) => Poll::Ready(Err(f.clone())),
+            _ => {
+                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    inner.wakers.push(cx.waker().clone());
+                }
+                Poll::Pending
             }
         }
     }
@@ -210,22 +240,7 @@ impl Event {
 
     /// Its timestamps, once it ended (OpenCL's `clGetEventProfilingInfo`); `None` before.
     pub fn profile(&self) -> Option<Profile> {
-        let t: Vec<u64> = self
-            .state
-            .times
-            .iter()
-            .map(|t| t.load(Ordering::Relaxed))
-            .collect();
-        if t[ENDED] == 0 || self.state.outcome().is_none() {
-            return None;
-        }
-        let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
-        Some(Profile {
-            queued: d(t[QUEUED]),
-            submitted: d(t[SUBMITTED]),
-            started: d(t[STARTED]),
-            ended: d(t[ENDED]),
-        })
+        self.state.profile()
     }
 
     /// What the command is: `"kernel 'saxpy'"`, `"read"`, `"marker"`, ...
@@ -255,16 +270,6 @@ impl Future for Event {
     type Output = Result<(), Failure>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        let mut inner = self.state.lock();
-        match &inner.status {
-            EventStatus::Complete => Poll::Ready(Ok(())),
-            EventStatus::Failed(f) => Poll::Ready(Err(f.clone())),
-            _ => {
-                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                    inner.wakers.push(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-        }
+        self.state.poll(cx)
     }
 }
