@@ -1,5 +1,38 @@
 //! Events: the state of one command (queued, submitted, running, complete or failed), its
 //! profiling timestamps, and the ways to wait for it (blocking, or as a `Future`).
+//!
+//! # Protocol
+//!
+//! An event's status lives under a mutex, with the wakers of the polls that found it pending.
+//! It only moves forward (queued, submitted, running, then complete or failed), and each
+//! stage's timestamp is taken under the lock when the status reaches it, so each is taken once
+//! and they are in order. The first end counts; a later one changes nothing.
+//!
+//! Why no wake-up is lost: a blocking waiter reads the status and, finding it pending, sleeps
+//! on the condition variable in one critical section (the wait releases the lock atomically);
+//! the end sets the status in one critical section and notifies every sleeper after it. So
+//! either the waiter read the final status, or it was asleep before the end took the lock and
+//! the notification reaches it. A poll likewise leaves its waker in the critical section in
+//! which it found the status pending, and the end takes the wakers, to wake them, in the one in
+//! which it sets the status.
+//!
+//! # Memory ordering
+//!
+//! The status and the wakers are read and written under the lock, which orders them; it also
+//! makes what the command wrote before its end visible to a waiter that returns or a poll that
+//! is ready. The timestamps are relaxed atomics written under the lock. `ended` is the one flag
+//! read without the lock:
+//!
+//! - the end stores it with `Release`, after the final status and the last timestamps, so a
+//!   thread that loads it `true` with `Acquire` sees them all: [`EventState::profile`] reads
+//!   the timestamps so, without the lock (a relaxed store would let it see a stamp missing);
+//! - the store is made before the end releases the lock, so whoever saw the final status
+//!   through the lock (a waiter that returned, a poll that was ready) sees `ended` too: the
+//!   profile of an event that was waited for is there;
+//! - a waiter spins on it before it sleeps; the spin only decides how soon the waiter takes
+//!   the lock, never what it reads there.
+//!
+//! The loom models in `loom-tests/tests/kernels_event.rs` check each of these.
 
 use std::fmt;
 use std::future::Future;
@@ -61,8 +94,9 @@ pub struct EventState {
     inner: Mutex<Inner>,
     done: Condvar,
     /// Nanoseconds since `epoch`, plus 1 (0: not yet): queued, submitted, started, ended.
+    /// Written under the lock, each once; read under it or after `ended`.
     times: [AtomicU64; 4],
-    /// Set (after the status) when the command ended: what a waiter spins on.
+    /// Set when the status becomes final, after the last timestamps (see the module docs).
     ended: AtomicBool,
 }
 
@@ -95,7 +129,7 @@ impl EventState {
             times: Default::default(),
             ended: AtomicBool::new(false),
         });
-        state.stamp(QUEUED);
+        state.stamp(&[QUEUED]);
         state
     }
 
@@ -105,49 +139,57 @@ impl EventState {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn stamp(&self, which: usize) {
+    /// Stamps `stages` with the time now. Called with the lock held, except by `new`, before
+    /// the event is shared.
+    fn stamp(&self, stages: &[usize]) {
         let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
-        self.times[which].store(ns + 1, Ordering::Relaxed);
+        for &stage in stages {
+            self.times[stage].store(ns + 1, Ordering::Relaxed);
+        }
     }
 
     /// The command was released and handed to the runtime.
     pub fn submitted(&self) {
-        self.stamp(SUBMITTED);
         let mut inner = self.lock();
         if inner.status == EventStatus::Queued {
+            self.stamp(&[SUBMITTED]);
             inner.status = EventStatus::Submitted;
         }
     }
 
     /// The command's work started.
     pub fn started(&self) {
-        self.stamp(STARTED);
         let mut inner = self.lock();
-        if matches!(inner.status, EventStatus::Queued | EventStatus::Submitted) {
-            inner.status = EventStatus::Running;
-        }
+        let stages: &[usize] = match inner.status {
+            EventStatus::Queued => &[SUBMITTED, STARTED],
+            EventStatus::Submitted => &[STARTED],
+            _ => return,
+        };
+        self.stamp(stages);
+        inner.status = EventStatus::Running;
     }
 
-    /// The command ended (`Err`: it failed). The first end counts.
+    /// The command ended (`Err`: it failed). The first end counts; a later one changes
+    /// nothing.
     pub fn end(&self, result: Result<(), Failure>) {
-        for stage in [SUBMITTED, STARTED] {
-            if self.times[stage].load(Ordering::Relaxed) == 0 {
-                self.stamp(stage);
-            }
-        }
-        self.stamp(ENDED);
         let wakers = {
             let mut inner = self.lock();
-            if matches!(inner.status, EventStatus::Complete | EventStatus::Failed(_)) {
-                return;
-            }
+            let stages: &[usize] = match inner.status {
+                EventStatus::Queued => &[SUBMITTED, STARTED, ENDED],
+                EventStatus::Submitted => &[STARTED, ENDED],
+                EventStatus::Running => &[ENDED],
+                EventStatus::Complete | EventStatus::Failed(_) => return,
+            };
+            self.stamp(stages);
             inner.status = match result {
                 Ok(()) => EventStatus::Complete,
                 Err(f) => EventStatus::Failed(f),
             };
+            // Release, after the stamps and under the lock: see the module docs.
+            self.ended.store(true, Ordering::Release);
             std::mem::take(&mut inner.wakers)
         };
-        self.ended.store(true, Ordering::Release);
+        // After the lock is released, so that the woken waiters do not block on it at once.
         self.done.notify_all();
         for w in wakers {
             w.wake();
@@ -185,14 +227,11 @@ impl EventState {
 
     /// Its timestamps, once it ended; `None` before.
     pub fn profile(&self) -> Option<Profile> {
-        let t: Vec<u64> = self
-            .times
-            .iter()
-            .map(|t| t.load(Ordering::Relaxed))
-            .collect();
-        if t[ENDED] == 0 || self.outcome().is_none() {
+        // Acquire: pairs with the end's Release store, made after every stamp.
+        if !self.ended.load(Ordering::Acquire) {
             return None;
         }
+        let t = self.times.each_ref().map(|t| t.load(Ordering::Relaxed));
         let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
         Some(Profile {
             queued: d(t[QUEUED]),

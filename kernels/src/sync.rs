@@ -69,7 +69,7 @@ mod imp {
         let mut spins = 0u32;
         while !done() {
             spins = spins.wrapping_add(1);
-            if spins % 64 == 0 && start.elapsed() > limit {
+            if spins.is_multiple_of(64) && start.elapsed() > limit {
                 return;
             }
             std::hint::spin_loop();
