@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use numatask_alloc::AllocError;
+// The runtime is not built under loom (see the crate's module list).
+#[cfg(not(loom))]
 use numatask_sched::BuildError;
 
 /// A command refused when it was enqueued, or a context, buffer or queue that could not be
@@ -126,6 +128,7 @@ pub enum Error {
     #[error("buffer allocation: {0}")]
     Alloc(#[from] AllocError),
     /// The runtime could not start.
+    #[cfg(not(loom))]
     #[error("the runtime: {0}")]
     Runtime(#[from] BuildError),
     /// A setting given by the program or the environment is out of range.

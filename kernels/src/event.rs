@@ -1,15 +1,49 @@
 //! Events: the state of one command (queued, submitted, running, complete or failed), its
 //! profiling timestamps, and the ways to wait for it (blocking, or as a `Future`).
+//!
+//! # Protocol
+//!
+//! An event's status lives under a mutex, with the wakers of the polls that found it pending.
+//! It only moves forward (queued, submitted, running, then complete or failed), and each
+//! stage's timestamp is taken under the lock when the status reaches it, so each is taken once
+//! and they are in order. The first end counts; a later one changes nothing.
+//!
+//! Why no wake-up is lost: a blocking waiter reads the status and, finding it pending, sleeps
+//! on the condition variable in one critical section (the wait releases the lock atomically);
+//! the end sets the status in one critical section (`decide`) and notifies every sleeper after
+//! it (`wake`). So
+//! either the waiter read the final status, or it was asleep before the end took the lock and
+//! the notification reaches it. A poll likewise leaves its waker in the critical section in
+//! which it found the status pending, and the end takes the wakers, to wake them, in the one in
+//! which it sets the status.
+//!
+//! # Memory ordering
+//!
+//! The status and the wakers are read and written under the lock, which orders them; it also
+//! makes what the command wrote before its end visible to a waiter that returns or a poll that
+//! is ready. The timestamps are relaxed atomics written under the lock. `ended` is the one flag
+//! read without the lock:
+//!
+//! - the end stores it with `Release`, after the final status and the last timestamps, so a
+//!   thread that loads it `true` with `Acquire` sees them all: [`EventState::profile`] reads
+//!   the timestamps so, without the lock (a relaxed store would let it see a stamp missing);
+//! - the store is made before the end releases the lock, so whoever saw the final status
+//!   through the lock (a waiter that returned, a poll that was ready) sees `ended` too: the
+//!   profile of an event that was waited for is there;
+//! - a waiter spins on it before it sleeps; the spin only decides how soon the waiter takes
+//!   the lock, never what it reads there.
+//!
+//! The loom models in `loom-tests/tests/kernels_event.rs` check each of these.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::Failure;
+use crate::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{Arc, Condvar, Instant, Mutex, MutexGuard, spin_until};
 
 /// Where a command is (OpenCL's `CL_QUEUED` ... `CL_COMPLETE`, and a failure).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +83,8 @@ pub struct Event {
     pub(crate) state: Arc<EventState>,
 }
 
-pub(crate) struct EventState {
+/// What an [`Event`] shares with its command: the status, its waiters and its timestamps.
+pub struct EventState {
     pub(crate) context: u64,
     /// The byte that stands for this event in the context's dependence tracker: commands
     /// that wait for it read it; the command writes it.
@@ -60,8 +95,9 @@ pub(crate) struct EventState {
     inner: Mutex<Inner>,
     done: Condvar,
     /// Nanoseconds since `epoch`, plus 1 (0: not yet): queued, submitted, started, ended.
+    /// Written under the lock, each once; read under it or after `ended`.
     times: [AtomicU64; 4],
-    /// Set (after the status) when the command ended: what a waiter spins on.
+    /// Set when the status becomes final, after the last timestamps (see the module docs).
     ended: AtomicBool,
 }
 
@@ -79,7 +115,8 @@ const STARTED: usize = 2;
 const ENDED: usize = 3;
 
 impl EventState {
-    pub(crate) fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
+    /// A queued event of `command`, stamped now; `epoch` is its context's creation.
+    pub fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
         let state = Arc::new(EventState {
             context,
             address,
@@ -93,7 +130,7 @@ impl EventState {
             times: Default::default(),
             ended: AtomicBool::new(false),
         });
-        state.stamp(QUEUED);
+        state.stamp(&[QUEUED]);
         state
     }
 
@@ -103,74 +140,82 @@ impl EventState {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn stamp(&self, which: usize) {
+    /// Stamps `stages` with the time now. Called with the lock held, except by `new`, before
+    /// the event is shared.
+    fn stamp(&self, stages: &[usize]) {
         let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
-        self.times[which].store(ns + 1, Ordering::Relaxed);
+        for &stage in stages {
+            self.times[stage].store(ns + 1, Ordering::Relaxed);
+        }
     }
 
     /// The command was released and handed to the runtime.
-    pub(crate) fn submitted(&self) {
-        self.stamp(SUBMITTED);
+    pub fn submitted(&self) {
         let mut inner = self.lock();
         if inner.status == EventStatus::Queued {
+            self.stamp(&[SUBMITTED]);
             inner.status = EventStatus::Submitted;
         }
     }
 
     /// The command's work started.
-    pub(crate) fn started(&self) {
-        self.stamp(STARTED);
+    pub fn started(&self) {
         let mut inner = self.lock();
-        if matches!(inner.status, EventStatus::Queued | EventStatus::Submitted) {
-            inner.status = EventStatus::Running;
-        }
+        let stages: &[usize] = match inner.status {
+            EventStatus::Queued => &[SUBMITTED, STARTED],
+            EventStatus::Submitted => &[STARTED],
+            _ => return,
+        };
+        self.stamp(stages);
+        inner.status = EventStatus::Running;
     }
 
     /// The command ended (`Err`: it failed): [`decide`](Self::decide), then
-    /// [`wake`](Self::wake).
-    pub(crate) fn end(&self, result: Result<(), Failure>) {
+    /// [`wake`](Self::wake). The first end counts; a later one changes nothing.
+    pub fn end(&self, result: Result<(), Failure>) {
         self.decide(result);
         self.wake();
     }
 
-    /// Records how the command ended; the first outcome counts. Waiters see it at once if
-    /// they look, but are woken only by [`wake`](Self::wake): the executor decides an event,
-    /// releases the commands that depend on it (which read the outcome), and wakes last.
-    pub(crate) fn decide(&self, result: Result<(), Failure>) {
+    /// Records how the command ended (the first outcome counts). Waiters that look see it at
+    /// once, but sleepers and polls are woken only by [`wake`](Self::wake): the executor
+    /// decides an event, releases the commands that depend on it (they read the outcome), and
+    /// wakes last, so that a woken waiter never runs ahead of the release.
+    pub fn decide(&self, result: Result<(), Failure>) {
         let mut inner = self.lock();
-        if matches!(inner.status, EventStatus::Complete | EventStatus::Failed(_)) {
-            return;
-        }
-        // Under the lock, after the check: the first end's timestamps stay.
-        for stage in [SUBMITTED, STARTED] {
-            if self.times[stage].load(Ordering::Relaxed) == 0 {
-                self.stamp(stage);
-            }
-        }
-        self.stamp(ENDED);
+        let stages: &[usize] = match inner.status {
+            EventStatus::Queued => &[SUBMITTED, STARTED, ENDED],
+            EventStatus::Submitted => &[STARTED, ENDED],
+            EventStatus::Running => &[ENDED],
+            EventStatus::Complete | EventStatus::Failed(_) => return,
+        };
+        self.stamp(stages);
         inner.status = match result {
             Ok(()) => EventStatus::Complete,
             Err(f) => EventStatus::Failed(f),
         };
+        // Release, after the stamps and under the lock: see the module docs.
         self.ended.store(true, Ordering::Release);
     }
 
-    /// Wakes the threads and futures waiting for the (decided) event. A waker that panics is
-    /// the program's: its panic is dropped, and the other waiters are still woken.
-    pub(crate) fn wake(&self) {
+    /// Wakes the threads and futures waiting for the decided event. A waker is the program's:
+    /// a panic of one is dropped, and the others are still woken.
+    pub fn wake(&self) {
         let wakers = std::mem::take(&mut self.lock().wakers);
+        // After the lock is released, so that the woken waiters do not block on it at once.
         self.done.notify_all();
         for w in wakers {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.wake()));
         }
     }
 
-    pub(crate) fn status(&self) -> EventStatus {
+    /// Where the command is now.
+    pub fn status(&self) -> EventStatus {
         self.lock().status.clone()
     }
 
     /// `None` while running; the outcome once ended.
-    pub(crate) fn outcome(&self) -> Option<Result<(), Failure>> {
+    pub fn outcome(&self) -> Option<Result<(), Failure>> {
         match &self.lock().status {
             EventStatus::Complete => Some(Ok(())),
             EventStatus::Failed(f) => Some(Err(f.clone())),
@@ -178,29 +223,49 @@ impl EventState {
         }
     }
 
-    pub(crate) fn wait(&self) -> Result<(), Failure> {
+    /// Blocks until the command ended; its outcome.
+    pub fn wait(&self) -> Result<(), Failure> {
         // A short command ends within microseconds: wait that long awake before sleeping, as a
-        // sleeping thread takes tens of microseconds to wake. After a brief spin the waiter
-        // yields its core between checks, so that a worker sharing the core (a loaded machine,
-        // pinned workers) runs the command instead of waiting for the waiter's time slice.
-        let start = Instant::now();
-        let mut spins = 0u32;
-        while !self.ended.load(Ordering::Acquire) {
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else if start.elapsed() > SPIN {
-                break;
-            } else {
-                std::thread::yield_now();
-            }
-        }
+        // sleeping thread takes tens of microseconds to wake (`spin_until` yields the core
+        // after a brief spin, so that a worker sharing it runs the command meanwhile).
+        spin_until(SPIN, || self.ended.load(Ordering::Acquire));
         let mut inner = self.lock();
         loop {
             match &inner.status {
                 EventStatus::Complete => return Ok(()),
                 EventStatus::Failed(f) => return Err(f.clone()),
                 _ => inner = self.done.wait(inner).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+
+    /// Its timestamps, once it ended; `None` before.
+    pub fn profile(&self) -> Option<Profile> {
+        // Acquire: pairs with the end's Release store, made after every stamp.
+        if !self.ended.load(Ordering::Acquire) {
+            return None;
+        }
+        let t = self.times.each_ref().map(|t| t.load(Ordering::Relaxed));
+        let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
+        Some(Profile {
+            queued: d(t[QUEUED]),
+            submitted: d(t[SUBMITTED]),
+            started: d(t[STARTED]),
+            ended: d(t[ENDED]),
+        })
+    }
+
+    /// The outcome if it ended; otherwise registers `cx`'s waker, woken when it ends.
+    pub fn poll(&self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Failure>> {
+        let mut inner = self.lock();
+        match &inner.status {
+            EventStatus::Complete => Poll::Ready(Ok(())),
+            EventStatus::Failed(f) => Poll::Ready(Err(f.clone())),
+            _ => {
+                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                    inner.wakers.push(cx.waker().clone());
+                }
+                Poll::Pending
             }
         }
     }
@@ -228,21 +293,7 @@ impl Event {
 
     /// Its timestamps, once it ended (OpenCL's `clGetEventProfilingInfo`); `None` before.
     pub fn profile(&self) -> Option<Profile> {
-        // The timestamps are written before the outcome, under the lock `outcome` takes.
-        let _ended = self.state.outcome()?;
-        let t: Vec<u64> = self
-            .state
-            .times
-            .iter()
-            .map(|t| t.load(Ordering::Relaxed))
-            .collect();
-        let d = |ns: u64| Duration::from_nanos(ns.saturating_sub(1));
-        Some(Profile {
-            queued: d(t[QUEUED]),
-            submitted: d(t[SUBMITTED]),
-            started: d(t[STARTED]),
-            ended: d(t[ENDED]),
-        })
+        self.state.profile()
     }
 
     /// What the command is: `"kernel 'saxpy'"`, `"read"`, `"marker"`, ...
@@ -278,16 +329,6 @@ impl Future for Event {
     type Output = Result<(), Failure>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
-        let mut inner = self.state.lock();
-        match &inner.status {
-            EventStatus::Complete => Poll::Ready(Ok(())),
-            EventStatus::Failed(f) => Poll::Ready(Err(f.clone())),
-            _ => {
-                if !inner.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-                    inner.wakers.push(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-        }
+        self.state.poll(cx)
     }
 }
