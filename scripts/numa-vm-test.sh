@@ -33,6 +33,7 @@ set -euo pipefail
 TEST_TARGETS=(
     "numatask-alloc:multinode"
     "numatask-sched:multinode"
+    "numatask-kernels:multinode"
 )
 
 # Arguments for every test executable in the guest: the multi-node tests are the ignored ones;
