@@ -154,6 +154,8 @@ impl Context {
 
     /// A buffer of `len` zeroes, placed by the context's default distribution. Pages are
     /// not touched: under `standard` each goes to the node of the worker that first writes it.
+    /// Write a buffer ([`Queue::fill`](crate::Queue::fill), a kernel that writes it) before
+    /// kernels read it: a page first read, then written, faults twice.
     pub fn buffer<T: Element>(&self, len: usize) -> Result<Buffer<T>, Error> {
         Buffer::new(self, len, self.inner.place)
     }

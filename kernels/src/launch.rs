@@ -36,6 +36,8 @@ pub(crate) struct Launch {
     local_offsets: Vec<usize>,
     local_bytes: usize,
     tasks: usize,
+    /// Whether the runtime places tasks by their footprints (the locality-aware scheduler).
+    placed: bool,
 }
 
 impl Launch {
@@ -172,6 +174,7 @@ impl Launch {
                 local_offsets,
                 local_bytes,
                 tasks,
+                placed: runtime.settings().scheduler.reads_footprints(),
             },
             accesses,
         ))
@@ -207,9 +210,10 @@ impl Launch {
     /// The footprint of the groups `groups`: for each buffer argument, the elements the
     /// kernel's footprint function names (by default, the groups' share of the buffer).
     fn footprint(&self, groups: &Range<usize>) -> Footprint {
-        let mut fp = Footprint::new();
         let total = self.geometry.num_groups;
-        for (i, arg) in self.args.iter().enumerate() {
+        // Each buffer's part: (address, bytes, written).
+        let mut parts: Vec<(usize, usize, bool)> = Vec::new();
+        for (i, (arg, mode)) in self.args.iter().zip(&self.modes).enumerate() {
             let ArgValue::Buffer(b) = arg else { continue };
             let range = match &self.kernel.inner.footprint {
                 Some(f) => {
@@ -231,11 +235,27 @@ impl Launch {
                 }
             };
             if range.start < range.end {
-                fp = fp.bytes(
+                let written = matches!(mode, ParamKind::Buffer(m) if m.writes());
+                parts.push((
                     b.ptr as usize + range.start * b.elem_size,
                     (range.end - range.start) * b.elem_size,
-                );
+                    written,
+                ));
             }
+        }
+        // The task's main part, which decides its node alone (Algorithm 1 weighs an intensive
+        // access first, whatever the task's size): the largest written part, else the largest.
+        // A group is dealt where its data lives even when a task's bytes are fewer than a
+        // cache holds, the size under which a plain task stays where it was spawned.
+        let main = (0..parts.len()).max_by_key(|&i| (parts[i].2, parts[i].1));
+        let mut fp = Footprint::new();
+        for (i, &(addr, len, _)) in parts.iter().enumerate() {
+            if Some(i) != main {
+                fp = fp.bytes(addr, len);
+            }
+        }
+        if let Some(i) = main {
+            fp = fp.bytes(parts[i].0, parts[i].1).intensive();
         }
         fp
     }
@@ -245,7 +265,8 @@ impl Launch {
     pub(crate) fn run(self: Box<Self>, scope: &Scope<'static>) -> Result<(), Failure> {
         let launch: Arc<Launch> = Arc::from(self);
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            if launch.tasks == 1 {
+            // One task runs right here, unless the scheduler would place it by its data.
+            if launch.tasks == 1 && !launch.placed {
                 launch.run_groups(0..launch.geometry.num_groups);
                 return;
             }

@@ -15,10 +15,12 @@
 //! [`Error`] then, and nothing is queued), and becomes tasks of consecutive work-groups,
 //! [`TASKS_PER_WORKER`] per worker by default. Each task's footprint is the part of each
 //! buffer argument its groups touch (a block partition of each buffer over the groups, unless
-//! the kernel gives its own, [`Kernel::with_footprint`]): under the locality-aware scheduler
-//! (`NUMATASK_SCHEDULER=locality`) the task is dealt to the node holding most of those bytes,
-//! so a kernel over a `coarse` buffer runs each group where its part of the buffer lives, and
-//! group `i` of the next launch over the same buffers goes to the same node.
+//! the kernel gives its own, [`Kernel::with_footprint`]), its largest written part marked as
+//! the one that decides: under the locality-aware scheduler (`NUMATASK_SCHEDULER=locality`)
+//! the task is dealt to the node holding that part, whatever its size. So each group runs
+//! where its data lives (under `coarse` each buffer lies wholly on one node, buffers taking
+//! the nodes in turn; under `fine` each page on a node of its own), and group `i` of the next
+//! launch over the same buffers goes to the same node.
 //!
 //! Every command returns an [`Event`]. Commands are ordered by the runtime's dependence tracker
 //! on what they access: their buffers in their parameters' [`Mode`]s (as SYCL's accessors), the
