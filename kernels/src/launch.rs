@@ -1,13 +1,25 @@
 //! Launches: a kernel, its checked arguments and NDRange, divided into tasks of consecutive
 //! work-groups that run on the runtime, each with the footprint of its groups.
+//!
+//! Each task also prefers a worker ([`TaskBuilder::prefer_worker`]), chosen from its footprint
+//! and its index alone, so that task `i` of consecutive launches over the same buffers prefers
+//! the same worker, whose cache may still hold what task `i` of the last launch left there:
+//! under the locality-aware scheduler a worker of the node holding most of its bytes (when
+//! that node holds more than half of them; tasks over spread data, or over memory whose node
+//! nobody knows, go to any worker), the tasks of each node taking that node's workers in
+//! turn; under work stealing every worker in turn. A busy worker's tasks are taken by idle
+//! ones, so the preference never holds a launch back.
+//!
+//! [`TaskBuilder::prefer_worker`]: numatask_sched::TaskBuilder::prefer_worker
 
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
+use numatask_alloc::{NodeBytes, accumulate_node_bytes};
 use numatask_sched::depend::{Access, AccessKind};
-use numatask_sched::{Footprint, Scope};
+use numatask_sched::{Footprint, Runtime, Scope};
 
 use crate::context::ContextInner;
 use crate::error::{Error, Failure, FailureKind};
@@ -31,6 +43,8 @@ pub(crate) struct Launch {
     local_offsets: Vec<usize>,
     local_bytes: usize,
     tasks: usize,
+    /// The worker each task prefers (module docs; empty for a launch run in one piece).
+    preferred: Vec<Option<usize>>,
 }
 
 impl Launch {
@@ -150,18 +164,20 @@ impl Launch {
         .min(geometry.num_groups)
         .max(1);
         let modes = k.params.iter().map(|p| p.kind).collect();
-        Ok((
-            Launch {
-                kernel: kernel.clone(),
-                args: args.into_iter().map(|a| a.0).collect(),
-                modes,
-                geometry,
-                local_offsets,
-                local_bytes,
-                tasks,
-            },
-            accesses,
-        ))
+        let mut launch = Launch {
+            kernel: kernel.clone(),
+            args: args.into_iter().map(|a| a.0).collect(),
+            modes,
+            geometry,
+            local_offsets,
+            local_bytes,
+            tasks,
+            preferred: Vec::new(),
+        };
+        if tasks > 1 {
+            launch.preferred = launch.preferred_workers(context.runtime());
+        }
+        Ok((launch, accesses))
     }
 
     /// The buffers it uses, and whether it writes them.
@@ -186,10 +202,18 @@ impl Launch {
         at(t)..at(t + 1)
     }
 
-    /// The footprint of the groups `groups`: for each buffer argument, the elements the
-    /// kernel's footprint function names (by default, the groups' share of the buffer).
+    /// The footprint of the groups `groups`.
     fn footprint(&self, groups: &Range<usize>) -> Footprint {
-        let mut fp = Footprint::new();
+        self.footprint_ranges(groups)
+            .into_iter()
+            .fold(Footprint::new(), |fp, (addr, len)| fp.bytes(addr, len))
+    }
+
+    /// The byte ranges, as (address, length), of the footprint of the groups `groups`: for
+    /// each buffer argument, the elements the kernel's footprint function names (by default,
+    /// the groups' share of the buffer).
+    fn footprint_ranges(&self, groups: &Range<usize>) -> Vec<(usize, usize)> {
+        let mut ranges = Vec::new();
         let total = self.geometry.num_groups;
         for (i, arg) in self.args.iter().enumerate() {
             let ArgValue::Buffer(b) = arg else { continue };
@@ -213,13 +237,50 @@ impl Launch {
                 }
             };
             if range.start < range.end {
-                fp = fp.bytes(
+                ranges.push((
                     b.ptr as usize + range.start * b.elem_size,
                     (range.end - range.start) * b.elem_size,
-                );
+                ));
             }
         }
-        fp
+        ranges
+    }
+
+    /// The worker each task prefers (module docs): a function of the tasks' footprints and
+    /// the runtime's workers, the same for every launch that has them. A task without a
+    /// footprint (a kernel without buffers) prefers none: no cache holds anything of it.
+    fn preferred_workers(&self, runtime: &Runtime) -> Vec<Option<usize>> {
+        let workers = runtime.workers();
+        let num_nodes = runtime.topology().num_nodes().max(1);
+        let by_node = runtime.settings().scheduler.reads_footprints() && num_nodes > 1;
+        let mut of_node: Vec<Vec<usize>> = vec![Vec::new(); num_nodes];
+        for place in workers {
+            if let Some(list) = of_node.get_mut(place.node) {
+                list.push(place.index);
+            }
+        }
+        let everyone: Vec<usize> = workers.iter().map(|p| p.index).collect();
+        // Each node's turn, and last the turn of the tasks that may go anywhere.
+        let mut turns = vec![0usize; num_nodes + 1];
+        (0..self.tasks)
+            .map(|t| {
+                let ranges = self.footprint_ranges(&self.groups_of(t));
+                if ranges.is_empty() {
+                    return None;
+                }
+                let node = by_node
+                    .then(|| majority_node(&ranges, num_nodes))
+                    .flatten()
+                    .filter(|&n| !of_node[n].is_empty());
+                let (list, turn) = match node {
+                    Some(n) => (&of_node[n], &mut turns[n]),
+                    None => (&everyone, &mut turns[num_nodes]),
+                };
+                let worker = list[*turn % list.len()];
+                *turn += 1;
+                Some(worker)
+            })
+            .collect()
     }
 
     /// Runs every group as tasks in `scope` (a detached job of the runtime), and returns when
@@ -239,9 +300,11 @@ impl Launch {
                 for t in 0..launch.tasks {
                     let groups = launch.groups_of(t);
                     let l = Arc::clone(&launch);
-                    s.task()
-                        .affinity(launch.footprint(&groups))
-                        .label(launch.kernel.inner.name)
+                    let mut task = s.task().affinity(launch.footprint(&groups));
+                    if let Some(&Some(worker)) = launch.preferred.get(t) {
+                        task = task.prefer_worker(worker);
+                    }
+                    task.label(launch.kernel.inner.name)
                         .spawn(move |_| l.run_groups(groups));
                 }
             });
@@ -281,6 +344,18 @@ impl Launch {
             }
         })
     }
+}
+
+/// The node whose workers a task with the footprint `ranges` (address, length) prefers: the
+/// one holding more than half of their known bytes, if one does (the allocator's placement
+/// registry says where pages are).
+fn majority_node(ranges: &[(usize, usize)], num_nodes: usize) -> Option<usize> {
+    let mut bytes = NodeBytes::new(num_nodes);
+    for &(addr, len) in ranges {
+        accumulate_node_bytes(std::ptr::without_provenance(addr), len, &mut bytes);
+    }
+    let node = bytes.dominant_node()?;
+    (bytes.on(node) > bytes.known() / 2).then_some(node)
 }
 
 #[repr(C, align(64))]

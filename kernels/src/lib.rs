@@ -16,9 +16,14 @@
 //! [`TASKS_PER_WORKER`] per worker by default. Each task's footprint is the part of each
 //! buffer argument its groups touch (a block partition of each buffer over the groups, unless
 //! the kernel gives its own, [`Kernel::with_footprint`]): under the locality-aware scheduler
-//! (`NUMATASK_SCHEDULER=locality`) the task is dealt to the node holding most of those bytes,
-//! so a kernel over a `coarse` buffer runs each group where its part of the buffer lives, and
-//! group `i` of the next launch over the same buffers goes to the same node.
+//! (`NUMATASK_SCHEDULER=locality`) the task goes to the node holding most of those bytes, so
+//! a kernel over a `coarse` buffer runs each group where its part of the buffer lives. Each
+//! task also prefers a worker
+//! ([`TaskBuilder::prefer_worker`](numatask_sched::TaskBuilder::prefer_worker)), the same for
+//! task `i` of every launch with the same footprints (one of that node's workers, or any
+//! worker under work stealing): when that worker is free, the groups of the next launch over
+//! the same buffers run where the last one left their data in the cache; when it is busy,
+//! another worker (of the same node) takes them.
 //!
 //! Every command returns an [`Event`]. Commands are ordered by the runtime's dependence tracker
 //! on what they access: their buffers in their parameters' [`Mode`]s (as SYCL's accessors), the
