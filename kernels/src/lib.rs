@@ -20,7 +20,11 @@
 //! the task is dealt to the node holding that part, whatever its size. So each group runs
 //! where its data lives (under `coarse` each buffer lies wholly on one node, buffers taking
 //! the nodes in turn; under `fine` each page on a node of its own), and group `i` of the next
-//! launch over the same buffers goes to the same node.
+//! launch over the same buffers goes to the same node. There each task also prefers a worker
+//! ([`TaskBuilder::prefer_worker`](numatask_sched::TaskBuilder::prefer_worker)), the same for
+//! task `i` of every launch with the same footprints: when that worker is free, the groups of
+//! the next launch over the same buffers run where the last one left their data in the cache;
+//! when it is busy, another worker of the node takes them.
 //!
 //! Every command returns an [`Event`]. Commands are ordered by the runtime's dependence tracker
 //! on what they access: their buffers in their parameters' [`Mode`]s (as SYCL's accessors), the

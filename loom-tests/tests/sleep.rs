@@ -175,3 +175,55 @@ fn work_meant_for_a_picky_sleeper_wakes_it() {
         assert_eq!(picky.join().expect("worker panicked"), 4);
     });
 }
+
+/// A task that prefers worker 0 (its *owner*) waits in a mailbox that worker 1 (a *taker*)
+/// takes from only while the owner is busy (`Sleep::is_free`). The owner turns busy with
+/// other work at the same time as the letter is posted, and never looks at its mailbox again
+/// (a long task): the poster, seeing the owner busy, or the owner, seeing the letter after it
+/// turned busy, must wake the taker. Were both to miss the other (the fence after the owner's
+/// `free = false`, or the poster's test of `is_free`, removed), the taker would sleep with
+/// the letter: a deadlock for loom.
+#[test]
+fn a_letter_for_an_owner_turning_busy_wakes_a_taker() {
+    use loom::sync::atomic::fence;
+    numatask_loom_tests::model(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let mailbox = Arc::new(Bag::default());
+        let owner = {
+            let (sleep, mailbox) = (Arc::clone(&sleep), Arc::clone(&mailbox));
+            thread::spawn(move || {
+                let mut idle = IdleState::new();
+                sleep.begin_search(&mut idle, 0);
+                // It found other work: busy from here on.
+                if sleep.work_found(&mut idle) {
+                    fence(Ordering::SeqCst);
+                    if !mailbox.is_empty() {
+                        sleep.new_work();
+                    }
+                }
+            })
+        };
+        let taker = {
+            let (sleep, mailbox) = (Arc::clone(&sleep), Arc::clone(&mailbox));
+            thread::spawn(move || {
+                let mut idle = IdleState::new();
+                let takeable = || !sleep.is_free(0) && !mailbox.is_empty();
+                loop {
+                    if !sleep.is_free(0)
+                        && let Some(letter) = mailbox.pop()
+                    {
+                        sleep.work_found(&mut idle);
+                        return letter;
+                    }
+                    sleep.no_work_found(&mut idle, 1, takeable);
+                }
+            })
+        };
+        mailbox.push(6);
+        if !sleep.new_work_for(0..1) && !sleep.is_free(0) {
+            sleep.new_work();
+        }
+        owner.join().expect("owner panicked");
+        assert_eq!(taker.join().expect("taker panicked"), 6);
+    });
+}

@@ -76,6 +76,10 @@ pub struct TaskMeta {
     /// The task's priority (OpenMP's `priority` clause; 0, the default, is the lowest): honoured
     /// up to the runtime's `OMP_MAX_TASK_PRIORITY`, ignored when that is 0.
     pub priority: u32,
+    /// The worker the task prefers to run on
+    /// ([`TaskBuilder::prefer_worker`](crate::TaskBuilder::prefer_worker)), an index of its
+    /// runtime's workers.
+    pub preferred: Option<usize>,
 }
 
 /// The operations every frame kind provides.
@@ -340,6 +344,18 @@ impl Task {
             Some(handle) => handle.accesses(),
             None => &[],
         }
+    }
+
+    /// Whether the task carries a [`TaskMeta`] (a footprint hint, a label, a priority or a
+    /// preferred worker): one test that lets the spawn path skip every clause at once.
+    #[inline]
+    pub(crate) fn has_meta(&self) -> bool {
+        self.header().meta.is_some()
+    }
+
+    /// The worker the task prefers ([`TaskMeta::preferred`]; `None` for most tasks).
+    pub fn preferred_worker(&self) -> Option<usize> {
+        self.header().meta.as_deref().and_then(|m| m.preferred)
     }
 
     /// The task's priority, as spawned ([`TaskMeta::priority`]; 0 for most tasks).

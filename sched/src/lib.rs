@@ -98,6 +98,8 @@ mod job;
 #[cfg(not(loom))]
 mod latch;
 mod locality_policy;
+#[cfg(not(loom))]
+mod mailbox;
 mod node_queue;
 mod result_state;
 #[cfg(not(loom))]

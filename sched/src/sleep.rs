@@ -44,6 +44,26 @@
 //! sleep again with it; [`Sleep::new_work_for`] and [`Sleep::wake_all`] wake it as they wake
 //! `SLEEPY` workers, and the argument above holds for them unchanged.
 //!
+//! # Free workers
+//!
+//! A worker is *free* while it searches for work, awake: from the first round of an idle
+//! period (or its start) until it finds work or goes to sleep, and again from its wake-up
+//! ([`Sleep::is_free`]). A free worker looks at its own queues within a round, so work meant
+//! for it ([`TaskBuilder::prefer_worker`](crate::TaskBuilder::prefer_worker): a task in the
+//! worker's mailbox) is left to it; a busy or sleeping one's may be taken by others (a
+//! wake-up takes tens of microseconds, more than the cache it would save is worth to a short
+//! task). The flag is set by the worker alone. A waiting worker short of stack (`PICKY`) never
+//! counts as free: it runs only what it waits for, so others should take the rest.
+//!
+//! The flag joins a Dekker pair of its own, with the same fences: the producer of such work
+//! does `publish; fence(SeqCst); is_free(owner)?` (the fence is [`Sleep::new_work_for`]'s, which
+//! also wakes the owner if it sleeps), the owner ending its idle period
+//! `free = false; fence(SeqCst); work for me?` ([`Sleep::work_found`] and [`Sleep::end_search`]
+//! tell it that it ended one). One of them sees the other: a producer that finds the owner
+//! busy wakes a worker that may take the work, and an owner that finds such work after it
+//! turned busy does. An owner going to sleep clears the flag before its announcement and sees
+//! the work in its last check, or is woken for it, as above.
+//!
 //! # Example
 //!
 //! ```
@@ -143,6 +163,8 @@ impl fmt::Display for WaitPolicy {
 /// One worker's sleeping place.
 struct WorkerSleep {
     state: AtomicUsize,
+    /// Whether the worker is free (module docs); written by the worker alone.
+    free: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
 }
@@ -167,8 +189,10 @@ pub struct Sleep {
 #[derive(Debug, Default, Clone)]
 pub struct IdleState {
     rounds: u32,
-    /// Whether this worker counts itself in `Sleep::searching`.
+    /// Whether this worker counts itself in `Sleep::searching`, and is free (module docs).
     searching: bool,
+    /// The worker this idle state is of (set when its search begins).
+    worker: usize,
     /// When the current idle period began (its first round).
     #[cfg(not(loom))]
     since: Option<std::time::Instant>,
@@ -217,6 +241,8 @@ impl Sleep {
                 .map(|_| {
                     CachePadded::new(WorkerSleep {
                         state: AtomicUsize::new(AWAKE),
+                        // A worker starts by looking for work.
+                        free: AtomicBool::new(true),
                         lock: Mutex::new(()),
                         wake: Condvar::new(),
                     })
@@ -230,24 +256,83 @@ impl Sleep {
         self.workers.len()
     }
 
-    /// Resets the worker's idle count; call when it found work.
+    /// Resets the worker's idle count; call when it found work. Returns whether this ended
+    /// an idle period (the worker was free and is busy now: see the module docs for what
+    /// the caller then checks).
     #[inline]
-    pub fn work_found(&self, idle: &mut IdleState) {
+    pub fn work_found(&self, idle: &mut IdleState) -> bool {
         idle.rounds = 0;
+        if !idle.searching {
+            return false;
+        }
         // The last searcher found work: there may be more, and pushes do not wake sleepers
         // while someone searches, so hand the search on to a sleeper (as tokio's scheduler
         // does). Parallelism ramps up one wake-up per successful search, not one per push.
-        if idle.searching && self.stop_searching(idle) && self.sleepy.load(Ordering::Relaxed) != 0 {
+        if self.end_idle(idle) && self.sleepy.load(Ordering::Relaxed) != 0 {
             self.new_work();
         }
+        true
     }
 
     /// Ends an idle period without work found (e.g. the awaited tasks finished): the worker
-    /// leaves the searching count. Call it before dropping an [`IdleState`] that may count.
+    /// leaves the searching count and is busy again. Call it before dropping an
+    /// [`IdleState`] that may count. Returns whether it ended an idle period, as
+    /// [`work_found`](Self::work_found) does.
     #[inline]
-    pub fn end_search(&self, idle: &mut IdleState) {
+    pub fn end_search(&self, idle: &mut IdleState) -> bool {
         idle.rounds = 0;
-        let _ = self.stop_searching(idle);
+        if !idle.searching {
+            return false;
+        }
+        let _ = self.end_idle(idle);
+        true
+    }
+
+    /// Starts an idle period of `worker` at once, without the round that finds nothing:
+    /// for a worker that begins by looking for work (it counts as searching and free until
+    /// [`work_found`](Self::work_found)).
+    pub fn begin_search(&self, idle: &mut IdleState, worker: usize) {
+        if !idle.searching {
+            self.start_searching(idle, worker);
+        }
+    }
+
+    /// Whether `worker` is free (module docs): awake and searching for work. `false` for an
+    /// index out of range.
+    ///
+    /// Pairs with the fence after the worker's change to busy: a thread that published work
+    /// for `worker` and then passed a `fence(SeqCst)` (any of the `new_work` calls) either
+    /// reads `false` here or is seen by the worker's check after it turned busy.
+    #[inline]
+    pub fn is_free(&self, worker: usize) -> bool {
+        self.workers
+            .get(worker)
+            .is_some_and(|place| place.free.load(Ordering::SeqCst))
+    }
+
+    /// Joins the searching count, and marks the worker free.
+    fn start_searching(&self, idle: &mut IdleState, worker: usize) {
+        idle.searching = true;
+        idle.worker = worker;
+        self.searching.fetch_add(1, Ordering::Relaxed);
+        if let Some(place) = self.workers.get(worker) {
+            // Nothing is ordered by this store: a producer that reads the worker as busy a
+            // moment longer only wakes a worker that may take its work.
+            place.free.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Marks the worker of `idle` busy and leaves the searching count (the caller checked
+    /// that it counts); true if it was the last searcher.
+    #[inline]
+    fn end_idle(&self, idle: &mut IdleState) -> bool {
+        if let Some(place) = self.workers.get(idle.worker) {
+            // `SeqCst`, with the load of whatever gates the owner's fence after it (the
+            // mailboxes' first use, `crate::mailbox`), so that the two cannot both read old
+            // values.
+            place.free.store(false, Ordering::SeqCst);
+        }
+        self.stop_searching(idle)
     }
 
     /// Leaves the searching count; true if this worker was the last searcher.
@@ -306,8 +391,7 @@ impl Sleep {
         // would stop pushes from waking a worker that does (`should_wake_for_push`).
         let searches = sleep_state != PICKY;
         if searches && !idle.searching {
-            idle.searching = true;
-            self.searching.fetch_add(1, Ordering::Relaxed);
+            self.start_searching(idle, worker);
         }
         #[cfg(not(loom))]
         if idle.rounds == 0 {
@@ -325,6 +409,14 @@ impl Sleep {
             idle.rounds = idle.rounds.saturating_add(1);
             return;
         }
+        if idle.searching
+            && let Some(place) = self.workers.get(worker)
+        {
+            // Asleep it is not free: until it searches again, another worker may take what
+            // prefers it rather than wait for its wake-up (module docs). The fence before its
+            // last check orders this store for the producers that pair with it.
+            place.free.store(false, Ordering::Relaxed);
+        }
         let _ = self.stop_searching(idle);
         match self.workers.get(worker) {
             Some(place) => self.sleep(place, has_work, sleep_state),
@@ -335,8 +427,7 @@ impl Sleep {
         // on to the next sleeper, so a burst of tasks wakes the workers one after the other
         // (without this, pushes saw a searcher and woke nobody, and the chain stopped).
         if searches && !self.is_terminated() {
-            idle.searching = true;
-            self.searching.fetch_add(1, Ordering::Relaxed);
+            self.start_searching(idle, worker);
         }
     }
 

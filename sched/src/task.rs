@@ -10,6 +10,7 @@
 //! | `if(c)` | [`.defer_if(c)`](TaskBuilder::defer_if) |
 //! | `final(c)` | [`.final_if(c)`](TaskBuilder::final_if) |
 //! | `affinity(...)` | [`.affinity(footprint)`](TaskBuilder::affinity) with a [`Footprint`] |
+//! | (none: a worker's cache, as in binding a consumer to its producer's core) | [`.prefer_worker(index)`](TaskBuilder::prefer_worker) |
 //! | `depend(in/out/inout/mutexinoutset/inoutset: ...)` on data | [`.reads`](TaskBuilder::reads), [`.writes`](TaskBuilder::writes), [`.updates`](TaskBuilder::updates), [`.mutex_updates`](TaskBuilder::mutex_updates), [`.concurrent_updates`](TaskBuilder::concurrent_updates), their `_each` forms, [`.accesses`](TaskBuilder::accesses) (see [`crate::data`]) |
 //! | `depend(...)` on raw addresses | `unsafe` [`.depend(&accesses)`](TaskBuilder::depend)`.spawn(f)` |
 //! | a task's value | [`.spawn_with_result(f)`](TaskBuilder::spawn_with_result), [`TaskHandle::join`] |
@@ -63,6 +64,8 @@ struct Clauses {
     is_final: bool,
     /// OpenMP 5's `affinity` (only stored when the runtime uses footprints).
     footprint: Option<Box<[Access]>>,
+    /// The worker the task prefers (only stored for an index of the runtime's workers).
+    preferred: Option<usize>,
 }
 
 impl Clauses {
@@ -70,13 +73,18 @@ impl Clauses {
     #[inline]
     fn meta(self, scope: &Scope<'_>) -> Option<Box<TaskMeta>> {
         let priority = scope.honoured_priority(self.priority);
-        if priority == 0 && self.label.is_none() && self.footprint.is_none() {
+        if priority == 0
+            && self.label.is_none()
+            && self.footprint.is_none()
+            && self.preferred.is_none()
+        {
             return None;
         }
         Some(Box::new(TaskMeta {
             footprint: self.footprint.unwrap_or_default(),
             label: self.label,
             priority,
+            preferred: self.preferred,
         }))
     }
 }
@@ -298,6 +306,55 @@ impl<'s, 'scope, A> TaskBuilder<'s, 'scope, A> {
     pub fn affinity(mut self, footprint: Footprint) -> Self {
         if self.scope.uses_footprints() {
             self.clauses.footprint = Some(footprint.into_accesses());
+        }
+        self
+    }
+
+    /// Prefers worker `index` of this runtime (see
+    /// [`Scope::worker_index`](crate::Scope::worker_index), [`Runtime::workers`](crate::Runtime::workers))
+    /// for the task, a hint: run it where that worker's cache still holds what an earlier
+    /// task left there (the consumer of a producer's data, the same chunk of the next pass
+    /// over the same arrays).
+    ///
+    /// The task is offered to that worker first: it waits in the worker's *mailbox*, which
+    /// the worker empties, oldest first, before any other work of its own. While the worker
+    /// is free (idle and awake, searching for work), other workers leave the task to it. While
+    /// it is busy, or asleep (the task wakes it, which takes tens of microseconds), an idle
+    /// worker may take the task instead, so the hint never holds a task for long while others
+    /// idle: any idle worker under work stealing; under the
+    /// locality-aware scheduler a worker of the same node, or of a node within the vicinity
+    /// while the mailboxes of that node hold more tasks than Algorithm 2's threshold for
+    /// stealing from its queue (a preferred task counts as dealt to its worker's node). A task
+    /// that prefers the worker spawning it is kept for that worker while the spawning task
+    /// runs on, which takes it at its next wait or when it returns, for at most 200 µs:
+    /// after that idle workers may take it, so a spawner that computes on, or blocks, does
+    /// not hold it back.
+    ///
+    /// The clause decides where the task is queued: under the locality-aware scheduler it
+    /// replaces dealing by the footprint (choose a worker of the node holding the data: the
+    /// workers' nodes are in [`Runtime::workers`](crate::Runtime::workers)). A priority
+    /// outranks it (such a task goes to the priority list), and an undeferred or included
+    /// task runs at once on the spawning thread, whatever it prefers. An index out of range
+    /// is ignored. Traces record such tasks as
+    /// [`QueueChoice::Preferred`](crate::trace::QueueChoice::Preferred). Tasks without the
+    /// clause pay nothing for it but one test of the worker's mailbox per task it runs.
+    ///
+    /// ```
+    /// use numatask_sched::{Runtime, WaitPolicy};
+    /// // Workers that never sleep (`OMP_WAIT_POLICY=active`): an idle one is always free.
+    /// let rt = Runtime::builder().num_threads(2).wait_policy(WaitPolicy::Active).build()?;
+    /// let ran_on = rt.scope(|s| {
+    ///     let task = s.task().prefer_worker(1).spawn_with_result(|s| s.worker_index());
+    ///     task.join()
+    /// });
+    /// // Worker 1 was idle: the task ran there.
+    /// assert_eq!(ran_on, 1);
+    /// # Ok::<(), numatask_sched::BuildError>(())
+    /// ```
+    #[inline]
+    pub fn prefer_worker(mut self, index: usize) -> Self {
+        if index < self.scope.num_workers() {
+            self.clauses.preferred = Some(index);
         }
         self
     }

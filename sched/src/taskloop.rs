@@ -471,7 +471,7 @@ fn footprint_of<T>(s: &Scope<'_>, part: &[T], kind: AccessKind) -> Option<Box<Ta
         Box::new(TaskMeta {
             footprint: Box::new([Access::of_slice(part, kind)]),
             label: Some("taskloop"),
-            priority: 0,
+            ..TaskMeta::default()
         })
     })
 }
@@ -642,7 +642,7 @@ fn zip_footprint<T, I: ZipInputs>(
         Box::new(TaskMeta {
             footprint: footprint.into_boxed_slice(),
             label: Some("taskloop"),
-            priority: 0,
+            ..TaskMeta::default()
         })
     })
 }

@@ -103,6 +103,13 @@ pub enum QueueChoice {
         /// The priority it ran with.
         priority: u32,
     },
+    /// The mailbox of the worker the task preferred
+    /// ([`TaskBuilder::prefer_worker`](crate::TaskBuilder::prefer_worker)); a task another
+    /// worker took while that one was busy is also counted as stolen (`stolen_distance`).
+    Preferred {
+        /// The worker it preferred.
+        worker: usize,
+    },
 }
 
 impl fmt::Display for QueueChoice {
@@ -114,6 +121,7 @@ impl fmt::Display for QueueChoice {
             QueueChoice::Inline => f.write_str("inline"),
             QueueChoice::Injected => f.write_str("injected"),
             QueueChoice::Priority { priority } => write!(f, "priority {priority}"),
+            QueueChoice::Preferred { worker } => write!(f, "mailbox of worker {worker}"),
         }
     }
 }

@@ -78,7 +78,16 @@
 //!   channel, until another task has run, can still hang, as in any work-stealing pool.)
 //!
 //! An idle worker (not waiting) runs anything: its own deque, then stealing, then tasks
-//! injected from outside the pool, then tasks set aside.
+//! injected from outside the pool, then tasks set aside, then tasks that prefer a busy worker.
+//!
+//! # Preferred workers
+//!
+//! A task spawned with [`prefer_worker`](crate::TaskBuilder::prefer_worker) goes around the
+//! policy, to the preferred worker's mailbox (`crate::mailbox`, which states the rules and
+//! the wake-ups). Every worker, idle or waiting, takes its own letters first, before its
+//! deque (they are "its own work", short of stack or not); a worker with stack to spare takes
+//! other workers' letters last, where it would steal, and only those of busy workers that its
+//! policy lets it run.
 //!
 //! # Stack segments: waits nested deeper than the stack
 //!
@@ -127,15 +136,17 @@
 use std::cell::{Cell, RefCell};
 use std::mem;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::blocks::BlockCache;
 use crate::job::{Header, Task};
+use crate::mailbox::Mailbox;
 use crate::runtime::Registry;
 use crate::scheduler::locality::footprint_node_bytes;
 use crate::scheduler::{Found, TaskOrigin, WorkerCtx, WorkerPlace, WorkerQueues};
 use crate::sleep::IdleState;
+use crate::sync::CachePadded;
 use crate::trace::{QueueChoice, TaskRecord, Tracer};
 
 thread_local! {
@@ -147,6 +158,9 @@ thread_local! {
 pub(crate) struct WorkerThread {
     place: WorkerPlace,
     queues: WorkerQueues,
+    /// Where the tasks that prefer this worker wait for it (`crate::mailbox`): the
+    /// registry's, kept at hand for the test on the path to every task.
+    mailbox: Arc<CachePadded<Mailbox>>,
     frames: BlockCache,
     registry: Arc<Registry>,
     /// The stack this worker runs on now: its thread's, or a segment it grew (module docs).
@@ -361,7 +375,7 @@ impl WorkerThread {
     /// Makes a spawned task available, or runs it at once if the scheduler has no room.
     #[inline]
     pub(crate) fn push(&self, task: Task) {
-        let Err(task) = self.push_prioritized(task) else {
+        let Err(task) = self.push_outside_policy(task) else {
             return;
         };
         if let Err(task) = self.queues.push(&self.ctx(), task) {
@@ -369,17 +383,143 @@ impl WorkerThread {
         }
     }
 
-    /// Puts a task with a priority in the pool's priority list, when the runtime honours
-    /// priorities; hands any other task back.
+    /// Puts a task with a priority in the pool's priority list (when the runtime honours
+    /// priorities), and a task that prefers a worker in that worker's mailbox; hands any
+    /// other task back. A task without clauses costs one test (it has no [`TaskMeta`]).
+    ///
+    /// [`TaskMeta`]: crate::job::TaskMeta
     #[inline]
-    fn push_prioritized(&self, task: Task) -> Result<(), Task> {
-        match &self.registry.prioritized {
-            Some(list) if task.priority() > 0 => {
-                list.put(task, &self.registry.sleep);
+    fn push_outside_policy(&self, task: Task) -> Result<(), Task> {
+        if task.has_meta() {
+            self.push_with_meta(task)
+        } else {
+            Err(task)
+        }
+    }
+
+    /// [`push_outside_policy`](Self::push_outside_policy) of a task with clauses. A priority
+    /// outranks a preferred worker.
+    fn push_with_meta(&self, task: Task) -> Result<(), Task> {
+        if let Some(list) = &self.registry.prioritized
+            && task.priority() > 0
+        {
+            list.put(task, &self.registry.sleep);
+            return Ok(());
+        }
+        match task.preferred_worker() {
+            Some(worker) if worker < self.registry.mail.len() => {
+                self.post(worker, task);
                 Ok(())
             }
             _ => Err(task),
         }
+    }
+
+    /// Puts `task` in worker `to`'s mailbox and wakes whom it must (`crate::mailbox`): the
+    /// owner if it sleeps; else a worker that may take the task if the owner is busy.
+    #[inline(never)]
+    fn post(&self, to: usize, task: Task) {
+        let registry = &*self.registry;
+        let (mail, sleep) = (&registry.mail, &registry.sleep);
+        let to_self = to == self.index();
+        mail.post(to, task, to_self);
+        let node = mail.node_of(to);
+        let wake_taker = if to_self {
+            // This worker takes its own letters at its next wait at the latest: the
+            // fence-free check of a push to its deque. A taker woken leaves the letter while
+            // it is kept, unless this worker stays busy.
+            sleep.should_wake_for_push()
+        } else {
+            // `new_work_for` has the fence that pairs with the owner's after it turned busy.
+            !sleep.new_work_for(to..to + 1) && !sleep.is_free(to)
+        };
+        if wake_taker {
+            registry
+                .scheduler
+                .wake_for_preferred(node, mail.waiting_on(node), sleep);
+        }
+    }
+
+    /// [`Sleep::work_found`](crate::sleep::Sleep::work_found), then, when that ended an idle
+    /// period, the check of the letters that came meanwhile.
+    #[inline]
+    fn work_found(&self, idle: &mut IdleState) {
+        if self.registry.sleep.work_found(idle) {
+            self.letters_after_idle();
+        }
+    }
+
+    /// [`Sleep::end_search`](crate::sleep::Sleep::end_search), and the same check.
+    #[inline]
+    fn end_search(&self, idle: &mut IdleState) {
+        if self.registry.sleep.end_search(idle) {
+            self.letters_after_idle();
+        }
+    }
+
+    /// This worker just turned busy: letters posted while it was free were left to it, and
+    /// their posters woke no one else. If any is waiting, a worker that may take it is woken
+    /// (`crate::mailbox`: the fence pairs with the poster's).
+    #[inline(never)]
+    fn letters_after_idle(&self) {
+        let mail = &self.registry.mail;
+        if !mail.in_use() {
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.mailbox.has_letters() {
+            let node = mail.node_of(self.index());
+            self.registry.scheduler.wake_for_preferred(
+                node,
+                mail.waiting_on(node),
+                &self.registry.sleep,
+            );
+        }
+    }
+
+    /// Whether this worker may take a letter of `owner` now: the owner is not free (busy, or
+    /// asleep: a free one takes it itself within a round) and the policy lets this worker run
+    /// a task preferring a worker of the owner's node.
+    fn may_take_letter(&self, ctx: &WorkerCtx<'_>, owner: usize) -> bool {
+        let mail = &self.registry.mail;
+        if self.registry.sleep.is_free(owner) {
+            return false;
+        }
+        let node = mail.node_of(owner);
+        self.queues
+            .may_take_preferred(ctx, node, mail.waiting_on(node))
+    }
+
+    /// Takes a letter of a busy worker that this worker may run (`crate::mailbox`).
+    fn take_letter(&self, ctx: &WorkerCtx<'_>) -> Option<(Task, Found)> {
+        self.registry
+            .mail
+            .take_for(self.index(), |owner| self.may_take_letter(ctx, owner))
+            .map(|(task, owner)| (task, Found::Preferred { owner }))
+    }
+
+    /// Whether this worker may find a letter: its own, or one it may take (for its last
+    /// check before it sleeps; with `takes` false, its own only).
+    fn has_letters(&self, ctx: &WorkerCtx<'_>, takes: bool) -> bool {
+        self.mailbox.has_letters()
+            || (takes
+                && self
+                    .registry
+                    .mail
+                    .has_for(self.index(), |owner| self.may_take_letter(ctx, owner)))
+    }
+
+    /// Takes the oldest letter of this worker's own mailbox.
+    #[inline(never)]
+    fn take_own_letter(&self) -> Option<(Task, Found)> {
+        self.registry.mail.take_own(self.index()).map(|task| {
+            (
+                task,
+                Found::Preferred {
+                    owner: self.index(),
+                },
+            )
+        })
     }
 
     /// The priority list, when the runtime honours priorities.
@@ -399,7 +539,7 @@ impl WorkerThread {
     /// goes to the overflow list (module docs), never inline.
     #[inline]
     pub(crate) fn push_released(&self, task: Task) {
-        let Err(task) = self.push_prioritized(task) else {
+        let Err(task) = self.push_outside_policy(task) else {
             return;
         };
         if let Err(task) = self.queues.push(&self.ctx(), task) {
@@ -408,10 +548,16 @@ impl WorkerThread {
         }
     }
 
-    /// The next task of this worker's own: from its queues (refilling them from the overflow
-    /// list, module docs), then from the overflow list.
+    /// The next task of this worker's own: a task that prefers it (its mailbox), then from
+    /// its queues (refilling them from the overflow list, module docs), then from the
+    /// overflow list.
     #[inline]
     fn pop_own(&self, ctx: &WorkerCtx<'_>) -> Option<(Task, Found)> {
+        if self.mailbox.has_letters()
+            && let Some(letter) = self.take_own_letter()
+        {
+            return Some(letter);
+        }
         match self.queues.pop(ctx) {
             Some(task) => {
                 if self.has_overflow.get() {
@@ -494,6 +640,10 @@ impl WorkerThread {
                 },
                 stolen_from: None,
             },
+            Some(Found::Preferred { owner }) => TaskOrigin {
+                queue: QueueChoice::Preferred { worker: owner },
+                stolen_from: (owner != self.index()).then(|| self.registry.mail.node_of(owner)),
+            },
             Some(found) => self.queues.origin(&self.ctx(), found),
             None => TaskOrigin::INLINE,
         };
@@ -539,6 +689,7 @@ impl WorkerThread {
         let top = 0u8;
         let stack_size = registry.settings.stack_size;
         let worker = WorkerThread {
+            mailbox: registry.mail.mailbox(place.index),
             place,
             queues,
             frames: BlockCache::new(),
@@ -563,6 +714,8 @@ impl WorkerThread {
     fn main_loop(&self) {
         let sleep = &self.registry.sleep;
         let mut idle = IdleState::new();
+        // A worker starts by looking for work: free, as the tasks that prefer it need to know.
+        sleep.begin_search(&mut idle, self.index());
         let ctx = self.ctx();
         loop {
             let prioritized = self
@@ -577,11 +730,12 @@ impl WorkerThread {
                         .queues
                         .take_injected(&ctx)
                         .or_else(|| self.take_set_aside(&ctx))
-                        .map(|task| (task, Found::Injected)),
+                        .map(|task| (task, Found::Injected))
+                        .or_else(|| self.take_letter(&ctx)),
                 },
             };
             if let Some((task, found)) = found {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_task(task, Some(found));
                 continue;
             }
@@ -592,6 +746,7 @@ impl WorkerThread {
                 self.queues.has_work(&ctx)
                     || self.has_set_aside(&ctx)
                     || self.prioritized().is_some_and(|list| !list.is_empty())
+                    || self.has_letters(&ctx, true)
             });
         }
     }
@@ -684,10 +839,10 @@ impl WorkerThread {
         // A task of its own: run if it may run here, else set aside (module docs).
         let run_own = |task: Task, found: Found, idle: &mut IdleState| {
             if roomy || task.is_descendant_of(frame) {
-                sleep.work_found(idle);
+                self.work_found(idle);
                 self.run_nested(task, Some(found));
             } else if let Some((task, found)) = self.set_aside_until_descendant(task, frame) {
-                sleep.work_found(idle);
+                self.work_found(idle);
                 self.run_nested(task, Some(found));
             }
         };
@@ -696,7 +851,7 @@ impl WorkerThread {
         }
         loop {
             if done() {
-                sleep.end_search(&mut idle);
+                self.end_search(&mut idle);
                 return true;
             }
             // A task with a priority that descends from `frame` first (what it waits for);
@@ -706,7 +861,7 @@ impl WorkerThread {
                 .prioritized()
                 .and_then(|list| list.take(|t| t.is_descendant_of(frame)))
             {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Priority));
                 continue;
             }
@@ -715,7 +870,7 @@ impl WorkerThread {
                 continue;
             }
             if !before_block() {
-                sleep.end_search(&mut idle);
+                self.end_search(&mut idle);
                 return false;
             }
             let set_aside = &self.registry.set_aside;
@@ -734,17 +889,17 @@ impl WorkerThread {
                 }
             };
             if !roomy && let Some(task) = set_aside.take(may_take) {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Injected));
                 continue;
             }
             if roomy && let Some(task) = self.prioritized().and_then(|list| list.take(|_| true)) {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Priority));
                 continue;
             }
             if roomy && let Some(task) = self.queues.steal(&ctx) {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Steal));
                 continue;
             }
@@ -753,17 +908,23 @@ impl WorkerThread {
             if (roomy || injected_when_short)
                 && let Some(task) = self.queues.take_injected(&ctx)
             {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Injected));
                 continue;
             }
             if roomy && let Some(task) = set_aside.take(may_take) {
-                sleep.work_found(&mut idle);
+                self.work_found(&mut idle);
                 self.run_nested(task, Some(Found::Injected));
                 continue;
             }
+            // A task that prefers a busy worker, last: stealing it costs that worker's cache.
+            if roomy && let Some((task, found)) = self.take_letter(&ctx) {
+                self.work_found(&mut idle);
+                self.run_nested(task, Some(found));
+                continue;
+            }
             if done() {
-                sleep.end_search(&mut idle);
+                self.end_search(&mut idle);
                 return true;
             }
             let has_work = || {
@@ -771,6 +932,7 @@ impl WorkerThread {
                     || (roomy && self.queues.has_stealable_work(&ctx))
                     || (injected_when_short && self.queues.has_injected(&ctx))
                     || (!roomy && self.queues.has_own_work(&ctx))
+                    || self.has_letters(&ctx, roomy)
                     || set_aside.has(may_take)
                     || self
                         .prioritized()

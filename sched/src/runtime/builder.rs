@@ -460,6 +460,7 @@ impl RuntimeBuilder {
             let nodes = places.iter().map(|p| p.node).collect();
             Arc::new(Tracer::new(nodes, topology.num_nodes(), trace))
         });
+        let mail = crate::mailbox::Mailboxes::new(&places, topology.num_nodes());
         let registry = Arc::new(Registry {
             scheduler,
             sleep: Sleep::with_policy(num_threads, wait_policy),
@@ -470,6 +471,7 @@ impl RuntimeBuilder {
             settings,
             tracer,
             set_aside: SetAside::default(),
+            mail,
             prioritized: (max_task_priority > 0).then(crate::worker::Prioritized::new),
             short_waits: (0..num_threads)
                 .map(|_| std::sync::atomic::AtomicUsize::new(0))

@@ -69,6 +69,8 @@ pub(crate) struct Registry {
     pub(crate) tracer: Option<Arc<Tracer>>,
     /// Tasks set aside by waiting workers short of stack (see [`crate::worker`]).
     pub(crate) set_aside: SetAside,
+    /// The tasks that prefer a worker, in that worker's mailbox (see [`crate::mailbox`]).
+    pub(crate) mail: crate::mailbox::Mailboxes,
     /// The tasks with a priority, when the runtime honours priorities
     /// (`OMP_MAX_TASK_PRIORITY` > 0; see [`crate::worker`]).
     pub(crate) prioritized: Option<crate::worker::Prioritized>,

@@ -414,6 +414,22 @@ impl Locality {
         }
     }
 
+    /// Wakes a sleeper that may take a task preferring a busy worker of `node`
+    /// ([`Scheduler::may_take_preferred`]): one of that node's workers, and one more anywhere
+    /// when `waiting` is beyond the length at which another node may take such tasks (as a
+    /// dealt task's push does for its queue).
+    pub(crate) fn wake_for_preferred(&self, node: usize, waiting: usize, sleep: &Sleep) {
+        let node = node.min(self.num_nodes - 1);
+        for run in self.node_workers[node].iter() {
+            if sleep.new_work_among(run.clone()) {
+                break;
+            }
+        }
+        if waiting > self.steal_floor[node] {
+            sleep.new_work();
+        }
+    }
+
     /// The workers within the vicinity of `node` (see [`crate::scheduler::AnyScheduler`]);
     /// `None` without a vicinity.
     pub(crate) fn reaching(&self, node: usize) -> Option<&[Range<usize>]> {
@@ -727,6 +743,25 @@ impl Scheduler for Locality {
             || !self.node_queues[ctx.place.node.min(self.num_nodes - 1)].is_empty()
     }
 
+    /// A task preferring a busy worker counts as dealt to that worker's node: its node's
+    /// workers take it, those of the other nodes within the vicinity only while that node's
+    /// mailboxes hold more than the threshold of Algorithm 2 for stealing from its queue.
+    fn may_take_preferred(
+        &self,
+        _local: &LocalityLocal,
+        ctx: &WorkerCtx<'_>,
+        node: usize,
+        waiting: usize,
+    ) -> bool {
+        let here = ctx.place.node.min(self.num_nodes - 1);
+        node == here
+            || self
+                .model
+                .steal_order(here)
+                .iter()
+                .any(|c| c.node == node && waiting > c.threshold)
+    }
+
     /// Within the vicinity of the calling worker's node.
     fn within_reach(&self, _local: &LocalityLocal, ctx: &WorkerCtx<'_>, node: usize) -> bool {
         let (here, n) = (ctx.place.node.min(self.num_nodes - 1), self.num_nodes);
@@ -762,7 +797,7 @@ impl Scheduler for Locality {
             (Found::Injected, _) => TaskOrigin::INJECTED,
             (Found::Overflow, _) => TaskOrigin::OWN_DEQUE,
             // Traced by the worker itself; never asked of the policy.
-            (Found::Priority, _) => TaskOrigin::INJECTED,
+            (Found::Priority | Found::Preferred { .. }, _) => TaskOrigin::INJECTED,
             (_, Taken::OwnDeque) => TaskOrigin::OWN_DEQUE,
             (_, Taken::Deque(worker)) => TaskOrigin {
                 queue: QueueChoice::OwnDeque,

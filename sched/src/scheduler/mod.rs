@@ -17,11 +17,13 @@
 //! | [`steal`](Scheduler::steal) | a worker | its own work is gone: other workers' work |
 //! | [`take_injected`](Scheduler::take_injected) | a worker, idle or waiting | after stealing |
 //! | [`has_work`](Scheduler::has_work) | a worker about to sleep | after announcing itself |
+//! | [`may_take_preferred`](Scheduler::may_take_preferred) | a worker | may it take a task that prefers a busy worker of that node? |
 //!
 //! A worker waiting in `taskwait` uses `pop` and `steal` and runs what they give, then scopes
-//! injected into the pool (another pool's waiting worker may need them), and tasks set aside
-//! or with a priority, which the runtime core keeps outside the policy (see [`crate::worker`]
-//! for the policy and its stack guard).
+//! injected into the pool (another pool's waiting worker may need them), and tasks set aside,
+//! with a priority, or preferring a worker, which the runtime core keeps outside the policy
+//! (see [`crate::worker`] for the policy and its stack guard, `crate::mailbox` for preferred
+//! workers).
 //!
 //! The trait is public so that a policy can be read, built and tested on its own (its
 //! decisions on a preset topology, as `tests/locality.rs` does); a runtime runs one of the
@@ -96,6 +98,12 @@ pub enum Found {
     Overflow,
     /// The pool's list of tasks with a priority (see `crate::worker`), which no policy sees.
     Priority,
+    /// The mailbox of worker `owner`: a task that prefers that worker (see `crate::mailbox`),
+    /// which no policy sees either.
+    Preferred {
+        /// The worker the task preferred (the one running it, unless it was busy).
+        owner: usize,
+    },
 }
 
 /// Where a task was queued and where the worker running it took it from (for tracing).
@@ -196,6 +204,20 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// (set aside while short of stack): the policy's bound on how far tasks move (the
     /// locality-aware policy's vicinity). Every worker may, by default.
     fn within_reach(&self, _local: &Self::Local, _ctx: &WorkerCtx<'_>, _node: usize) -> bool {
+        true
+    }
+
+    /// Whether the calling worker may take a task that prefers a busy worker of node `node`
+    /// (from that worker's mailbox, see
+    /// [`TaskBuilder::prefer_worker`](crate::TaskBuilder::prefer_worker)), while `waiting`
+    /// such tasks wait on that node's workers. Every worker may, by default.
+    fn may_take_preferred(
+        &self,
+        _local: &Self::Local,
+        _ctx: &WorkerCtx<'_>,
+        _node: usize,
+        _waiting: usize,
+    ) -> bool {
         true
     }
 
@@ -354,6 +376,19 @@ impl AnyScheduler {
         }
     }
 
+    /// Wakes a sleeper that may take a task preferring a busy worker of `node`, while
+    /// `waiting` such tasks wait on that node's workers (those
+    /// [`Scheduler::may_take_preferred`] lets take it), reliably: with the fence of
+    /// [`Sleep::new_work_among`]. Picky sleepers are not woken: they would not take it.
+    pub(crate) fn wake_for_preferred(&self, node: usize, waiting: usize, sleep: &Sleep) {
+        match self {
+            Self::WorkStealing(_) => {
+                sleep.new_work();
+            }
+            Self::Locality(s) => s.wake_for_preferred(node, waiting, sleep),
+        }
+    }
+
     /// For traces: why the policy kept a task with `footprint` on its spawner's deque, when
     /// it decided so by Algorithm 1 (`None` for work stealing, which always does).
     pub(crate) fn kept_reason(
@@ -440,6 +475,15 @@ impl WorkerQueues {
 
     pub(crate) fn within_reach(&self, ctx: &WorkerCtx<'_>, node: usize) -> bool {
         dispatch!(self, within_reach(ctx, node))
+    }
+
+    pub(crate) fn may_take_preferred(
+        &self,
+        ctx: &WorkerCtx<'_>,
+        node: usize,
+        waiting: usize,
+    ) -> bool {
+        dispatch!(self, may_take_preferred(ctx, node, waiting))
     }
 
     pub(crate) fn origin(&self, ctx: &WorkerCtx<'_>, found: Found) -> TaskOrigin {

@@ -156,7 +156,7 @@ impl Scheduler for WorkStealing {
             },
             Found::Injected => TaskOrigin::INJECTED,
             // Traced by the worker itself; never asked of the policy.
-            Found::Priority => TaskOrigin::INJECTED,
+            Found::Priority | Found::Preferred { .. } => TaskOrigin::INJECTED,
         }
     }
 }
