@@ -14,11 +14,57 @@
 # or one bench by hand:
 #   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
 #       --omp ./fib_gomp --omp ./fib_libomp
+#
+# With --kernels, only what `run.sh kernels` needs, small enough to carry with Intel's runtime
+# (about 56 MiB): the kernels bench, ocl_bench, the ICD loader and intel-opencl.tar.xz, packed
+# once and kept in target/ for later bundles.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 out=device-bundle
 rm -rf "$out" && mkdir -p "$out/lib"
+
+# Intel's CPU OpenCL runtime, pared to the files it opens, as $out/intel-opencl.tar.xz.
+# One xz stream with a dictionary larger than the whole input (315 MB), so that code the
+# libraries share compresses once; a single thread, as more threads would cut the input into
+# blocks compressed apart. Takes about 5 minutes and 3.5 GB of memory, for 53 MiB (unpacking
+# takes seconds); kept as target/intel-opencl.tar.xz and reused.
+bundle_intel_opencl() {
+    local kept=$ROOT/target/intel-opencl.tar.xz
+    if [[ ! -s $kept ]]; then
+        local venv=$ROOT/target/intel-opencl-venv pack=$ROOT/target/intel-opencl-pack
+        install_intel_opencl "$venv"
+        rm -rf "$pack" && pack_intel_opencl "$venv/lib" "$pack" "${INTEL_OPENCL_ARCHES:-z0 z1 l9}"
+        tar cf - -C "$pack" . | xz -T1 --lzma2=preset=9e,dict=400MiB >"$kept.part"
+        mv "$kept.part" "$kept"
+    fi
+    cp "$kept" "$out/intel-opencl.tar.xz"
+}
+
+# The OpenCL peers: ocl_bench and ocl-icd's loader (a host with pocl has it; one without
+# still runs Intel's runtime through it).
+bundle_opencl_peers() {
+    if opencl_headers; then
+        build_ocl_bench "$out/ocl_bench"
+        cp "$(gcc -print-file-name=libOpenCL.so.1)" "$out/lib/" 2>/dev/null ||
+            cp /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$out/lib/"
+    else
+        echo "no OpenCL headers here (apt-get install opencl-headers ocl-icd-opencl-dev): no ocl_bench" >&2
+    fi
+}
+
+# shellcheck source=scripts/lib/opencl.sh
+source scripts/lib/opencl.sh
+if [[ ${1:-} == --kernels ]]; then
+    cargo bench -p numatask-bench --no-run --bench kernels --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*kernels[^"]*\)".*/\1/p' | head -1 |
+        while read -r exe; do cp "$exe" "$out/kernels" && strip "$out/kernels"; done
+    bundle_opencl_peers
+    bundle_intel_opencl
+    cp scripts/device-run.sh "$out/run.sh"
+    ls -la "$out"
+    exit 0
+fi
 cargo bench -p numatask-bench --no-run --message-format=json 2>/dev/null |
     grep '"kind":\["bench"\]' | grep '"harness":false\|"test":false' |
     sed -n 's/.*"name":"\([a-z_]*\)".*"executable":"\([^"]*\)".*/\1 \2/p' |
@@ -55,26 +101,9 @@ for name in sparselu cholesky; do
 done
 cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
     cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
-# The OpenCL peers: ocl_bench and ocl-icd's loader (a host with pocl has it; one without
-# still runs Intel's runtime through it).
-# shellcheck source=scripts/lib/opencl.sh
-source scripts/lib/opencl.sh
-if opencl_headers; then
-    build_ocl_bench "$out/ocl_bench"
-    cp "$(gcc -print-file-name=libOpenCL.so.1)" "$out/lib/" 2>/dev/null ||
-        cp /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$out/lib/"
-else
-    echo "no OpenCL headers here (apt-get install opencl-headers ocl-icd-opencl-dev): no ocl_bench" >&2
-fi
+bundle_opencl_peers
 if [[ ${BUNDLE_INTEL_OPENCL:-} == 1 ]]; then
-    # One xz stream with a dictionary larger than the whole input (315 MB), so that code the
-    # libraries share compresses once; a single thread, as more threads would cut the input
-    # into blocks compressed apart.
-    # Takes about 5 minutes and 3.5 GB of memory, for 53 MiB; unpacking takes seconds.
-    venv=$ROOT/target/intel-opencl-venv pack=$ROOT/target/intel-opencl-pack
-    install_intel_opencl "$venv"
-    rm -rf "$pack" && pack_intel_opencl "$venv/lib" "$pack" "${INTEL_OPENCL_ARCHES:-z0 z1 l9}"
-    tar cf - -C "$pack" . | xz -T1 --lzma2=preset=9e,dict=400MiB >"$out/intel-opencl.tar.xz"
+    bundle_intel_opencl
 fi
 cp scripts/device-run.sh "$out/run.sh"
 cp scripts/trace-busy.py "$out/"
