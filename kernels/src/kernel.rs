@@ -239,6 +239,8 @@ pub struct FootprintQuery {
 }
 
 type GroupFn = dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync;
+/// The loops of an items kernel over a run of groups (the executor calls it once per task).
+type ItemsFn = dyn Fn(&TaskArgs<'_>, &Geometry, Range<usize>) + Send + Sync;
 type FootprintFn = dyn Fn(&FootprintQuery) -> Option<Range<usize>> + Send + Sync;
 
 /// A kernel: its name, parameters and work-group function. Cheap to clone (shared).
@@ -250,9 +252,72 @@ pub struct Kernel {
 pub(crate) struct KernelInner {
     pub(crate) name: &'static str,
     pub(crate) params: Vec<Param>,
-    pub(crate) body: Box<GroupFn>,
+    pub(crate) body: Arc<Body>,
     pub(crate) footprint: Option<Box<FootprintFn>>,
 }
+
+/// What runs a kernel's groups.
+pub(crate) enum Body {
+    /// A work-group function, called for each group.
+    Groups(Box<GroupFn>),
+    /// An items kernel's loops, called once per task with its groups: the arguments are
+    /// checked and bound once per task, not per group.
+    Items(Box<ItemsFn>),
+}
+
+/// Keeps the binding methods of [`ItemParam`] to this crate: a view that hands out `&mut` to
+/// work-items' elements must be made once per group, by the executor.
+mod sealed {
+    use std::any::{TypeId, type_name};
+
+    use super::{Arg, ArgValue, ParamKind};
+    use crate::buffer::{Element, RawBuffer};
+
+    /// Only this crate can make one.
+    #[derive(Clone, Copy)]
+    pub struct Token(pub(crate) ());
+
+    /// The arguments of a launch, as a task of an items kernel binds them.
+    pub struct TaskArgs<'a> {
+        pub(crate) args: &'a [ArgValue],
+        pub(crate) modes: &'a [ParamKind],
+    }
+
+    impl<'a> TaskArgs<'a> {
+        pub(crate) fn buffer<T: Element>(&self, i: usize, writes: bool) -> &'a RawBuffer {
+            let b = match self.args.get(i) {
+                Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
+                Some(a) => panic!(
+                    "argument {i} is {}, asked for as a buffer of {}",
+                    Arg(a.clone()).describe(),
+                    type_name::<T>()
+                ),
+                None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
+            };
+            let mode_writes = matches!(self.modes.get(i), Some(ParamKind::Buffer(m)) if m.writes());
+            assert_eq!(
+                mode_writes, writes,
+                "argument {i}: the kernel's parameter and its view disagree on writing"
+            );
+            b
+        }
+
+        pub(crate) fn scalar<T: Copy + Send + Sync + 'static>(&self, i: usize) -> T {
+            match self.args.get(i) {
+                Some(ArgValue::Scalar(v, _)) if v.is::<T>() => {
+                    *v.downcast_ref::<T>().expect("checked")
+                }
+                Some(a) => panic!(
+                    "argument {i} is {}, asked for as a scalar {}",
+                    Arg(a.clone()).describe(),
+                    type_name::<T>()
+                ),
+                None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
+            }
+        }
+    }
+}
+pub(crate) use sealed::{TaskArgs, Token};
 
 impl Kernel {
     /// A kernel from its work-group function: `body` runs every work-item of one group (the
@@ -288,7 +353,7 @@ impl Kernel {
             inner: Arc::new(KernelInner {
                 name,
                 params,
-                body: Box::new(body),
+                body: Arc::new(Body::Groups(Box::new(body))),
                 footprint: None,
             }),
         }
@@ -317,9 +382,16 @@ impl Kernel {
         P: ItemParams,
         F: for<'v> Fn(&Item, P::Views<'v>) + Send + Sync + 'static,
     {
-        Kernel::groups(name, P::params(), move |group, args| {
-            run_items::<P, F>(&f, group, args)
-        })
+        let body: Box<ItemsFn> =
+            Box::new(move |args, geometry, groups| run_items::<P, F>(&f, args, geometry, groups));
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name,
+                params: P::params(),
+                body: Arc::new(Body::Items(body)),
+                footprint: None,
+            }),
+        }
     }
 
     /// The same kernel, whose tasks' footprints come from `f`: for a run of consecutive groups
@@ -346,12 +418,11 @@ impl Kernel {
     }
 
     fn groups_from(shared: &Arc<KernelInner>, f: Box<FootprintFn>) -> Kernel {
-        let body = Arc::clone(shared);
         Kernel {
             inner: Arc::new(KernelInner {
                 name: shared.name,
                 params: shared.params.clone(),
-                body: Box::new(move |g, a| (body.body)(g, a)),
+                body: Arc::clone(&shared.body),
                 footprint: Some(f),
             }),
         }
@@ -658,6 +729,27 @@ impl<T> ItemsMut<'_, T> {
     }
 }
 
+/// A written buffer argument as a task of an items kernel holds it.
+#[doc(hidden)]
+pub struct BoundMut<'a, T> {
+    base: *mut T,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+/// The elements of `group`'s work-items in the buffer at `base` (which has one per work-item
+/// of the launch: checked at enqueue).
+#[inline(always)]
+fn items_of<'a, T>(base: *mut T, group: &WorkGroup<'_>) -> ItemsMut<'a, T> {
+    let g = group.geometry;
+    ItemsMut {
+        base,
+        first: group.global_linear_id([0, 0, 0]),
+        size: group.size,
+        stride: [g.global[0], g.global[0] * g.global[1]],
+        _borrow: PhantomData,
+    }
+}
+
 /// One work-item, as a closure of [`Kernel::items`] sees it (OpenCL's work-item functions).
 #[derive(Debug)]
 pub struct Item<'a> {
@@ -700,6 +792,8 @@ impl Item<'_> {
 
 /// A parameter of a [`Kernel::items`] closure, and the view of its argument a work-item gets.
 pub trait ItemParam: 'static {
+    /// What a task holds of the argument (checked once per task).
+    type Bound<'a>;
     /// What one group holds of the argument.
     type Group<'a>;
     /// What one row of the group (work-items `(0.., y, z)`) holds.
@@ -708,8 +802,12 @@ pub trait ItemParam: 'static {
     type View<'v>;
     /// The parameter.
     fn param() -> Param;
-    /// The group's part of argument `i`.
-    fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> Self::Group<'a>;
+    /// Argument `i`, for a task (the executor's alone: the token cannot be made elsewhere).
+    #[doc(hidden)]
+    fn bind<'a>(args: &TaskArgs<'a>, i: usize, token: Token) -> Self::Bound<'a>;
+    /// The part of a group (the executor's alone, once per group).
+    #[doc(hidden)]
+    fn group<'a>(bound: &Self::Bound<'a>, group: &WorkGroup<'_>, token: Token) -> Self::Group<'a>;
     /// Row `(y, z)` of the group's part.
     fn row<'r>(group: &'r mut Self::Group<'_>, y: usize, z: usize) -> Self::Row<'r>;
     /// Work-item `x` of the row.
@@ -731,6 +829,7 @@ pub struct Write<T>(PhantomData<fn() -> T>);
 pub struct ReadWrite<T>(PhantomData<fn() -> T>);
 
 impl<T: Element> ItemParam for Read<T> {
+    type Bound<'a> = &'a [T];
     type Group<'a> = &'a [T];
     type Row<'r> = &'r [T];
     type View<'v> = &'v [T];
@@ -738,8 +837,16 @@ impl<T: Element> ItemParam for Read<T> {
         Param::buffer::<T>(Mode::Read)
     }
     #[inline(always)]
-    fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> &'a [T] {
-        args.read::<T>(i)
+    fn bind<'a>(args: &TaskArgs<'a>, i: usize, _: Token) -> &'a [T] {
+        let b = args.buffer::<T>(i, false);
+        // SAFETY: the buffer holds `len` initialised `T`s (checked type); the launch declared
+        // it read-only, the launch checked that no argument that writes it is the same buffer,
+        // and the commands' dependences keep writers of other commands away while it runs.
+        unsafe { std::slice::from_raw_parts(b.ptr.cast_const().cast::<T>(), b.len) }
+    }
+    #[inline(always)]
+    fn group<'a>(bound: &Self::Bound<'a>, _: &WorkGroup<'_>, _: Token) -> Self::Group<'a> {
+        bound
     }
     #[inline(always)]
     fn row<'r>(group: &'r mut &[T], _: usize, _: usize) -> &'r [T] {
@@ -758,6 +865,7 @@ impl<T: Element> ItemParam for Read<T> {
 macro_rules! owned_param {
     ($p:ident, $mode:expr) => {
         impl<T: Element> ItemParam for $p<T> {
+            type Bound<'a> = BoundMut<'a, T>;
             type Group<'a> = ItemsMut<'a, T>;
             type Row<'r> = &'r mut [T];
             type View<'v> = &'v mut T;
@@ -765,8 +873,19 @@ macro_rules! owned_param {
                 Param::buffer::<T>($mode)
             }
             #[inline(always)]
-            fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> ItemsMut<'a, T> {
-                args.items_mut::<T>(i)
+            fn bind<'a>(args: &TaskArgs<'a>, i: usize, _: Token) -> BoundMut<'a, T> {
+                BoundMut {
+                    base: args.buffer::<T>(i, true).ptr.cast::<T>(),
+                    _borrow: PhantomData,
+                }
+            }
+            #[inline(always)]
+            fn group<'a>(
+                bound: &Self::Bound<'a>,
+                group: &WorkGroup<'_>,
+                _: Token,
+            ) -> Self::Group<'a> {
+                items_of(bound.base, group)
             }
             #[inline(always)]
             fn row<'r>(group: &'r mut ItemsMut<'_, T>, y: usize, z: usize) -> &'r mut [T] {
@@ -785,6 +904,7 @@ owned_param!(ReadWrite, Mode::ReadWrite);
 macro_rules! scalar_params {
     ($($t:ty),*) => { $(
         impl ItemParam for $t {
+            type Bound<'a> = $t;
             type Group<'a> = $t;
             type Row<'r> = $t;
             type View<'v> = $t;
@@ -792,8 +912,12 @@ macro_rules! scalar_params {
                 Param::scalar::<$t>()
             }
             #[inline(always)]
-            fn bind<'a>(args: &GroupArgs<'a>, i: usize) -> $t {
+            fn bind<'a>(args: &TaskArgs<'a>, i: usize, _: Token) -> $t {
                 args.scalar::<$t>(i)
+            }
+            #[inline(always)]
+            fn group<'a>(bound: &Self::Bound<'a>, _: &WorkGroup<'_>, _: Token) -> Self::Group<'a> {
+                *bound
             }
             #[inline(always)]
             fn row(group: &mut $t, _: usize, _: usize) -> $t {
@@ -812,6 +936,8 @@ scalar_params!(
 
 /// The parameter list of a [`Kernel::items`] closure: a tuple of [`ItemParam`]s.
 pub trait ItemParams: 'static {
+    /// What a task holds.
+    type Bounds<'a>;
     /// What the group holds.
     type Groups<'a>;
     /// What a row holds.
@@ -820,8 +946,16 @@ pub trait ItemParams: 'static {
     type Views<'v>;
     /// The parameters.
     fn params() -> Vec<Param>;
-    /// Binds every argument for a group.
-    fn bind<'a>(args: &GroupArgs<'a>) -> Self::Groups<'a>;
+    /// Binds every argument for a task.
+    #[doc(hidden)]
+    fn bind<'a>(args: &TaskArgs<'a>, token: Token) -> Self::Bounds<'a>;
+    /// Every argument's part of a group.
+    #[doc(hidden)]
+    fn groups<'a>(
+        bounds: &Self::Bounds<'a>,
+        group: &WorkGroup<'_>,
+        token: Token,
+    ) -> Self::Groups<'a>;
     /// Row `(y, z)`.
     fn rows<'r>(groups: &'r mut Self::Groups<'_>, y: usize, z: usize) -> Self::Rows<'r>;
     /// Work-item `x` of the row.
@@ -833,6 +967,7 @@ pub trait ItemParams: 'static {
 macro_rules! item_params {
     ($($p:ident $i:tt),+) => {
         impl<$($p: ItemParam),+> ItemParams for ($($p,)+) {
+            type Bounds<'a> = ($($p::Bound<'a>,)+);
             type Groups<'a> = ($($p::Group<'a>,)+);
             type Rows<'r> = ($($p::Row<'r>,)+);
             type Views<'v> = ($($p::View<'v>,)+);
@@ -840,8 +975,16 @@ macro_rules! item_params {
                 vec![$($p::param()),+]
             }
             #[inline(always)]
-            fn bind<'a>(args: &GroupArgs<'a>) -> Self::Groups<'a> {
-                ($($p::bind(args, $i),)+)
+            fn bind<'a>(args: &TaskArgs<'a>, token: Token) -> Self::Bounds<'a> {
+                ($($p::bind(args, $i, token),)+)
+            }
+            #[inline(always)]
+            fn groups<'a>(
+                bounds: &Self::Bounds<'a>,
+                group: &WorkGroup<'_>,
+                token: Token,
+            ) -> Self::Groups<'a> {
+                ($($p::group(&bounds.$i, group, token),)+)
             }
             #[inline(always)]
             fn rows<'r>(groups: &'r mut Self::Groups<'_>, y: usize, z: usize) -> Self::Rows<'r> {
@@ -867,25 +1010,49 @@ item_params!(A 0, B 1, C 2, D 3, E 4, F 5);
 item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
-/// The work-item loops of an items kernel for one group.
+/// The work-item loops of an items kernel for the groups `groups` of one task: the arguments
+/// bound once, then each group's loops.
 #[inline(always)]
-fn run_items<P, F>(f: &F, group: &WorkGroup<'_>, args: &GroupArgs<'_>)
+fn run_items<P, F>(f: &F, args: &TaskArgs<'_>, geometry: &Geometry, groups: Range<usize>)
 where
     P: ItemParams,
     F: for<'v> Fn(&Item, P::Views<'v>),
 {
-    let mut groups = P::bind(args);
-    let [sx, sy, sz] = group.size;
-    let base = group.global_id([0, 0, 0]);
-    let end0 = base[0] + sx;
-    // Two copies of one loop: in the first, the compiler knows that every read buffer covers
-    // the group's global ids in dimension 0, and drops the bounds checks of `x[global_id(0)]`,
-    // which lets the loop vectorize.
-    #[allow(clippy::if_same_then_else)]
-    if P::covers(&groups, end0) {
-        items_loop::<P, F>(f, group, &mut groups, base, [sx, sy, sz]);
-    } else {
-        items_loop::<P, F>(f, group, &mut groups, base, [sx, sy, sz]);
+    let token = Token(());
+    let bounds = P::bind(args, token);
+    if groups.is_empty() {
+        return;
+    }
+    let mut id = geometry.group_id(groups.start);
+    for _ in groups {
+        let group = WorkGroup {
+            geometry,
+            id,
+            size: geometry.group_size(id),
+        };
+        let mut parts = P::groups(&bounds, &group, token);
+        let [sx, sy, sz] = group.size;
+        let base = group.global_id([0, 0, 0]);
+        let end0 = base[0] + sx;
+        // Two copies of one loop: in the first, the compiler knows that every read buffer
+        // covers the group's global ids in dimension 0, and drops the bounds checks of
+        // `x[global_id(0)]`, which lets the loop vectorize.
+        #[allow(clippy::if_same_then_else)]
+        if P::covers(&parts, end0) {
+            items_loop::<P, F>(f, &group, &mut parts, base, [sx, sy, sz]);
+        } else {
+            items_loop::<P, F>(f, &group, &mut parts, base, [sx, sy, sz]);
+        }
+        // The next group in linear order, dimension 0 fastest.
+        id[0] += 1;
+        if id[0] == geometry.groups[0] {
+            id[0] = 0;
+            id[1] += 1;
+            if id[1] == geometry.groups[1] {
+                id[1] = 0;
+                id[2] += 1;
+            }
+        }
     }
 }
 

@@ -28,7 +28,9 @@ use numatask_sched::{Footprint, Runtime, Scope};
 use crate::command::BufferUse;
 use crate::context::ContextInner;
 use crate::error::{Error, Failure, FailureKind};
-use crate::kernel::{Arg, ArgValue, FootprintQuery, GroupArgs, Kernel, Mode, ParamKind, WorkGroup};
+use crate::kernel::{
+    Arg, ArgValue, Body, FootprintQuery, GroupArgs, Kernel, Mode, ParamKind, TaskArgs, WorkGroup,
+};
 use crate::ndrange::{Geometry, NdRange};
 
 /// Alignment of local memory (a cache line; enough for every element type of a buffer).
@@ -356,6 +358,23 @@ impl Launch {
 
     /// Runs groups `groups` on this thread.
     fn run_groups(&self, groups: Range<usize>) {
+        let f = match &*self.kernel.inner.body {
+            Body::Items(f) => f,
+            Body::Groups(f) => return self.run_group_fn(f, groups),
+        };
+        let args = TaskArgs {
+            args: &self.args,
+            modes: &self.modes,
+        };
+        f(&args, &self.geometry, groups);
+    }
+
+    /// Runs groups `groups` of a work-group function on this thread.
+    fn run_group_fn(
+        &self,
+        f: &(dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync),
+        groups: Range<usize>,
+    ) {
         with_arena(self.local_bytes, |arena| {
             for g in groups {
                 let id = self.geometry.group_id(g);
@@ -377,15 +396,12 @@ impl Launch {
                     local_offsets: &self.local_offsets,
                     taken: Cell::new(0),
                 };
-                (self.kernel.inner.body)(&group, &args);
+                f(&group, &args);
             }
         })
     }
 }
 
-/// The node whose workers a task with the footprint `ranges` (address, length) prefers: the
-/// one holding more than half of their known bytes, if one does (the allocator's placement
-/// registry says where pages are).
 /// The part of a footprint that decides a task's node: the largest written part, else the
 /// largest. Algorithm 1 weighs an access marked intensive first, whatever the task's size, so
 /// a group is dealt where its data lives even when a task's bytes are fewer than a cache
@@ -394,6 +410,9 @@ fn main_part(parts: &[(usize, usize, bool)]) -> Option<usize> {
     (0..parts.len()).max_by_key(|&i| (parts[i].2, parts[i].1))
 }
 
+/// The node whose workers a task with the footprint `ranges` (address, length) prefers: the
+/// one holding more than half of their known bytes, if one does (the allocator's placement
+/// registry says where pages are).
 fn majority_node(ranges: &[(usize, usize)], num_nodes: usize) -> Option<usize> {
     let mut bytes = NodeBytes::new(num_nodes);
     for &(addr, len) in ranges {
