@@ -268,9 +268,7 @@ pub(crate) enum Body {
 /// Keeps the binding methods of [`ItemParam`] to this crate: a view that hands out `&mut` to
 /// work-items' elements must be made once per group, by the executor.
 mod sealed {
-    use std::any::{TypeId, type_name};
-
-    use super::{Arg, ArgValue, ParamKind};
+    use super::{ArgValue, ParamKind, buffer_arg, scalar_arg};
     use crate::buffer::{Element, RawBuffer};
 
     /// Only this crate can make one.
@@ -285,15 +283,7 @@ mod sealed {
 
     impl<'a> TaskArgs<'a> {
         pub(crate) fn buffer<T: Element>(&self, i: usize, writes: bool) -> &'a RawBuffer {
-            let b = match self.args.get(i) {
-                Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
-                Some(a) => panic!(
-                    "argument {i} is {}, asked for as a buffer of {}",
-                    Arg(a.clone()).describe(),
-                    type_name::<T>()
-                ),
-                None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
-            };
+            let b = buffer_arg::<T>(self.args, i, "a buffer");
             let mode_writes = matches!(self.modes.get(i), Some(ParamKind::Buffer(m)) if m.writes());
             assert_eq!(
                 mode_writes, writes,
@@ -303,17 +293,7 @@ mod sealed {
         }
 
         pub(crate) fn scalar<T: Copy + Send + Sync + 'static>(&self, i: usize) -> T {
-            match self.args.get(i) {
-                Some(ArgValue::Scalar(v, _)) if v.is::<T>() => {
-                    *v.downcast_ref::<T>().expect("checked")
-                }
-                Some(a) => panic!(
-                    "argument {i} is {}, asked for as a scalar {}",
-                    Arg(a.clone()).describe(),
-                    type_name::<T>()
-                ),
-                None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
-            }
+            scalar_arg(self.args, i)
         }
     }
 }
@@ -545,17 +525,36 @@ pub struct GroupArgs<'a> {
     pub(crate) taken: Cell<u64>,
 }
 
+/// Buffer argument `i` of `args`, checked to hold `T`s; panics naming `what` was asked for
+/// otherwise (a bug of the kernel's code, which fails its launch).
+fn buffer_arg<'a, T: Element>(args: &'a [ArgValue], i: usize, what: &str) -> &'a RawBuffer {
+    match args.get(i) {
+        Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
+        Some(a) => panic!(
+            "argument {i} is {}, asked for as {what} of {}",
+            Arg(a.clone()).describe(),
+            type_name::<T>()
+        ),
+        None => panic!("argument {i} asked for; the kernel has {}", args.len()),
+    }
+}
+
+/// Scalar argument `i` of `args`, checked to be a `T` (panics otherwise, as [`buffer_arg`]).
+fn scalar_arg<T: Copy + Send + Sync + 'static>(args: &[ArgValue], i: usize) -> T {
+    match args.get(i) {
+        Some(ArgValue::Scalar(v, _)) if v.is::<T>() => *v.downcast_ref::<T>().expect("checked"),
+        Some(a) => panic!(
+            "argument {i} is {}, asked for as a scalar {}",
+            Arg(a.clone()).describe(),
+            type_name::<T>()
+        ),
+        None => panic!("argument {i} asked for; the kernel has {}", args.len()),
+    }
+}
+
 impl<'a> GroupArgs<'a> {
     fn buffer<T: Element>(&self, i: usize, what: &str) -> &'a RawBuffer {
-        match self.args.get(i) {
-            Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
-            Some(a) => panic!(
-                "argument {i} is {}, asked for as {what} of {}",
-                Arg(a.clone()).describe(),
-                type_name::<T>()
-            ),
-            None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
-        }
+        buffer_arg::<T>(self.args, i, what)
     }
 
     fn take(&self, i: usize) {
@@ -635,22 +634,7 @@ impl<'a> GroupArgs<'a> {
 
     /// Scalar argument `i`.
     pub fn scalar<T: Copy + Send + Sync + 'static>(&self, i: usize) -> T {
-        match self.args.get(i) {
-            Some(ArgValue::Scalar(v, _)) => match v.downcast_ref::<T>() {
-                Some(v) => *v,
-                None => panic!(
-                    "argument {i} is {}, asked for as a scalar {}",
-                    Arg(self.args[i].clone()).describe(),
-                    type_name::<T>()
-                ),
-            },
-            Some(a) => panic!(
-                "argument {i} is {}, asked for as a scalar {}",
-                Arg(a.clone()).describe(),
-                type_name::<T>()
-            ),
-            None => panic!("argument {i} asked for; the kernel has {}", self.args.len()),
-        }
+        scalar_arg(self.args, i)
     }
 
     /// Local argument `i`: this group's array, zeroed when the group started. Once per group

@@ -56,8 +56,9 @@ pub(crate) struct Launch {
     tasks: usize,
     /// Whether the runtime places tasks by their footprints (the locality-aware scheduler).
     placed: bool,
-    /// The worker each task prefers (module docs; empty unless placed).
-    preferred: Vec<Option<usize>>,
+    /// Each task's footprint and preferred worker (module docs), computed once when the launch
+    /// is checked; empty unless placed (work stealing ignores both).
+    placement: Vec<(Footprint, Option<usize>)>,
 }
 
 impl Launch {
@@ -195,10 +196,10 @@ impl Launch {
             local_bytes,
             tasks,
             placed,
-            preferred: Vec::new(),
+            placement: Vec::new(),
         };
         if placed {
-            launch.preferred = launch.preferred_workers(runtime);
+            launch.placement = launch.placement(runtime);
         }
         Ok((launch, accesses))
     }
@@ -228,23 +229,6 @@ impl Launch {
         let n = self.tasks as u128;
         let at = |t: usize| (g * t as u128 / n) as usize;
         at(t)..at(t + 1)
-    }
-
-    /// The footprint of the groups `groups`: each buffer's part, the main one marked as the
-    /// one that decides.
-    fn footprint(&self, groups: &Range<usize>) -> Footprint {
-        let parts = self.footprint_parts(groups);
-        let main = main_part(&parts);
-        let mut fp = Footprint::new();
-        for (i, &(addr, len, _)) in parts.iter().enumerate() {
-            if Some(i) != main {
-                fp = fp.bytes(addr, len);
-            }
-        }
-        if let Some(i) = main {
-            fp = fp.bytes(parts[i].0, parts[i].1).intensive();
-        }
-        fp
     }
 
     /// Each buffer argument's part of the footprint of the groups `groups`, as (address,
@@ -286,12 +270,12 @@ impl Launch {
         parts
     }
 
-    /// The worker each task prefers (module docs): a function of the tasks' footprints and
-    /// the runtime's workers, the same for every launch that has them. A task goes to the
-    /// node of its main part (as the scheduler deals it), and prefers that node's workers in
-    /// turn. A task without a footprint (a kernel without buffers) prefers none: no cache
-    /// holds anything of it.
-    fn preferred_workers(&self, runtime: &Runtime) -> Vec<Option<usize>> {
+    /// Each task's footprint, its main part marked as the one that decides, and the worker it
+    /// prefers (module docs): a function of the tasks' footprints and the runtime's workers,
+    /// the same for every launch that has them. A task goes to the node of its main part (as
+    /// the scheduler deals it), and prefers that node's workers in turn. A task without a
+    /// footprint (a kernel without buffers) prefers none: no cache holds anything of it.
+    fn placement(&self, runtime: &Runtime) -> Vec<(Footprint, Option<usize>)> {
         let workers = runtime.workers();
         let num_nodes = runtime.topology().num_nodes().max(1);
         let mut of_node: Vec<Vec<usize>> = vec![Vec::new(); num_nodes];
@@ -306,9 +290,19 @@ impl Launch {
         (0..self.tasks)
             .map(|t| {
                 let parts = self.footprint_parts(&self.groups_of(t));
-                let main = main_part(&parts)?;
+                let Some(main) = main_part(&parts) else {
+                    return (Footprint::new(), None);
+                };
+                let mut footprint = Footprint::new();
+                for (i, &(addr, len, _)) in parts.iter().enumerate() {
+                    if i != main {
+                        footprint = footprint.bytes(addr, len);
+                    }
+                }
+                let (addr, len, _) = parts[main];
+                footprint = footprint.bytes(addr, len).intensive();
                 let node = (num_nodes > 1)
-                    .then(|| majority_node(&[(parts[main].0, parts[main].1)], num_nodes))
+                    .then(|| majority_node(&[(addr, len)], num_nodes))
                     .flatten()
                     .filter(|&n| !of_node[n].is_empty());
                 let (list, turn) = match node {
@@ -316,18 +310,19 @@ impl Launch {
                     None => (&everyone, &mut turns[num_nodes]),
                 };
                 if list.is_empty() {
-                    return None;
+                    return (footprint, None);
                 }
                 let worker = list[*turn % list.len()];
                 *turn += 1;
-                Some(worker)
+                (footprint, Some(worker))
             })
             .collect()
     }
 
     /// Runs every group as tasks in `scope` (a detached job of the runtime), and returns when
     /// they all ended: `Err` if one panicked.
-    pub(crate) fn run(self: Box<Self>, scope: &Scope<'static>) -> Result<(), Failure> {
+    pub(crate) fn run(mut self: Box<Self>, scope: &Scope<'static>) -> Result<(), Failure> {
+        let mut placement = std::mem::take(&mut self.placement).into_iter();
         let launch: Arc<Launch> = Arc::from(self);
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             // One task runs right here, unless the scheduler would place it by its data.
@@ -339,9 +334,12 @@ impl Launch {
                 for t in 0..launch.tasks {
                     let groups = launch.groups_of(t);
                     let l = Arc::clone(&launch);
-                    let mut task = s.task().affinity(launch.footprint(&groups));
-                    if let Some(&Some(worker)) = launch.preferred.get(t) {
-                        task = task.prefer_worker(worker);
+                    let mut task = s.task();
+                    if let Some((footprint, preferred)) = placement.next() {
+                        task = task.affinity(footprint);
+                        if let Some(worker) = preferred {
+                            task = task.prefer_worker(worker);
+                        }
                     }
                     task.label(launch.kernel.inner.name)
                         .spawn(move |_| l.run_groups(groups));

@@ -512,11 +512,7 @@ impl<'q> After<'q> {
         )
     }
 
-    fn map_with<T: Element>(
-        &self,
-        buffer: &Buffer<T>,
-        kind: AccessKind,
-    ) -> Result<(DepHandle<Command>, Arc<ContextInner>), Error> {
+    fn map_with<T: Element>(&self, buffer: &Buffer<T>, kind: AccessKind) -> Result<Hold, Error> {
         let q = self.queue;
         buffer.check_context(q.context().id)?;
         q.check_events(&self.wait)?;
@@ -554,31 +550,25 @@ impl<'q> After<'q> {
                     message: "the mapping's handle was not handed over".into(),
                 }))
             })?;
-        Ok((handle, Arc::clone(q.context())))
+        Ok(Hold {
+            handle: Some(handle),
+            context: Arc::clone(q.context()),
+            buffer: Arc::clone(&buffer.raw),
+        })
     }
 
     /// [`Queue::map`] after the wait list.
     pub fn map<T: Element>(&self, buffer: &Buffer<T>) -> Result<Mapped<T>, Error> {
-        let (handle, context) = self.map_with(buffer, AccessKind::In)?;
         Ok(Mapped {
-            hold: Hold {
-                handle: Some(handle),
-                context,
-                buffer: Arc::clone(&buffer.raw),
-            },
+            hold: self.map_with(buffer, AccessKind::In)?,
             _type: std::marker::PhantomData,
         })
     }
 
     /// [`Queue::map_mut`] after the wait list.
     pub fn map_mut<T: Element>(&self, buffer: &Buffer<T>) -> Result<MappedMut<T>, Error> {
-        let (handle, context) = self.map_with(buffer, AccessKind::InOut)?;
         Ok(MappedMut {
-            hold: Hold {
-                handle: Some(handle),
-                context,
-                buffer: Arc::clone(&buffer.raw),
-            },
+            hold: self.map_with(buffer, AccessKind::InOut)?,
             _type: std::marker::PhantomData,
         })
     }
@@ -770,6 +760,17 @@ struct Hold {
     buffer: Arc<RawBuffer>,
 }
 
+impl Hold {
+    /// The mapped elements as `T`s.
+    ///
+    /// # Safety
+    ///
+    /// The guard was made from a `Buffer<T>`.
+    unsafe fn elements<T>(&self) -> (*mut T, usize) {
+        (self.buffer.ptr.cast::<T>(), self.buffer.len)
+    }
+}
+
 impl Drop for Hold {
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
@@ -787,10 +788,12 @@ pub struct Mapped<T> {
 impl<T: Element> Deref for Mapped<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        let b = &self.hold.buffer;
-        // SAFETY: the mapping's `in` access keeps writers away until the guard goes; the
-        // buffer holds `len` elements of `T` (the guard was made from a `Buffer<T>`).
-        unsafe { std::slice::from_raw_parts(b.ptr.cast_const().cast::<T>(), b.len) }
+        // SAFETY: the guard was made from a `Buffer<T>`, which holds `len` elements; the
+        // mapping's `in` access keeps writers away until the guard goes.
+        unsafe {
+            let (ptr, len) = self.hold.elements::<T>();
+            std::slice::from_raw_parts(ptr, len)
+        }
     }
 }
 
@@ -803,17 +806,22 @@ pub struct MappedMut<T> {
 impl<T: Element> Deref for MappedMut<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        let b = &self.hold.buffer;
         // SAFETY: as for `Mapped`; the mapping's `inout` access keeps every other command away.
-        unsafe { std::slice::from_raw_parts(b.ptr.cast_const().cast::<T>(), b.len) }
+        unsafe {
+            let (ptr, len) = self.hold.elements::<T>();
+            std::slice::from_raw_parts(ptr, len)
+        }
     }
 }
 
 impl<T: Element> DerefMut for MappedMut<T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        let b = &self.hold.buffer;
-        // SAFETY: the mapping's `inout` access keeps every other command away until the guard
-        // goes, and `&mut self` makes this the only view.
-        unsafe { std::slice::from_raw_parts_mut(b.ptr.cast::<T>(), b.len) }
+        // SAFETY: the guard was made from a `Buffer<T>`; the mapping's `inout` access keeps
+        // every other command away until the guard goes, and `&mut self` makes this the only
+        // view.
+        unsafe {
+            let (ptr, len) = self.hold.elements::<T>();
+            std::slice::from_raw_parts_mut(ptr, len)
+        }
     }
 }
