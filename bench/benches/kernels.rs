@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! scripts/bench-kernels.sh --threads 1,2
-//! cargo bench -p numatask-bench --bench kernels -- --threads 1,2 [--only launch|saxpy] [--reps N] [--n N] [--local N]
+//! cargo bench -p numatask-bench --bench kernels -- --threads 1,2 [--only launch|saxpy] [--reps N] [--n N] [--local N] [--tasks N]
 //! ```
 //!
 //! Lines: `kernels launch groups=G impl=I threads=T median_us=.. min_us=.. reps=R` and
@@ -34,6 +34,8 @@ struct Args {
     n: usize,
     /// saxpy's local size (`None`: the executor's choice).
     local: Option<usize>,
+    /// saxpy's tasks per launch (`None`: the executor's choice).
+    tasks: Option<usize>,
     launch: bool,
     saxpy: bool,
     schedulers: Vec<SchedulerKind>,
@@ -48,6 +50,7 @@ usage: kernels [--bench] [OPTIONS]
                     (default 1000 for launch, 50 for saxpy; smoke run 3)
   --n N             saxpy's length, 1 to 2^30 (default 2^24; smoke run 2^12)
   --local N         saxpy's local size, 0 for the executor's choice (default 0)
+  --tasks N         saxpy's tasks per launch, 0 for the executor's choice (default 0)
   --only B          launch, saxpy or all (default all)
   --platform P      ignored (the OpenCL peers' option, which scripts pass to every program)
   --scheduler S,T   numatask's policies, NUMATASK_SCHEDULER names (default ws)
@@ -62,6 +65,7 @@ fn parse_args() -> Result<Args, String> {
         reps: smoke.then_some(3),
         n: if smoke { 1 << 12 } else { 1 << 24 },
         local: None,
+        tasks: None,
         launch: true,
         saxpy: true,
         schedulers: vec![SchedulerKind::WorkStealing],
@@ -73,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--reps" => args.reps = Some(p.whole(1, 1_000_000)?),
             "--n" => args.n = p.whole(1, 1 << 30)?,
             "--local" => args.local = Some(p.whole(0, 1 << 20)?).filter(|&l| l > 0),
+            "--tasks" => args.tasks = Some(p.whole(0, 1 << 20)?).filter(|&t| t > 0),
             "--only" => match p.value()?.as_str() {
                 "launch" => args.saxpy = false,
                 "saxpy" => args.launch = false,
@@ -161,7 +166,11 @@ fn main() {
                         Some(l) => NdRange::new([n]).local([l]),
                         None => NdRange::new([n]),
                     };
-                    q.launch(&saxpy, range)
+                    let mut launch = q.launch(&saxpy, range);
+                    if let Some(t) = args.tasks {
+                        launch = launch.tasks(t);
+                    }
+                    launch
                         .arg(&x)
                         .arg(&y)
                         .arg(0.5f32)
