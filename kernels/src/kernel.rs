@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::buffer::{Buffer, Element, RawBuffer};
+use crate::compiled::{Carver, KernelInfo, LocalArray, OwnedMut, Scatter, Scratch, SharedMut};
 use crate::ndrange::Geometry;
 
 /// How a kernel uses a buffer argument: what creates the dependences between commands (as
@@ -254,6 +255,17 @@ pub(crate) struct KernelInner {
     pub(crate) params: Vec<Param>,
     pub(crate) body: Arc<Body>,
     pub(crate) footprint: Option<Box<FootprintFn>>,
+    /// A compiled kernel's (`#[kernel]`): its arena past the local arguments, its reference
+    /// form and the macro's report.
+    pub(crate) compiled: Option<Arc<Compiled>>,
+}
+
+/// What the `#[kernel]` macro gives besides the work-group function.
+pub(crate) struct Compiled {
+    pub(crate) scratch: Scratch,
+    /// The same kernel, run with a thread per work-item and a real barrier.
+    pub(crate) reference: Box<GroupFn>,
+    pub(crate) info: &'static KernelInfo,
 }
 
 /// What runs a kernel's groups.
@@ -335,6 +347,7 @@ impl Kernel {
                 params,
                 body: Arc::new(Body::Groups(Box::new(body))),
                 footprint: None,
+                compiled: None,
             }),
         }
     }
@@ -370,6 +383,7 @@ impl Kernel {
                 params: P::params(),
                 body: Arc::new(Body::Items(body)),
                 footprint: None,
+                compiled: None,
             }),
         }
     }
@@ -404,6 +418,7 @@ impl Kernel {
                 params: shared.params.clone(),
                 body: Arc::clone(&shared.body),
                 footprint: Some(f),
+                compiled: shared.compiled.clone(),
             }),
         }
     }
@@ -416,6 +431,44 @@ impl Kernel {
     /// Its parameters.
     pub fn params(&self) -> &[Param] {
         &self.inner.params
+    }
+
+    /// What the `#[kernel]` macro made of it (`None` for a kernel made otherwise).
+    pub fn info(&self) -> Option<&'static KernelInfo> {
+        self.inner.compiled.as_ref().map(|c| c.info)
+    }
+
+    /// A compiled kernel (the `#[kernel]` macro's output): the work-group function `group`,
+    /// its reference form `reference` (the same signature: it runs each work-item on its own
+    /// thread), the arena they need past the local arguments, and the macro's report.
+    #[doc(hidden)]
+    pub fn __compiled(
+        info: &'static KernelInfo,
+        params: Vec<Param>,
+        local_arrays: &'static [usize],
+        expanded: &'static [usize],
+        group: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
+        reference: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
+    ) -> Kernel {
+        if std::env::var_os("NUMATASK_KERNEL_INFO").is_some_and(|v| v == "1") {
+            eprintln!("numatask: {info}");
+        }
+        Kernel {
+            inner: Arc::new(KernelInner {
+                name: info.name,
+                params,
+                body: Arc::new(Body::Groups(Box::new(group))),
+                footprint: None,
+                compiled: Some(Arc::new(Compiled {
+                    scratch: Scratch {
+                        fixed: local_arrays,
+                        per_item: expanded,
+                    },
+                    reference: Box::new(reference),
+                    info,
+                })),
+            }),
+        }
     }
 }
 
@@ -521,6 +574,9 @@ pub struct GroupArgs<'a> {
     /// The group's local memory, and each local argument's offset in it.
     pub(crate) local: *mut u8,
     pub(crate) local_offsets: &'a [usize],
+    /// Where a compiled kernel's arrays start in the arena, and the arena's bytes.
+    pub(crate) scratch_offset: usize,
+    pub(crate) arena_bytes: usize,
     /// Arguments whose exclusive views were handed out (one bit each).
     pub(crate) taken: Cell<u64>,
 }
@@ -658,6 +714,77 @@ impl<'a> GroupArgs<'a> {
         }
     }
 }
+
+impl<'a> GroupArgs<'a> {
+    /// Local argument `i` as an array of cells (a compiled kernel's view). Once per group and
+    /// argument.
+    #[doc(hidden)]
+    pub fn local_array<T: Element>(&self, i: usize) -> LocalArray<'a, T> {
+        let slice = self.local::<T>(i);
+        // `&mut [T]` to `&[Cell<T>]`: the same layout, and `Cell::from_mut` is this for one.
+        LocalArray::from_cells(Cell::from_mut(slice).as_slice_of_cells())
+    }
+
+    /// The length of local argument `i` (the reference executor makes its own array of it).
+    #[doc(hidden)]
+    pub fn local_len(&self, i: usize) -> usize {
+        match self.args.get(i) {
+            Some(ArgValue::Local(_, len)) => *len,
+            _ => panic!("argument {i} is not local memory"),
+        }
+    }
+
+    /// The arena past the local arguments: a compiled kernel's local arrays and expanded
+    /// variables. Once per group.
+    #[doc(hidden)]
+    pub fn scratch(&self) -> Carver<'a> {
+        self.take(MAX_SCRATCH_BIT);
+        Carver {
+            // SAFETY: `scratch_offset <= arena_bytes`, the arena's size (the launch sized it).
+            next: unsafe { self.local.add(self.scratch_offset) },
+            left: self.arena_bytes - self.scratch_offset,
+            _arena: PhantomData,
+        }
+    }
+
+    /// Written buffer argument `i`, accessed by each work-item only at its own element.
+    ///
+    /// # Safety
+    ///
+    /// Every access through the view, by every work-item of the launch, is at that
+    /// work-item's own index, distinct from every other work-item's (its global linear id, or
+    /// its global id in a launch whose global size is 1 past dimension 0).
+    #[doc(hidden)]
+    pub unsafe fn owned_mut<T: Element>(&self, i: usize) -> OwnedMut<'a, T> {
+        // SAFETY: the caller's contract.
+        let (ptr, len) = unsafe { self.raw_mut::<T>(i) };
+        self.take(i);
+        OwnedMut {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// Written buffer argument `i`, any element of which any work-item may access (atomically).
+    #[doc(hidden)]
+    pub fn shared_mut<T: Scatter>(&self, i: usize) -> SharedMut<'a, T> {
+        // SAFETY: only the pointer and length are taken; every access through the view is a
+        // relaxed atomic one, which races with nothing (`Scatter`).
+        let (ptr, len) = unsafe { self.raw_mut::<T>(i) };
+        self.take(i);
+        SharedMut {
+            ptr,
+            len,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+/// The bit of `GroupArgs::taken` of the arena past the local arguments (arguments take bits
+/// below [`MAX_ARGS`](crate::MAX_ARGS), which leaves this one free only if a compiled kernel
+/// has fewer parameters: the macro checks).
+const MAX_SCRATCH_BIT: usize = 63;
 
 /// The elements of a written buffer that one work-group's work-items own (each the element at
 /// its global linear id): rows along dimension 0, one per `(local y, local z)`.

@@ -34,7 +34,7 @@ use crate::kernel::{
 use crate::ndrange::{Geometry, NdRange};
 
 /// Alignment of local memory (a cache line; enough for every element type of a buffer).
-const LOCAL_ALIGN: usize = 64;
+pub(crate) const LOCAL_ALIGN: usize = 64;
 
 /// Parameters of a kernel, at most (each group hands out one exclusive view per argument,
 /// tracked in a 64-bit mask).
@@ -53,6 +53,11 @@ pub(crate) struct Launch {
     /// Each local argument's offset in the group's arena (0 for other arguments).
     local_offsets: Vec<usize>,
     local_bytes: usize,
+    /// The arena's bytes: the local arguments, then a compiled kernel's local arrays and
+    /// expanded variables.
+    arena_bytes: usize,
+    /// Whether the groups run in the kernel's reference form (a thread per work-item).
+    reference: bool,
     tasks: usize,
     /// Whether the runtime places tasks by their footprints (the locality-aware scheduler).
     placed: bool,
@@ -71,6 +76,7 @@ impl Launch {
         range: &NdRange,
         args: Vec<Arg>,
         tasks: Option<usize>,
+        reference: bool,
     ) -> Result<(Launch, Vec<Access>), Error> {
         let k = &kernel.inner;
         if k.params.len() > MAX_ARGS {
@@ -128,7 +134,9 @@ impl Launch {
             let (ArgValue::Buffer(b), ParamKind::Buffer(mode)) = (&arg.0, param.kind) else {
                 continue;
             };
-            if mode.writes() && b.len < geometry.num_items {
+            // A compiled kernel checks each index it writes; other kernels' work-items get
+            // their own elements.
+            if mode.writes() && k.compiled.is_none() && b.len < geometry.num_items {
                 return Err(Error::BufferTooShort {
                     kernel: k.name,
                     index: i,
@@ -178,7 +186,44 @@ impl Launch {
                 }
             }
         }
+        // A compiled kernel's local arrays count as local memory; its expanded variables do
+        // not (they are the work-items' private memory).
+        let mut arena_bytes = local_bytes;
+        if let Some(c) = &k.compiled {
+            let start = local_bytes.checked_next_multiple_of(LOCAL_ALIGN);
+            let with_arrays = c
+                .scratch
+                .fixed_bytes()
+                .and_then(|f| start?.checked_add(f));
+            match with_arrays {
+                Some(end) if end <= limits.local_mem_size => arena_bytes = end,
+                _ => {
+                    return Err(Error::LocalMemory {
+                        kernel: k.name,
+                        bytes: with_arrays.unwrap_or(usize::MAX),
+                        max: limits.local_mem_size,
+                    });
+                }
+            }
+            let items = geometry.local.iter().product::<usize>();
+            arena_bytes = c
+                .scratch
+                .slot_bytes(items)
+                .and_then(|s| arena_bytes.checked_add(s))
+                .ok_or_else(|| {
+                    Error::Setting(format!(
+                        "kernel '{}': its per-work-item variables overflow for groups of {items}",
+                        k.name
+                    ))
+                })?;
+        } else if reference {
+            return Err(Error::Setting(format!(
+                "kernel '{}' has no reference form: only #[kernel] kernels have one",
+                k.name
+            )));
+        }
         let tasks = match tasks {
+            _ if reference => 1,
             Some(0) => return Err(Error::Setting("a launch needs at least one task".into())),
             Some(n) => n,
             None => workers.saturating_mul(TASKS_PER_WORKER),
@@ -194,6 +239,8 @@ impl Launch {
             geometry,
             local_offsets,
             local_bytes,
+            arena_bytes,
+            reference,
             tasks,
             placed,
             placement: Vec::new(),
@@ -356,6 +403,11 @@ impl Launch {
 
     /// Runs groups `groups` on this thread.
     fn run_groups(&self, groups: Range<usize>) {
+        if self.reference
+            && let Some(c) = &self.kernel.inner.compiled
+        {
+            return self.run_group_fn(&*c.reference, groups);
+        }
         let f = match &*self.kernel.inner.body {
             Body::Items(f) => f,
             Body::Groups(f) => return self.run_group_fn(f, groups),
@@ -373,7 +425,8 @@ impl Launch {
         f: &(dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync),
         groups: Range<usize>,
     ) {
-        with_arena(self.local_bytes, |arena| {
+        let scratch_offset = self.local_bytes.next_multiple_of(LOCAL_ALIGN);
+        with_arena(self.arena_bytes, |arena| {
             for g in groups {
                 let id = self.geometry.group_id(g);
                 let group = WorkGroup {
@@ -381,10 +434,10 @@ impl Launch {
                     id,
                     size: self.geometry.group_size(id),
                 };
-                if self.local_bytes > 0 {
-                    // SAFETY: the arena has `local_bytes` bytes; zero is a valid value of every
+                if self.arena_bytes > 0 {
+                    // SAFETY: the arena has `arena_bytes` bytes; zero is a valid value of every
                     // element type (`Element: Zeroable`).
-                    unsafe { arena.write_bytes(0, self.local_bytes) };
+                    unsafe { arena.write_bytes(0, self.arena_bytes) };
                 }
                 let args = GroupArgs {
                     args: &self.args,
@@ -392,6 +445,8 @@ impl Launch {
                     group: &group,
                     local: arena,
                     local_offsets: &self.local_offsets,
+                    scratch_offset: scratch_offset.min(self.arena_bytes),
+                    arena_bytes: self.arena_bytes,
                     taken: Cell::new(0),
                 };
                 f(&group, &args);

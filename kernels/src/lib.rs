@@ -115,6 +115,8 @@ mod buffer;
 #[cfg(not(loom))]
 mod command;
 #[cfg(not(loom))]
+mod compiled;
+#[cfg(not(loom))]
 mod context;
 // Under loom, what only the executor's other modules use is unused.
 #[cfg_attr(loom, allow(dead_code))]
@@ -145,6 +147,8 @@ pub use kernel::{
     Param, ParamKind, Read, ReadWrite, WorkGroup, Write,
 };
 #[cfg(not(loom))]
+pub use compiled::{Expanded, KernelInfo, Scatter};
+#[cfg(not(loom))]
 pub use launch::{MAX_ARGS, TASKS_PER_WORKER};
 #[cfg(not(loom))]
 pub use ndrange::{CACHE_BUDGET, Geometry, NdRange, SIMD_WIDTH};
@@ -167,4 +171,11 @@ pub mod __internals {
     pub fn failure(kind: FailureKind) -> Failure {
         Failure::new(kind)
     }
+}
+
+/// Not part of the API: what the code the `#[kernel]` macro generates calls.
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod __rt {
+    pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, pick3};
 }

@@ -126,6 +126,7 @@ impl Queue {
             args: Vec::new(),
             wait: Vec::new(),
             tasks: None,
+            reference: false,
         }
     }
 
@@ -607,6 +608,7 @@ impl<'q> After<'q> {
             args: Vec::new(),
             wait: self.wait.clone(),
             tasks: None,
+            reference: false,
         }
     }
 }
@@ -647,6 +649,7 @@ pub struct LaunchBuilder<'q> {
     args: Vec<Arg>,
     wait: Vec<Event>,
     tasks: Option<usize>,
+    reference: bool,
 }
 
 impl LaunchBuilder<'_> {
@@ -670,6 +673,15 @@ impl LaunchBuilder<'_> {
         self
     }
 
+    /// Runs the kernel's reference form instead: each work-item on a thread of its own, with
+    /// a real barrier, one group after another. Slow and plainly right: what tests compare a
+    /// `#[kernel]` kernel's compiled form against. An error at enqueue for a kernel made
+    /// otherwise.
+    pub fn reference(mut self) -> Self {
+        self.reference = true;
+        self
+    }
+
     /// Checks the launch and enqueues it: an [`Error`] if the arguments or the range are wrong
     /// (nothing is enqueued then).
     pub fn enqueue(self) -> Result<Event, Error> {
@@ -682,6 +694,7 @@ impl LaunchBuilder<'_> {
             &self.range,
             self.args,
             self.tasks,
+            self.reference,
         )?;
         let buffers = launch.buffers();
         let name = format!("kernel '{}'", self.kernel.name());
