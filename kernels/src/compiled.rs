@@ -68,7 +68,11 @@ impl fmt::Display for KernelInfo {
             }
         }
         if !self.recomputed.is_empty() {
-            write!(f, "; recomputed in each region: {}", self.recomputed.join(", "))?;
+            write!(
+                f,
+                "; recomputed in each region: {}",
+                self.recomputed.join(", ")
+            )?;
         }
         if !self.uniform.is_empty() {
             write!(f, "; once per group: {}", self.uniform.join(", "))?;
@@ -127,7 +131,10 @@ impl<'a> Carver<'a> {
             .and_then(round_line)
             .filter(|&b| b <= self.left)
             .unwrap_or_else(|| {
-                panic!("a kernel's arena has {} bytes left, {len} elements asked", self.left)
+                panic!(
+                    "a kernel's arena has {} bytes left, {len} elements asked",
+                    self.left
+                )
             });
         assert!(std::mem::align_of::<T>() <= crate::launch::LOCAL_ALIGN);
         // SAFETY: `next` is aligned to a cache line (every array is rounded to one), at least

@@ -191,10 +191,7 @@ impl Launch {
         let mut arena_bytes = local_bytes;
         if let Some(c) = &k.compiled {
             let start = local_bytes.checked_next_multiple_of(LOCAL_ALIGN);
-            let with_arrays = c
-                .scratch
-                .fixed_bytes()
-                .and_then(|f| start?.checked_add(f));
+            let with_arrays = c.scratch.fixed_bytes().and_then(|f| start?.checked_add(f));
             match with_arrays {
                 Some(end) if end <= limits.local_mem_size => arena_bytes = end,
                 _ => {

@@ -140,6 +140,8 @@ mod user_event;
 #[cfg(not(loom))]
 pub use buffer::{Buffer, Element};
 #[cfg(not(loom))]
+pub use compiled::{Expanded, KernelInfo, Scatter};
+#[cfg(not(loom))]
 pub use context::{Context, Limits, MAX_LOCAL_MEM, SubDevice};
 pub use error::{Error, Failure, FailureKind};
 pub use event::{Event, EventStatus, Profile};
@@ -149,11 +151,11 @@ pub use kernel::{
     Param, ParamKind, Read, ReadWrite, WorkGroup, Write,
 };
 #[cfg(not(loom))]
-pub use compiled::{Expanded, KernelInfo, Scatter};
-#[cfg(not(loom))]
 pub use launch::{MAX_ARGS, TASKS_PER_WORKER};
 #[cfg(not(loom))]
 pub use ndrange::{CACHE_BUDGET, Geometry, NdRange, SIMD_WIDTH};
+#[cfg(not(loom))]
+pub use numatask_kernels_macros::kernel;
 #[cfg(not(loom))]
 pub use queue::{After, LaunchBuilder, Mapped, MappedMut, Queue, Reading};
 #[cfg(not(loom))]

@@ -56,8 +56,12 @@ pub(crate) struct Param {
 
 /// The work-item functions a kernel body calls by name, and whether their value differs
 /// between the work-items of a group.
-pub(crate) const VARYING_INTRINSICS: &[&str] =
-    &["local_id", "global_id", "global_linear_id", "local_linear_id"];
+pub(crate) const VARYING_INTRINSICS: &[&str] = &[
+    "local_id",
+    "global_id",
+    "global_linear_id",
+    "local_linear_id",
+];
 pub(crate) const UNIFORM_INTRINSICS: &[&str] = &[
     "group_id",
     "local_size",
@@ -113,7 +117,10 @@ fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
         ));
     }
     if let syn::ReturnType::Type(_, t) = &sig.output {
-        return Err(Error::new(t.span(), "a kernel returns nothing: it writes its buffers"));
+        return Err(Error::new(
+            t.span(),
+            "a kernel returns nothing: it writes its buffers",
+        ));
     }
     if let Some(v) = &sig.variadic {
         return Err(Error::new(v.span(), "a kernel cannot be variadic"));
@@ -189,7 +196,9 @@ fn param(input: &FnArg, index: usize) -> syn::Result<Param> {
                 ));
             }
         },
-        Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Local") => {
+        Type::Path(p)
+            if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Local") =>
+        {
             let seg = p.path.segments.last().expect("checked");
             match &seg.arguments {
                 PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
@@ -207,7 +216,10 @@ fn param(input: &FnArg, index: usize) -> syn::Result<Param> {
         other => (ParamKind::Scalar, other.clone()),
     };
     if write_only && !matches!(kind, ParamKind::Written { .. }) {
-        return Err(Error::new(pt.span(), "#[write] is for written buffers (`&mut [T]`)"));
+        return Err(Error::new(
+            pt.span(),
+            "#[write] is for written buffers (`&mut [T]`)",
+        ));
     }
     Ok(Param {
         name,
@@ -227,10 +239,7 @@ fn crate_path() -> Tokens {
     let names = |key: &str| {
         manifest.lines().any(|l| {
             let l = l.trim_start();
-            l.starts_with(key)
-                && l[key.len()..]
-                    .trim_start()
-                    .starts_with(['=', '.'])
+            l.starts_with(key) && l[key.len()..].trim_start().starts_with(['=', '.'])
         })
     };
     let is_package = manifest.lines().any(|l| {

@@ -151,7 +151,11 @@ impl<'a> Visit<'a> for FindCall {
 /// The name of a call of a plain function name (`f(..)`), as intrinsics are called.
 pub(crate) fn call_name(c: &syn::ExprCall) -> Option<String> {
     match &*c.func {
-        Expr::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 && p.path.leading_colon.is_none() => {
+        Expr::Path(p)
+            if p.qself.is_none()
+                && p.path.segments.len() == 1
+                && p.path.leading_colon.is_none() =>
+        {
             let seg = &p.path.segments[0];
             Some(seg.ident.to_string())
         }
@@ -185,7 +189,10 @@ fn local_array_decl(s: &Stmt) -> syn::Result<Option<(Ident, Type, Tokens)>> {
     let name = match pat {
         Pat::Ident(p) if p.subpat.is_none() => p.ident.clone(),
         other => {
-            return Err(Error::new(other.span(), "a local array is bound to a plain name"));
+            return Err(Error::new(
+                other.span(),
+                "a local array is bound to a plain name",
+            ));
         }
     };
     let Expr::Path(f) = &*c.func else {

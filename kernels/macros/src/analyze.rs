@@ -1,0 +1,1122 @@
+//! The analyses: region formation at barriers, uniformity, and which variables live across
+//! regions (recomputed or kept per work-item).
+//!
+//! The body becomes a tree of [`Node`]s. A *run* is a sequence of statements between
+//! barriers that every work-item executes: the code generator wraps it in the work-item
+//! loops. Everything else runs once per group: statements that only compute uniform values,
+//! and control flow that contains a barrier (or a jump out of a loop that does), whose
+//! condition must then be uniform, evaluated once into a scalar (seed paper: "the control
+//! structure kept outside the work-item loops").
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{BinOp, Error, Expr, Label, Pat, Stmt, UnOp};
+
+use crate::prepare::{Body, FindCall, call_name, macro_args};
+use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
+
+/// Statements as the generated code nests them.
+pub(crate) enum Node {
+    /// Statements every work-item runs, in the work-item loops.
+    Run {
+        stmts: Vec<Stmt>,
+        id: usize,
+    },
+    /// A statement run once per group (a uniform `let` or assignment).
+    Group(Stmt),
+    If {
+        cond: Expr,
+        then: Vec<Node>,
+        els: Option<Box<Else>>,
+    },
+    For {
+        label: Option<Label>,
+        pat: Pat,
+        iter: Expr,
+        body: Vec<Node>,
+    },
+    While {
+        label: Option<Label>,
+        cond: Expr,
+        body: Vec<Node>,
+    },
+    Loop {
+        label: Option<Label>,
+        body: Vec<Node>,
+    },
+    Block(Vec<Node>),
+    /// `break`, `continue` or `return`, taken by the whole group.
+    Jump(Stmt),
+}
+
+pub(crate) enum Else {
+    Block(Vec<Node>),
+    If(Node),
+}
+
+/// How a written buffer's elements are reached.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Written {
+    /// Only at the work-item's own element; `dim0`: some index is `global_id(0)`, which is
+    /// one per work-item only in launches one item wide past dimension 0.
+    Own { dim0: bool },
+    /// At any element (atomically).
+    Shared,
+}
+
+pub(crate) struct Analysis {
+    pub(crate) nodes: Vec<Node>,
+    /// Variables kept per work-item, in the order of their declarations.
+    pub(crate) expanded: Vec<String>,
+    /// Variables recomputed in each run that uses them, in the order of their declarations.
+    pub(crate) recomputed: Vec<String>,
+    /// Variables computed once per group.
+    pub(crate) uniform: Vec<String>,
+    pub(crate) regions: usize,
+    /// Each written buffer parameter's access kind, by name.
+    pub(crate) written: HashMap<String, Written>,
+    /// Each run's id → the variables it references.
+    pub(crate) refs_of_run: HashMap<usize, HashSet<String>>,
+}
+
+pub(crate) fn analyze(body: &Body, params: &[Param]) -> syn::Result<Analysis> {
+    let mut a = Analyzer {
+        body,
+        params,
+        varying: HashSet::new(),
+        next_run: 0,
+        refs_of_run: HashMap::new(),
+    };
+    // Uniformity: a fixpoint, as marking one variable varying can make another vary.
+    loop {
+        let before = a.varying.len();
+        a.mark(&body.stmts, true)?;
+        if a.varying.len() == before {
+            break;
+        }
+    }
+    let nodes = a.build(&body.stmts, true)?;
+    check_returns(&nodes)?;
+    let mut runs_of: HashMap<String, HashSet<usize>> = HashMap::new();
+    for (run, names) in &a.refs_of_run {
+        for n in names {
+            runs_of.entry(n.clone()).or_default().insert(*run);
+        }
+    }
+    // Declaration order: the order of the names' spans is not available on stable, so
+    // follow the order in which the body binds them.
+    let order = declaration_order(&body.stmts);
+    let crossing: Vec<String> = order
+        .iter()
+        .filter(|v| a.varying.contains(*v) && runs_of.get(*v).is_some_and(|r| r.len() > 1))
+        .cloned()
+        .collect();
+    let mut recomputed: Vec<String> = Vec::new();
+    for v in &crossing {
+        let var = &body.vars[v];
+        if var.plain_let
+            && !var.mutable
+            && var.init.as_ref().is_some_and(|e| a.cheap(e, &recomputed))
+        {
+            recomputed.push(v.clone());
+        }
+    }
+    let mut expanded = Vec::new();
+    for v in crossing {
+        if recomputed.contains(&v) {
+            continue;
+        }
+        let var = &body.vars[&v];
+        if !var.plain_let {
+            return Err(Error::new(
+                var.span,
+                format!(
+                    "`{}` lives across a barrier and differs between work-items: it is kept per \
+                     work-item, which needs a plain `let {}: T = ...` (not a pattern, `for` or `match`)",
+                    var.original, var.original
+                ),
+            ));
+        }
+        if var.ty.is_none() {
+            return Err(Error::new(
+                var.span,
+                format!(
+                    "`{}` lives across a barrier and differs between work-items: it is kept per \
+                     work-item, which needs its type: `let {}: T = ...`",
+                    var.original, var.original
+                ),
+            ));
+        }
+        expanded.push(v);
+    }
+    check_borrows(&nodes, &expanded, body)?;
+    let uniform = order
+        .iter()
+        .filter(|v| !a.varying.contains(*v))
+        .cloned()
+        .collect();
+    let written = written_kinds(body, params)?;
+    let regions = count_runs(&nodes);
+    Ok(Analysis {
+        nodes,
+        expanded,
+        recomputed,
+        uniform,
+        regions,
+        written,
+        refs_of_run: a.refs_of_run,
+    })
+}
+
+struct Analyzer<'b> {
+    body: &'b Body,
+    params: &'b [Param],
+    varying: HashSet<String>,
+    next_run: usize,
+    refs_of_run: HashMap<usize, HashSet<String>>,
+}
+
+/// What a statement at group level is.
+enum Kind {
+    /// Contains a barrier or a jump the whole group must take: control flow at group level.
+    Structural,
+    /// Computes a uniform value once per group.
+    Group,
+    /// Runs per work-item.
+    Item,
+}
+
+impl Analyzer<'_> {
+    fn is_uniform(&self, e: &Expr) -> bool {
+        let mut u = Uniformity {
+            varying: &self.varying,
+            uniform: true,
+        };
+        u.visit_expr(e);
+        u.uniform
+    }
+
+    fn kind(&self, s: &Stmt, top: bool, rest: &[Stmt]) -> Kind {
+        if has_barrier_stmt(s)
+            || escapes(s)
+            || (returns(s) && (!top || rest.iter().any(has_barrier_stmt)))
+        {
+            return Kind::Structural;
+        }
+        match s {
+            Stmt::Local(l) if l.init.as_ref().is_some_and(|i| i.diverge.is_none()) => {
+                let names = bound_names(&l.pat);
+                let plain = matches!(&l.pat, Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none())
+                    || matches!(&l.pat, Pat::Type(t) if matches!(&*t.pat, Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none()));
+                let init = &l.init.as_ref().expect("checked").expr;
+                if plain && names.iter().all(|n| !self.varying.contains(n)) && self.is_uniform(init)
+                {
+                    Kind::Group
+                } else {
+                    Kind::Item
+                }
+            }
+            Stmt::Expr(e, Some(_)) => match assign_target(e) {
+                Some((target, rhs)) if !self.varying.contains(&target) && self.is_uniform(rhs) => {
+                    Kind::Group
+                }
+                _ => Kind::Item,
+            },
+            _ => Kind::Item,
+        }
+    }
+
+    /// One round of the uniformity fixpoint over a group-level block.
+    fn mark(&mut self, stmts: &[Stmt], top: bool) -> syn::Result<()> {
+        for (i, s) in stmts.iter().enumerate() {
+            match self.kind(s, top, &stmts[i + 1..]) {
+                Kind::Structural => self.mark_structural(s)?,
+                Kind::Group => {}
+                Kind::Item => {
+                    let mut w = Writes::default();
+                    w.visit_stmt(s);
+                    self.varying.extend(w.names);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mark_structural(&mut self, s: &Stmt) -> syn::Result<()> {
+        let Stmt::Expr(e, _) = s else { return Ok(()) };
+        match e {
+            Expr::If(i) => {
+                self.mark(&i.then_branch.stmts, false)?;
+                let mut els = i.else_branch.as_ref().map(|(_, e)| &**e);
+                while let Some(e) = els {
+                    match e {
+                        Expr::If(i) => {
+                            self.mark(&i.then_branch.stmts, false)?;
+                            els = i.else_branch.as_ref().map(|(_, e)| &**e);
+                        }
+                        Expr::Block(b) => {
+                            self.mark(&b.block.stmts, false)?;
+                            els = None;
+                        }
+                        _ => els = None,
+                    }
+                }
+            }
+            Expr::ForLoop(f) => {
+                if !self.is_uniform(&f.expr) {
+                    self.varying.extend(bound_names(&f.pat));
+                }
+                self.mark(&f.body.stmts, false)?;
+            }
+            Expr::While(w) => self.mark(&w.body.stmts, false)?,
+            Expr::Loop(l) => self.mark(&l.body.stmts, false)?,
+            Expr::Block(b) => self.mark(&b.block.stmts, false)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn new_run(&mut self, stmts: Vec<Stmt>) -> Node {
+        let id = self.next_run;
+        self.next_run += 1;
+        let mut r = Refs::default();
+        for s in &stmts {
+            r.visit_stmt(s);
+        }
+        self.refs_of_run.insert(id, r.names);
+        Node::Run { stmts, id }
+    }
+
+    /// A uniform condition that references work-item values through `uniform(..)` is
+    /// evaluated in a work-item's context: it counts as a run of its own for liveness.
+    fn note_condition(&mut self, cond: &Expr) {
+        let mut r = Refs::default();
+        r.visit_expr(cond);
+        if r.names.iter().any(|n| self.varying.contains(n)) {
+            let id = self.next_run;
+            self.next_run += 1;
+            self.refs_of_run.insert(id, r.names);
+        }
+    }
+
+    fn build(&mut self, stmts: &[Stmt], top: bool) -> syn::Result<Vec<Node>> {
+        let mut nodes = Vec::new();
+        let mut run: Vec<Stmt> = Vec::new();
+        let mut hoisted: Vec<Stmt> = Vec::new();
+        macro_rules! flush {
+            () => {
+                nodes.extend(hoisted.drain(..).map(Node::Group));
+                if !run.is_empty() {
+                    let r = self.new_run(std::mem::take(&mut run));
+                    nodes.push(r);
+                }
+            };
+        }
+        for (i, s) in stmts.iter().enumerate() {
+            match self.kind(s, top, &stmts[i + 1..]) {
+                Kind::Item => run.push(s.clone()),
+                Kind::Group => {
+                    let pure_let = matches!(s, Stmt::Local(l) if l.init.as_ref().is_some_and(|i| pure(&i.expr, self.body, self.params)));
+                    if pure_let && !run.is_empty() {
+                        hoisted.push(s.clone());
+                    } else {
+                        flush!();
+                        nodes.push(Node::Group(s.clone()));
+                    }
+                }
+                Kind::Structural => {
+                    flush!();
+                    if let Some(n) = self.structural(s)? {
+                        nodes.push(n);
+                    }
+                }
+            }
+        }
+        flush!();
+        Ok(nodes)
+    }
+
+    fn require_uniform(&self, cond: &Expr, what: &str) -> syn::Result<()> {
+        if self.is_uniform(cond) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                cond.span(),
+                format!(
+                    "{what} under a condition that differs between work-items: every work-item \
+                     of a group must reach the same barriers (if the condition is the same for \
+                     the whole group, say so with `uniform(..)`)"
+                ),
+            ))
+        }
+    }
+
+    fn structural(&mut self, s: &Stmt) -> syn::Result<Option<Node>> {
+        let what = if has_barrier_stmt(s) {
+            "barrier()"
+        } else {
+            "a jump out of a loop with a barrier, or a return before one,"
+        };
+        let e = match s {
+            Stmt::Expr(e, _) => e,
+            Stmt::Local(l) => {
+                return Err(Error::new(
+                    l.span(),
+                    "barrier() inside a `let`'s value is not supported: call it as a statement",
+                ));
+            }
+            Stmt::Macro(m) => {
+                return Err(Error::new(
+                    m.span(),
+                    "barrier() inside a macro is not supported: call it as a statement",
+                ));
+            }
+            Stmt::Item(i) => return Err(Error::new(i.span(), "unexpected item")),
+        };
+        match e {
+            Expr::Call(c) if call_name(c).as_deref() == Some("barrier") => Ok(None),
+            Expr::If(_) => Ok(Some(self.if_node(e, what)?)),
+            Expr::ForLoop(f) => {
+                self.require_uniform(&f.expr, what)?;
+                if !matches!(&*f.pat, Pat::Ident(p) if p.subpat.is_none())
+                    && !matches!(&*f.pat, Pat::Wild(_))
+                {
+                    return Err(Error::new(
+                        f.pat.span(),
+                        "a loop with a barrier binds a plain name (`for i in a..b`)",
+                    ));
+                }
+                let body = self.build(&f.body.stmts, false)?;
+                Ok(Some(Node::For {
+                    label: f.label.clone(),
+                    pat: (*f.pat).clone(),
+                    iter: (*f.expr).clone(),
+                    body,
+                }))
+            }
+            Expr::While(w) => {
+                if matches!(&*w.cond, Expr::Let(_)) {
+                    return Err(Error::new(
+                        w.cond.span(),
+                        "`while let` around a barrier is not supported: use `loop` and `if`",
+                    ));
+                }
+                self.require_uniform(&w.cond, what)?;
+                self.note_condition(&w.cond);
+                let body = self.build(&w.body.stmts, false)?;
+                Ok(Some(Node::While {
+                    label: w.label.clone(),
+                    cond: (*w.cond).clone(),
+                    body,
+                }))
+            }
+            Expr::Loop(l) => {
+                let body = self.build(&l.body.stmts, false)?;
+                Ok(Some(Node::Loop {
+                    label: l.label.clone(),
+                    body,
+                }))
+            }
+            Expr::Block(b) if b.label.is_none() => {
+                Ok(Some(Node::Block(self.build(&b.block.stmts, false)?)))
+            }
+            Expr::Break(_) | Expr::Continue(_) | Expr::Return(_) => {
+                if let Expr::Break(b) = e
+                    && b.expr.is_some()
+                {
+                    return Err(Error::new(
+                        b.span(),
+                        "`break` with a value out of a loop with a barrier is not supported",
+                    ));
+                }
+                if let Expr::Return(r) = e
+                    && r.expr.is_some()
+                {
+                    return Err(Error::new(r.span(), "a kernel returns nothing"));
+                }
+                Ok(Some(Node::Jump(s.clone())))
+            }
+            Expr::Unsafe(u) => Err(Error::new(
+                u.span(),
+                "barrier() inside an `unsafe` block is not supported: end the block before the barrier",
+            )),
+            Expr::Match(m) => Err(Error::new(
+                m.match_token.span(),
+                "barrier() (or a jump out of a loop with one) inside `match` is not supported: use `if`",
+            )),
+            other => Err(Error::new(
+                other.span(),
+                "barrier() inside an expression is not supported: call it as a statement (in \
+                 `if`, `for`, `while`, `loop` or a block)",
+            )),
+        }
+    }
+
+    fn if_node(&mut self, e: &Expr, what: &str) -> syn::Result<Node> {
+        let Expr::If(i) = e else { unreachable!() };
+        if matches!(&*i.cond, Expr::Let(_)) {
+            return Err(Error::new(
+                i.cond.span(),
+                "`if let` around a barrier is not supported: use a condition",
+            ));
+        }
+        self.require_uniform(&i.cond, what)?;
+        self.note_condition(&i.cond);
+        let then = self.build(&i.then_branch.stmts, false)?;
+        let els = match i.else_branch.as_ref().map(|(_, e)| &**e) {
+            None => None,
+            Some(Expr::If(_)) => Some(Box::new(Else::If(
+                self.if_node(&i.else_branch.as_ref().expect("some").1, what)?,
+            ))),
+            Some(Expr::Block(b)) => Some(Box::new(Else::Block(self.build(&b.block.stmts, false)?))),
+            Some(other) => return Err(Error::new(other.span(), "unexpected else branch")),
+        };
+        Ok(Node::If {
+            cond: (*i.cond).clone(),
+            then,
+            els,
+        })
+    }
+
+    /// Whether `e` is cheap enough to recompute in each run that needs it: literals,
+    /// work-item functions, scalars and immutable uniform variables, already recomputed
+    /// variables, and arithmetic on them.
+    fn cheap(&self, e: &Expr, recomputed: &[String]) -> bool {
+        match e {
+            Expr::Lit(_) => true,
+            Expr::Paren(p) => self.cheap(&p.expr, recomputed),
+            Expr::Group(g) => self.cheap(&g.expr, recomputed),
+            Expr::Cast(c) => self.cheap(&c.expr, recomputed),
+            Expr::Unary(u) => {
+                matches!(u.op, UnOp::Neg(_) | UnOp::Not(_)) && self.cheap(&u.expr, recomputed)
+            }
+            Expr::Binary(b) => {
+                !is_assign_op(&b.op)
+                    && self.cheap(&b.left, recomputed)
+                    && self.cheap(&b.right, recomputed)
+            }
+            Expr::Call(c) => match call_name(c) {
+                Some(n)
+                    if VARYING_INTRINSICS.contains(&n.as_str())
+                        || UNIFORM_INTRINSICS.contains(&n.as_str()) =>
+                {
+                    c.args.iter().all(|a| self.cheap(a, recomputed))
+                }
+                _ => false,
+            },
+            Expr::Path(p) => {
+                let Some(id) = p.path.get_ident() else {
+                    return true;
+                };
+                let n = id.to_string();
+                if recomputed.contains(&n) {
+                    return true;
+                }
+                if let Some(v) = self.body.vars.get(&n) {
+                    return !self.varying.contains(&n) && !v.mutable;
+                }
+                // A parameter: a scalar is cheap, a buffer or local array is not an operand.
+                self.params
+                    .iter()
+                    .any(|p| p.name == *id && matches!(p.kind, ParamKind::Scalar))
+                    || !self.params.iter().any(|p| p.name == *id)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `e` reads nothing that changes while the kernel runs: no local array, no written
+/// buffer, no macro (a uniform `let` of such an expression may move ahead of the work-item
+/// loop that precedes it).
+fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
+    struct P<'a> {
+        mutable: HashSet<String>,
+        pure: bool,
+        _b: &'a (),
+    }
+    impl<'v> Visit<'v> for P<'_> {
+        fn visit_expr_path(&mut self, p: &'v syn::ExprPath) {
+            if let Some(id) = p.path.get_ident()
+                && self.mutable.contains(&id.to_string())
+            {
+                self.pure = false;
+            }
+        }
+        fn visit_macro(&mut self, _: &'v syn::Macro) {
+            self.pure = false;
+        }
+        fn visit_expr_method_call(&mut self, m: &'v syn::ExprMethodCall) {
+            self.pure = false;
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'v syn::ExprCall) {
+            match call_name(c) {
+                Some(n) if UNIFORM_INTRINSICS.contains(&n.as_str()) => {}
+                _ => self.pure = false,
+            }
+            visit::visit_expr_call(self, c);
+        }
+    }
+    let mut mutable: HashSet<String> = body
+        .local_arrays
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    mutable.extend(
+        params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Written { .. } | ParamKind::Local))
+            .map(|p| p.name.to_string()),
+    );
+    mutable.extend(
+        body.vars
+            .iter()
+            .filter(|(_, v)| v.mutable)
+            .map(|(n, _)| n.clone()),
+    );
+    let mut p = P {
+        mutable,
+        pure: true,
+        _b: &(),
+    };
+    p.visit_expr(e);
+    p.pure
+}
+
+fn is_assign_op(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::BitXorAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+    )
+}
+
+/// `x = e` or `x op= e` of a plain variable: its name and `e`.
+fn assign_target(e: &Expr) -> Option<(String, &Expr)> {
+    let (left, right) = match e {
+        Expr::Assign(a) => (&*a.left, &*a.right),
+        Expr::Binary(b) if is_assign_op(&b.op) => (&*b.left, &*b.right),
+        _ => return None,
+    };
+    match left {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| (i.to_string(), right)),
+        _ => None,
+    }
+}
+
+/// Uniformity of an expression: nothing that depends on the local id.
+struct Uniformity<'v> {
+    varying: &'v HashSet<String>,
+    uniform: bool,
+}
+
+impl<'a> Visit<'a> for Uniformity<'_> {
+    fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+        match call_name(c).as_deref() {
+            Some("uniform") => return,
+            Some(n) if VARYING_INTRINSICS.contains(&n) => self.uniform = false,
+            _ => {}
+        }
+        visit::visit_expr_call(self, c);
+    }
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if let Some(id) = p.path.get_ident()
+            && self.varying.contains(&id.to_string())
+        {
+            self.uniform = false;
+        }
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        match macro_args(m) {
+            Some(args) => args.iter().for_each(|a| self.visit_expr(a)),
+            None => self.uniform = false,
+        }
+    }
+    fn visit_item(&mut self, _: &'a syn::Item) {}
+}
+
+/// The variables a statement run per work-item may change: those it binds, assigns, borrows
+/// mutably or calls a method on.
+#[derive(Default)]
+struct Writes {
+    names: HashSet<String>,
+}
+
+fn root_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        Expr::Index(i) => root_name(&i.expr),
+        Expr::Field(f) => root_name(&f.base),
+        Expr::Paren(p) => root_name(&p.expr),
+        Expr::Unary(u) if matches!(u.op, UnOp::Deref(_)) => root_name(&u.expr),
+        _ => None,
+    }
+}
+
+impl<'a> Visit<'a> for Writes {
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        self.names.insert(p.ident.to_string());
+        visit::visit_pat_ident(self, p);
+    }
+    fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
+        if let Some(n) = root_name(&a.left) {
+            self.names.insert(n);
+        }
+        visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'a syn::ExprBinary) {
+        if is_assign_op(&b.op)
+            && let Some(n) = root_name(&b.left)
+        {
+            self.names.insert(n);
+        }
+        visit::visit_expr_binary(self, b);
+    }
+    fn visit_expr_reference(&mut self, r: &'a syn::ExprReference) {
+        if r.mutability.is_some()
+            && let Some(n) = root_name(&r.expr)
+        {
+            self.names.insert(n);
+        }
+        visit::visit_expr_reference(self, r);
+    }
+    fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+        if let Some(n) = root_name(&m.receiver) {
+            self.names.insert(n);
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        if let Some(args) = macro_args(m) {
+            args.iter().for_each(|a| self.visit_expr(a));
+        }
+    }
+    fn visit_item(&mut self, _: &'a syn::Item) {}
+}
+
+/// The names an expression or statement references or binds.
+#[derive(Default)]
+pub(crate) struct Refs {
+    pub(crate) names: HashSet<String>,
+}
+
+impl<'a> Visit<'a> for Refs {
+    fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+        if let Some(id) = p.path.get_ident() {
+            self.names.insert(id.to_string());
+        }
+    }
+    fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+        self.names.insert(p.ident.to_string());
+        visit::visit_pat_ident(self, p);
+    }
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        if let Some(args) = macro_args(m) {
+            args.iter().for_each(|a| self.visit_expr(a));
+        }
+    }
+    fn visit_item(&mut self, _: &'a syn::Item) {}
+}
+
+fn bound_names(p: &Pat) -> Vec<String> {
+    let mut r = Refs::default();
+    r.visit_pat(p);
+    r.names.into_iter().collect()
+}
+
+/// The body's bindings in the order it binds them.
+fn declaration_order(stmts: &[Stmt]) -> Vec<String> {
+    #[derive(Default)]
+    struct Order(Vec<String>);
+    impl<'a> Visit<'a> for Order {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.push(p.ident.to_string());
+            visit::visit_pat_ident(self, p);
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            if let Some(args) = macro_args(m) {
+                args.iter().for_each(|a| self.visit_expr(a));
+            }
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut o = Order::default();
+    for s in stmts {
+        o.visit_stmt(s);
+    }
+    let mut seen = HashSet::new();
+    o.0.retain(|n| seen.insert(n.clone()));
+    o.0
+}
+
+pub(crate) fn has_barrier_stmt(s: &Stmt) -> bool {
+    let mut f = FindCall {
+        name: "barrier",
+        found: false,
+    };
+    f.visit_stmt(s);
+    f.found
+}
+
+fn returns(s: &Stmt) -> bool {
+    struct R(bool);
+    impl<'a> Visit<'a> for R {
+        fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
+            self.0 = true;
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut r = R(false);
+    r.visit_stmt(s);
+    r.0
+}
+
+/// Whether `s` holds a `break` or `continue` that leaves it (to a loop around it).
+fn escapes(s: &Stmt) -> bool {
+    struct E {
+        loops: usize,
+        labels: Vec<String>,
+        escapes: bool,
+    }
+    impl E {
+        fn in_loop(&mut self, label: &Option<Label>, f: impl FnOnce(&mut Self)) {
+            self.loops += 1;
+            if let Some(l) = label {
+                self.labels.push(l.name.ident.to_string());
+            }
+            f(self);
+            if label.is_some() {
+                self.labels.pop();
+            }
+            self.loops -= 1;
+        }
+        fn jump(&mut self, label: &Option<syn::Lifetime>) {
+            match label {
+                Some(l) => {
+                    if !self.labels.contains(&l.ident.to_string()) {
+                        self.escapes = true;
+                    }
+                }
+                None => {
+                    if self.loops == 0 {
+                        self.escapes = true;
+                    }
+                }
+            }
+        }
+    }
+    impl<'a> Visit<'a> for E {
+        fn visit_expr_for_loop(&mut self, f: &'a syn::ExprForLoop) {
+            self.visit_expr(&f.expr);
+            self.in_loop(&f.label, |e| e.visit_block(&f.body));
+        }
+        fn visit_expr_while(&mut self, w: &'a syn::ExprWhile) {
+            self.in_loop(&w.label, |e| {
+                e.visit_expr(&w.cond);
+                e.visit_block(&w.body)
+            });
+        }
+        fn visit_expr_loop(&mut self, l: &'a syn::ExprLoop) {
+            self.in_loop(&l.label, |e| e.visit_block(&l.body));
+        }
+        fn visit_expr_block(&mut self, b: &'a syn::ExprBlock) {
+            // A labeled block is a target of `break 'label` only.
+            if let Some(l) = &b.label {
+                self.labels.push(l.name.ident.to_string());
+                self.visit_block(&b.block);
+                self.labels.pop();
+            } else {
+                self.visit_block(&b.block);
+            }
+        }
+        fn visit_expr_break(&mut self, b: &'a syn::ExprBreak) {
+            self.jump(&b.label);
+            visit::visit_expr_break(self, b);
+        }
+        fn visit_expr_continue(&mut self, c: &'a syn::ExprContinue) {
+            self.jump(&c.label);
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut e = E {
+        loops: 0,
+        labels: Vec::new(),
+        escapes: false,
+    };
+    e.visit_stmt(s);
+    e.escapes
+}
+
+/// A `return` in work-item code ends only that work-item: it must come after the last
+/// barrier and the last statement run once per group.
+fn check_returns(nodes: &[Node]) -> syn::Result<()> {
+    fn walk(nodes: &[Node], last_allowed: bool) -> syn::Result<()> {
+        for (i, n) in nodes.iter().enumerate() {
+            let last = last_allowed && i + 1 == nodes.len();
+            match n {
+                Node::Run { stmts, .. } => {
+                    if !last {
+                        for s in stmts {
+                            if let Some(span) = return_span(s) {
+                                return Err(Error::new(
+                                    span,
+                                    "a `return` before a barrier (or before code that runs once \
+                                     per group): every work-item must reach every barrier; \
+                                     put the rest of the work-item's code under an `if` instead",
+                                ));
+                            }
+                        }
+                    }
+                }
+                Node::If { then, els, .. } => {
+                    walk(then, false)?;
+                    let mut e = els.as_deref();
+                    while let Some(x) = e {
+                        match x {
+                            Else::Block(b) => {
+                                walk(b, false)?;
+                                e = None;
+                            }
+                            Else::If(Node::If { then, els, .. }) => {
+                                walk(then, false)?;
+                                e = els.as_deref();
+                            }
+                            Else::If(_) => e = None,
+                        }
+                    }
+                }
+                Node::For { body, .. } | Node::While { body, .. } | Node::Loop { body, .. } => {
+                    walk(body, false)?
+                }
+                Node::Block(b) => walk(b, false)?,
+                Node::Group(_) | Node::Jump(_) => {}
+            }
+        }
+        Ok(())
+    }
+    walk(nodes, true)
+}
+
+fn return_span(s: &Stmt) -> Option<Span> {
+    struct R(Option<Span>);
+    impl<'a> Visit<'a> for R {
+        fn visit_expr_return(&mut self, r: &'a syn::ExprReturn) {
+            self.0.get_or_insert(r.span());
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut r = R(None);
+    r.visit_stmt(s);
+    r.0
+}
+
+fn count_runs(nodes: &[Node]) -> usize {
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Run { .. } => 1,
+            Node::If { then, els, .. } => {
+                count_runs(then)
+                    + match els.as_deref() {
+                        None => 0,
+                        Some(Else::Block(b)) => count_runs(b),
+                        Some(Else::If(n)) => count_runs(std::slice::from_ref(n)),
+                    }
+            }
+            Node::For { body, .. } | Node::While { body, .. } | Node::Loop { body, .. } => {
+                count_runs(body)
+            }
+            Node::Block(b) => count_runs(b),
+            Node::Group(_) | Node::Jump(_) => 0,
+        })
+        .sum()
+}
+
+/// Refuses a borrow of a variable kept per work-item: the borrow would outlive the work-item
+/// loop it was made in, or alias the slot.
+fn check_borrows(nodes: &[Node], expanded: &[String], body: &Body) -> syn::Result<()> {
+    struct B<'e> {
+        expanded: &'e [String],
+        err: Option<(Span, String)>,
+    }
+    impl<'a> Visit<'a> for B<'_> {
+        fn visit_expr_reference(&mut self, r: &'a syn::ExprReference) {
+            if let Some(n) = root_name(&r.expr)
+                && self.expanded.contains(&n)
+            {
+                self.err.get_or_insert((r.span(), n));
+            }
+            visit::visit_expr_reference(self, r);
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            if let Some(args) = macro_args(m) {
+                args.iter().for_each(|a| self.visit_expr(a));
+            }
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut b = B {
+        expanded,
+        err: None,
+    };
+    visit_nodes(nodes, &mut |s| b.visit_stmt(s));
+    match b.err {
+        Some((span, n)) => Err(Error::new(
+            span,
+            format!(
+                "a borrow of `{}`, a variable that lives across a barrier: each work-item's \
+                 value is kept in a slot between the work-item loops, which a borrow cannot \
+                 follow; copy the value instead",
+                body.vars[&n].original
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Calls `f` on every statement of every run.
+pub(crate) fn visit_nodes(nodes: &[Node], f: &mut impl FnMut(&Stmt)) {
+    for n in nodes {
+        match n {
+            Node::Run { stmts, .. } => stmts.iter().for_each(&mut *f),
+            Node::If { then, els, .. } => {
+                visit_nodes(then, f);
+                match els.as_deref() {
+                    None => {}
+                    Some(Else::Block(b)) => visit_nodes(b, f),
+                    Some(Else::If(n)) => visit_nodes(std::slice::from_ref(n), f),
+                }
+            }
+            Node::For { body, .. } | Node::While { body, .. } | Node::Loop { body, .. } => {
+                visit_nodes(body, f)
+            }
+            Node::Block(b) => visit_nodes(b, f),
+            Node::Group(_) | Node::Jump(_) => {}
+        }
+    }
+}
+
+/// Each written buffer's access kind, and checks that written buffers and local arrays are
+/// used only by indexing (and `len()`).
+fn written_kinds(body: &Body, params: &[Param]) -> syn::Result<HashMap<String, Written>> {
+    let written: HashSet<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Written { .. }))
+        .map(|p| p.name.to_string())
+        .collect();
+    let mut indexed: HashSet<String> = written.clone();
+    indexed.extend(
+        params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Local))
+            .map(|p| p.name.to_string()),
+    );
+    indexed.extend(body.local_arrays.iter().map(|l| l.name.to_string()));
+    struct W<'a> {
+        body: &'a Body,
+        indexed: &'a HashSet<String>,
+        kinds: HashMap<String, Written>,
+        err: Option<Error>,
+    }
+    impl W<'_> {
+        /// Whether index `e` is the work-item's own element: `Some(dim0)`.
+        fn own(&self, e: &Expr, depth: usize) -> Option<bool> {
+            match e {
+                Expr::Paren(p) => self.own(&p.expr, depth),
+                Expr::Call(c) => match call_name(c).as_deref() {
+                    Some("global_linear_id") => Some(false),
+                    Some("global_id") if matches!(&c.args[0], Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "0") => {
+                        Some(true)
+                    }
+                    _ => None,
+                },
+                Expr::Path(p) if depth < 8 => {
+                    let v = self.body.vars.get(&p.path.get_ident()?.to_string())?;
+                    if v.mutable || !v.plain_let {
+                        return None;
+                    }
+                    self.own(v.init.as_ref()?, depth + 1)
+                }
+                _ => None,
+            }
+        }
+    }
+    impl<'a> Visit<'a> for W<'_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            match e {
+                Expr::Index(i) => {
+                    if let Expr::Path(p) = &*i.expr
+                        && let Some(id) = p.path.get_ident()
+                        && self.indexed.contains(&id.to_string())
+                    {
+                        let name = id.to_string();
+                        if let Some(k) = self.kinds.get(&name).copied() {
+                            let next = match (k, self.own(&i.index, 0)) {
+                                (Written::Own { dim0 }, Some(d)) => {
+                                    Written::Own { dim0: dim0 || d }
+                                }
+                                _ => Written::Shared,
+                            };
+                            self.kinds.insert(name, next);
+                        }
+                        self.visit_expr(&i.index);
+                        return;
+                    }
+                    visit::visit_expr_index(self, i);
+                }
+                Expr::MethodCall(m)
+                    if matches!(&*m.receiver, Expr::Path(p) if p.path.get_ident().is_some_and(|id| self.indexed.contains(&id.to_string())))
+                        && (m.method == "len" || m.method == "is_empty")
+                        && m.args.is_empty() => {}
+                Expr::Path(p) => {
+                    if let Some(id) = p.path.get_ident()
+                        && self.indexed.contains(&id.to_string())
+                    {
+                        self.err.get_or_insert(Error::new(
+                            id.span(),
+                            format!(
+                                "`{id}` (local memory or a written buffer) is used only by \
+                                 indexing: `{id}[i]`, `{id}[i] = v`, `{id}[i] += v`, `{id}.len()`"
+                            ),
+                        ));
+                    }
+                }
+                _ => visit::visit_expr(self, e),
+            }
+        }
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            if let Some(args) = macro_args(m) {
+                args.iter().for_each(|a| self.visit_expr(a));
+            }
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut w = W {
+        body,
+        indexed: &indexed,
+        kinds: written
+            .iter()
+            .map(|n| (n.clone(), Written::Own { dim0: false }))
+            .collect(),
+        err: None,
+    };
+    for s in &body.stmts {
+        w.visit_stmt(s);
+    }
+    match w.err {
+        Some(e) => Err(e),
+        None => Ok(w.kinds),
+    }
+}

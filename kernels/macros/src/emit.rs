@@ -1,0 +1,762 @@
+//! Code generation: the work-group function (regions in work-item loops, control flow with
+//! barriers once per group, expanded variables in slots of the group's arena), the reference
+//! form (the body as written, one thread per work-item), and the kernel's item.
+
+use std::collections::HashSet;
+
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+use syn::visit_mut::{self, VisitMut};
+use syn::{BinOp, Expr, Ident, ItemFn, Stmt};
+
+use crate::analyze::{Analysis, Else, Node, Refs, Written};
+use crate::prepare::{Body, call_name, macro_args};
+use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
+
+pub(crate) fn emit(
+    f: &ItemFn,
+    params: &[Param],
+    body: &Body,
+    a: &Analysis,
+    krate: &Tokens,
+) -> Tokens {
+    let name = &f.sig.ident;
+    let name_str = name.to_string();
+    let vis = &f.vis;
+    let docs: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let others: Vec<_> = f
+        .attrs
+        .iter()
+        .filter(|a| !a.path().is_ident("doc"))
+        .collect();
+
+    let locals: HashSet<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Local))
+        .map(|p| p.name.to_string())
+        .chain(body.local_arrays.iter().map(|l| l.name.to_string()))
+        .collect();
+    let written: HashSet<String> = a.written.keys().cloned().collect();
+    let expanded: HashSet<String> = a.expanded.iter().cloned().collect();
+
+    // Parameters, as each form binds them.
+    let mut param_decls = Vec::new();
+    let mut ref_param_decls = Vec::new();
+    let mut param_list = Vec::new();
+    for p in params {
+        let (n, t, i) = (&p.name, &p.elem, p.index);
+        match &p.kind {
+            ParamKind::Read => {
+                param_list
+                    .push(quote!(#krate::__rt::Param::buffer::<#t>(#krate::__rt::Mode::Read)));
+                let d = quote!(let #n: &[#t] = __args.read::<#t>(#i););
+                param_decls.push(d.clone());
+                ref_param_decls.push(d);
+            }
+            ParamKind::Written { write_only } => {
+                let mode = if *write_only {
+                    quote!(Write)
+                } else {
+                    quote!(ReadWrite)
+                };
+                param_list
+                    .push(quote!(#krate::__rt::Param::buffer::<#t>(#krate::__rt::Mode::#mode)));
+                let d = match a.written[&n.to_string()] {
+                    Written::Own { dim0 } => {
+                        let check = dim0.then(|| {
+                            let msg = format!(
+                                "kernel '{name_str}' writes `{n}` at global_id(0), one element per work-item only in a launch of one dimension: launch it in one dimension, or index by global_linear_id()"
+                            );
+                            quote!(assert!(__grp.global_size(1) == 1 && __grp.global_size(2) == 1, #msg);)
+                        });
+                        quote! {
+                            #check
+                            // SAFETY: the macro checked that every index of this buffer in the
+                            // kernel is the work-item's own (its global linear id, or its global
+                            // id in a launch one item wide past dimension 0, checked above).
+                            let #n = unsafe { __args.owned_mut::<#t>(#i) };
+                        }
+                    }
+                    Written::Shared => quote!(let #n = __args.shared_mut::<#t>(#i);),
+                };
+                param_decls.push(d.clone());
+                ref_param_decls.push(d);
+            }
+            ParamKind::Local => {
+                param_list.push(quote!(#krate::__rt::Param::local::<#t>()));
+                param_decls.push(quote!(let #n = __args.local_array::<#t>(#i);));
+                ref_param_decls.push(
+                    quote!(let #n = #krate::__rt::OracleLocal::<#t>::new(__args.local_len(#i));),
+                );
+            }
+            ParamKind::Scalar => {
+                param_list.push(quote!(#krate::__rt::Param::scalar::<#t>()));
+                let d = quote!(let #n: #t = __args.scalar::<#t>(#i););
+                param_decls.push(d.clone());
+                ref_param_decls.push(d);
+            }
+        }
+        param_decls.push(quote!(let _ = &#n;));
+        ref_param_decls.push(quote!(let _ = &#n;));
+    }
+
+    // Local arrays and expanded variables, carved from the arena in the order the launch
+    // sized it.
+    let mut carve = Vec::new();
+    let mut ref_arrays = Vec::new();
+    let mut local_sizes = Vec::new();
+    for l in &body.local_arrays {
+        let (n, t, len) = (&l.name, &l.elem, &l.len);
+        carve.push(quote!(let #n = __carve.array::<#t>(#len); let _ = &#n;));
+        ref_arrays.push(quote!(let #n = #krate::__rt::OracleLocal::<#t>::new(#len); let _ = &#n;));
+        local_sizes.push(quote!(::core::mem::size_of::<#t>() * (#len)));
+    }
+    let mut slot_sizes = Vec::new();
+    let mut expanded_info = Vec::new();
+    for v in &a.expanded {
+        let var = &body.vars[v];
+        let t = var.ty.as_ref().expect("checked by the analysis");
+        let slot = slot_name(v);
+        carve.push(quote!(let #slot = __carve.array::<#t>(__items);));
+        slot_sizes.push(quote!(::core::mem::size_of::<#t>()));
+        let original = &var.original;
+        expanded_info.push(
+            quote!(#krate::Expanded { name: #original, bytes: ::core::mem::size_of::<#t>() }),
+        );
+    }
+    let carver = (!carve.is_empty()).then(|| quote!(let mut __carve = __args.scratch();));
+
+    let mut g = Gen {
+        a,
+        body,
+        locals: &locals,
+        written: &written,
+        expanded: &expanded,
+        krate,
+    };
+    let group_code = g.nodes(&a.nodes);
+    let mut ref_body: Vec<Stmt> = body.stmts.clone();
+    let mut rw = Rewrite::new(&g, Mode::Reference, 0);
+    for s in &mut ref_body {
+        rw.visit_stmt_mut(s);
+    }
+
+    let uniform_names: Vec<&str> = a
+        .uniform
+        .iter()
+        .map(|v| body.vars[v].original.as_str())
+        .collect();
+    let recomputed_names: Vec<&str> = a
+        .recomputed
+        .iter()
+        .map(|v| body.vars[v].original.as_str())
+        .collect();
+    let regions = a.regions;
+
+    quote! {
+        #(#docs)*
+        #(#others)*
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
+
+        impl #name {
+            /// What the `#[kernel]` macro made of this kernel.
+            #[allow(dead_code)]
+            pub const INFO: #krate::KernelInfo = #krate::KernelInfo {
+                name: #name_str,
+                regions: #regions,
+                expanded: &[#(#expanded_info),*],
+                bytes_per_item: 0 #(+ #slot_sizes)*,
+                uniform: &[#(#uniform_names),*],
+                recomputed: &[#(#recomputed_names),*],
+                local_bytes: 0 #(+ #local_sizes)*,
+            };
+
+            #[allow(unused_labels, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
+            fn __build() -> #krate::Kernel {
+                const LOCAL_ARRAYS: &[usize] = &[#(#local_sizes),*];
+                const EXPANDED: &[usize] = &[#(#slot_sizes),*];
+                #krate::Kernel::__compiled(
+                    &Self::INFO,
+                    ::std::vec![#(#param_list),*],
+                    LOCAL_ARRAYS,
+                    EXPANDED,
+                    |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
+                        #(#param_decls)*
+                        let __ls0 = __grp.local_size(0);
+                        let __ls1 = __grp.local_size(1);
+                        let __ls2 = __grp.local_size(2);
+                        let __items = __ls0 * __ls1 * __ls2;
+                        let [__gb0, __gb1, __gb2] = __grp.global_id([0, 0, 0]);
+                        let __glb = __grp.global_linear_id([0, 0, 0]);
+                        let __gs0 = __grp.global_size(0);
+                        let __gs1 = __grp.global_size(1);
+                        #carver
+                        #(#carve)*
+                        #group_code
+                    },
+                    |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
+                        #(#ref_param_decls)*
+                        #(#ref_arrays)*
+                        #krate::__rt::oracle_items(__grp, |__it: &#krate::__rt::ItemCtx<'_>| {
+                            #(#ref_body)*
+                        });
+                    },
+                )
+            }
+        }
+
+        impl ::core::ops::Deref for #name {
+            type Target = #krate::Kernel;
+            fn deref(&self) -> &#krate::Kernel {
+                static KERNEL: ::std::sync::OnceLock<#krate::Kernel> = ::std::sync::OnceLock::new();
+                KERNEL.get_or_init(#name::__build)
+            }
+        }
+    }
+}
+
+fn slot_name(v: &str) -> Ident {
+    format_ident!("__slot_{}", v)
+}
+
+struct Gen<'g> {
+    a: &'g Analysis,
+    body: &'g Body,
+    locals: &'g HashSet<String>,
+    written: &'g HashSet<String>,
+    expanded: &'g HashSet<String>,
+    krate: &'g Tokens,
+}
+
+impl Gen<'_> {
+    fn nodes(&mut self, nodes: &[Node]) -> Tokens {
+        let mut out = Tokens::new();
+        for n in nodes {
+            out.extend(self.node(n));
+        }
+        out
+    }
+
+    fn group_expr(&self, e: &Expr) -> Tokens {
+        let mut e = e.clone();
+        Rewrite::new(self, Mode::Group, 0).visit_expr_mut(&mut e);
+        e.to_token_stream()
+    }
+
+    fn node(&mut self, n: &Node) -> Tokens {
+        match n {
+            Node::Run { stmts, id } => self.run(stmts, *id),
+            Node::Group(s) => {
+                let mut s = s.clone();
+                Rewrite::new(self, Mode::Group, 0).visit_stmt_mut(&mut s);
+                s.to_token_stream()
+            }
+            Node::If { .. } => self.if_node(n),
+            Node::For {
+                label,
+                pat,
+                iter,
+                body,
+            } => {
+                let iter = self.group_expr(iter);
+                let body = self.nodes(body);
+                quote!(#label for #pat in #iter { #body })
+            }
+            Node::While { label, cond, body } => {
+                let cond = self.group_expr(cond);
+                let body = self.nodes(body);
+                quote!(#label while #cond { #body })
+            }
+            Node::Loop { label, body } => {
+                let body = self.nodes(body);
+                quote!(#label loop { #body })
+            }
+            Node::Block(b) => {
+                let b = self.nodes(b);
+                quote!({ #b })
+            }
+            Node::Jump(s) => s.to_token_stream(),
+        }
+    }
+
+    fn if_node(&mut self, n: &Node) -> Tokens {
+        let Node::If { cond, then, els } = n else {
+            unreachable!()
+        };
+        let cond = self.group_expr(cond);
+        let then = self.nodes(then);
+        let els = match els.as_deref() {
+            None => Tokens::new(),
+            Some(Else::Block(b)) => {
+                let b = self.nodes(b);
+                quote!(else { #b })
+            }
+            Some(Else::If(n)) => {
+                let n = self.if_node(n);
+                quote!(else #n)
+            }
+        };
+        quote!(if #cond { #then } #els)
+    }
+
+    /// The statements recomputing what `names` needs of the recomputed variables (in their
+    /// declaration order, dependences first), skipping those bound in `bound`.
+    fn recompute(&self, names: &HashSet<String>, bound: &HashSet<String>) -> Tokens {
+        let mut need: HashSet<String> = names
+            .iter()
+            .filter(|n| self.a.recomputed.contains(n) && !bound.contains(*n))
+            .cloned()
+            .collect();
+        // Dependences of recomputed variables on others.
+        loop {
+            let before = need.len();
+            for v in need.clone() {
+                if let Some(init) = &self.body.vars[&v].init {
+                    let mut r = Refs::default();
+                    r.visit_expr(init);
+                    need.extend(
+                        r.names
+                            .into_iter()
+                            .filter(|n| self.a.recomputed.contains(n) && !bound.contains(n)),
+                    );
+                }
+            }
+            if need.len() == before {
+                break;
+            }
+        }
+        let mut out = Tokens::new();
+        for v in &self.a.recomputed {
+            if !need.contains(v) {
+                continue;
+            }
+            let var = &self.body.vars[v];
+            let mut init = var.init.clone().expect("recomputed variables have a value");
+            Rewrite::new(self, Mode::Item, 0).visit_expr_mut(&mut init);
+            let id = Ident::new(v, var.span);
+            let ty = var.ty.as_ref().map(|t| quote!(: #t));
+            out.extend(quote!(let #id #ty = #init;));
+        }
+        out
+    }
+
+    fn run(&mut self, stmts: &[Stmt], id: usize) -> Tokens {
+        let mut bound = Refs::default();
+        let mut binds = HashSet::new();
+        for s in stmts {
+            bound.visit_stmt(s);
+            collect_bound(s, &mut binds);
+        }
+        let recompute = self.recompute(&self.a.refs_of_run[&id], &binds);
+        let mut body = Vec::new();
+        for s in stmts {
+            let mut s = s.clone();
+            Rewrite::new(self, Mode::Item, 0).visit_stmt_mut(&mut s);
+            body.push(s);
+        }
+        quote! {
+            for __lz in 0..__ls2 {
+                for __ly in 0..__ls1 {
+                    '__item: for __lx in 0..__ls0 {
+                        let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                        #recompute
+                        #(#body)*
+                    }
+                }
+            }
+        }
+    }
+
+    /// `uniform(c)` at group level: `c` for the group's first work-item, checked against every
+    /// work-item's in debug builds.
+    fn uniform_at_group(&self, c: &Expr) -> Tokens {
+        let mut refs = Refs::default();
+        refs.visit_expr(c);
+        let recompute = self.recompute(&refs.names, &HashSet::new());
+        let mut c = c.clone();
+        Rewrite::new(self, Mode::Item, 0).visit_expr_mut(&mut c);
+        let msg = "uniform(..): the condition differs between work-items of group";
+        quote! {{
+            let __first = {
+                let (__lx, __ly, __lz, __l) = (0usize, 0usize, 0usize, 0usize);
+                #recompute
+                #c
+            };
+            if cfg!(debug_assertions) {
+                for __lz in 0..__ls2 {
+                    for __ly in 0..__ls1 {
+                        for __lx in 0..__ls0 {
+                            let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                            #recompute
+                            assert!(#c == __first, "{} {:?}: work-item {:?}", #msg,
+                                [__grp.group_id(0), __grp.group_id(1), __grp.group_id(2)], [__lx, __ly, __lz]);
+                        }
+                    }
+                }
+            }
+            __first
+        }}
+    }
+}
+
+fn collect_bound(s: &Stmt, out: &mut HashSet<String>) {
+    struct B<'o>(&'o mut HashSet<String>);
+    impl<'a> Visit<'a> for B<'_> {
+        fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
+            self.0.insert(p.ident.to_string());
+            syn::visit::visit_pat_ident(self, p);
+        }
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    B(out).visit_stmt(s);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Work-item code of the work-group function (inside the work-item loops).
+    Item,
+    /// Code run once per group.
+    Group,
+    /// The reference form's body (one thread per work-item).
+    Reference,
+}
+
+/// Rewrites work-item functions, accesses to local memory and written buffers, and (in work-
+/// item code) the variables kept per work-item.
+struct Rewrite<'r, 'g> {
+    g: &'r Gen<'g>,
+    mode: Mode,
+    /// Barrier sites numbered in the reference form.
+    next_site: u32,
+}
+
+/// A place an assignment writes: an element of an indexed array, or an expanded variable.
+enum Root {
+    Elem { array: Ident, index: Expr },
+    Slot(String),
+}
+
+impl<'r, 'g> Rewrite<'r, 'g> {
+    fn new(g: &'r Gen<'g>, mode: Mode, first_site: u32) -> Self {
+        Rewrite {
+            g,
+            mode,
+            next_site: first_site,
+        }
+    }
+
+    fn is_indexed(&self, name: &str) -> bool {
+        self.g.locals.contains(name) || self.g.written.contains(name)
+    }
+
+    fn is_slot(&self, name: &str) -> bool {
+        self.mode == Mode::Item && self.g.expanded.contains(name)
+    }
+
+    /// Finds the root of place `e` and replaces it by `__t`.
+    fn take_root(&self, e: &mut Expr) -> Option<Root> {
+        match e {
+            Expr::Index(i) => {
+                if let Expr::Path(p) = &*i.expr
+                    && let Some(id) = p.path.get_ident()
+                    && self.is_indexed(&id.to_string())
+                {
+                    let root = Root::Elem {
+                        array: id.clone(),
+                        index: (*i.index).clone(),
+                    };
+                    *e = syn::parse_quote!(__t);
+                    return Some(root);
+                }
+                self.take_root(&mut i.expr)
+            }
+            Expr::Field(f) => self.take_root(&mut f.base),
+            Expr::Paren(p) => self.take_root(&mut p.expr),
+            Expr::Path(p) => {
+                let id = p.path.get_ident()?;
+                if self.is_slot(&id.to_string()) {
+                    let root = Root::Slot(id.to_string());
+                    *e = syn::parse_quote!(__t);
+                    return Some(root);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// `left op= right` (`op` None: `=`) with `left` rooted in an array element or slot.
+    fn assign(
+        &mut self,
+        left: &Expr,
+        op: Option<&BinOp>,
+        right: &Expr,
+        span: Span,
+    ) -> Option<Expr> {
+        let mut lhs = left.clone();
+        let root = self.take_root(&mut lhs)?;
+        let mut right = right.clone();
+        self.visit_expr_mut(&mut right);
+        let simple = matches!(lhs, Expr::Path(ref p) if p.path.is_ident("__t")) && op.is_none();
+        let (get, set): (Tokens, Box<dyn Fn(Tokens) -> Tokens>) = match root {
+            Root::Elem { array, mut index } => {
+                self.visit_expr_mut(&mut index);
+                if simple {
+                    return Some(syn::parse_quote_spanned!(span=> #array.set(#index, #right)));
+                }
+                let a2 = array.clone();
+                (
+                    quote!(let __i = #index; let mut __t = #array.get(__i);),
+                    Box::new(move |v| quote!(#a2.set(__i, #v))),
+                )
+            }
+            Root::Slot(v) => {
+                let slot = slot_name(&v);
+                if simple {
+                    return Some(syn::parse_quote_spanned!(span=> #slot.set(__l, #right)));
+                }
+                let s2 = slot.clone();
+                (
+                    quote!(let mut __t = #slot.get(__l);),
+                    Box::new(move |v| quote!(#s2.set(__l, #v))),
+                )
+            }
+        };
+        let op = match op {
+            Some(op) => op.to_token_stream(),
+            None => quote!(=),
+        };
+        let store = set(quote!(__t));
+        Some(syn::parse_quote_spanned!(span=> {
+            let __v = #right;
+            #get
+            #lhs #op __v;
+            #store
+        }))
+    }
+
+    fn intrinsic(&mut self, name: &str, c: &syn::ExprCall) -> Expr {
+        let span = c.span();
+        let mut args: Vec<Expr> = c.args.iter().cloned().collect();
+        for a in &mut args {
+            self.visit_expr_mut(a);
+        }
+        let krate = self.g.krate;
+        if self.mode == Mode::Reference {
+            let f = Ident::new(name, span);
+            return match name {
+                "barrier" => {
+                    let site = self.next_site;
+                    self.next_site += 1;
+                    syn::parse_quote_spanned!(span=> __it.barrier(#site))
+                }
+                "uniform" => {
+                    let c = &args[0];
+                    syn::parse_quote_spanned!(span=> (#c))
+                }
+                _ => syn::parse_quote_spanned!(span=> __it.#f(#(#args),*)),
+            };
+        }
+        let lit = |e: &Expr| match e {
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse::<usize>().ok(),
+            _ => None,
+        };
+        match name {
+            "barrier" => syn::parse_quote_spanned!(span=> ()),
+            "uniform" => {
+                if self.mode == Mode::Group {
+                    let t = self.g.uniform_at_group(&c.args[0]);
+                    syn::parse_quote_spanned!(span=> #t)
+                } else {
+                    let c = &args[0];
+                    syn::parse_quote_spanned!(span=> (#c))
+                }
+            }
+            "work_dim" => syn::parse_quote_spanned!(span=> __grp.dims()),
+            n if UNIFORM_INTRINSICS.contains(&n) => {
+                let f = Ident::new(n, span);
+                let d = &args[0];
+                syn::parse_quote_spanned!(span=> __grp.#f(#d))
+            }
+            "local_id" => match lit(&args[0]) {
+                Some(0) => syn::parse_quote_spanned!(span=> __lx),
+                Some(1) => syn::parse_quote_spanned!(span=> __ly),
+                Some(2) => syn::parse_quote_spanned!(span=> __lz),
+                _ => {
+                    let d = &args[0];
+                    syn::parse_quote_spanned!(span=> #krate::__rt::pick3([__lx, __ly, __lz], #d, 0))
+                }
+            },
+            "global_id" => match lit(&args[0]) {
+                Some(0) => syn::parse_quote_spanned!(span=> (__gb0 + __lx)),
+                Some(1) => syn::parse_quote_spanned!(span=> (__gb1 + __ly)),
+                Some(2) => syn::parse_quote_spanned!(span=> (__gb2 + __lz)),
+                _ => {
+                    let d = &args[0];
+                    syn::parse_quote_spanned!(span=> #krate::__rt::pick3([__gb0 + __lx, __gb1 + __ly, __gb2 + __lz], #d, 0))
+                }
+            },
+            "global_linear_id" => {
+                syn::parse_quote_spanned!(span=> (__glb + __lx + __gs0 * (__ly + __gs1 * __lz)))
+            }
+            "local_linear_id" => syn::parse_quote_spanned!(span=> __l),
+            other => {
+                debug_assert!(!VARYING_INTRINSICS.contains(&other));
+                syn::parse_quote_spanned!(span=> ())
+            }
+        }
+    }
+}
+
+impl VisitMut for Rewrite<'_, '_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        let span = e.span();
+        match e {
+            Expr::Call(c) => {
+                if let Some(name) = call_name(c)
+                    && crate::is_intrinsic(&name)
+                {
+                    *e = self.intrinsic(&name, c);
+                    return;
+                }
+            }
+            Expr::Assign(asg) => {
+                if let Some(new) = self.assign(&asg.left.clone(), None, &asg.right.clone(), span) {
+                    *e = new;
+                    return;
+                }
+            }
+            Expr::Binary(b) if is_assign(&b.op) => {
+                if let Some(new) =
+                    self.assign(&b.left.clone(), Some(&b.op.clone()), &b.right.clone(), span)
+                {
+                    *e = new;
+                    return;
+                }
+            }
+            Expr::Index(i) => {
+                if let Expr::Path(p) = &*i.expr
+                    && let Some(id) = p.path.get_ident()
+                    && self.is_indexed(&id.to_string())
+                {
+                    let id = id.clone();
+                    let mut index = (*i.index).clone();
+                    self.visit_expr_mut(&mut index);
+                    *e = syn::parse_quote_spanned!(span=> #id.get(#index));
+                    return;
+                }
+            }
+            Expr::Path(p) => {
+                if let Some(id) = p.path.get_ident()
+                    && self.is_slot(&id.to_string())
+                {
+                    let slot = slot_name(&id.to_string());
+                    *e = syn::parse_quote_spanned!(span=> #slot.get(__l));
+                    return;
+                }
+            }
+            Expr::MethodCall(m) => {
+                if let Expr::Path(p) = &*m.receiver
+                    && let Some(id) = p.path.get_ident()
+                    && self.is_slot(&id.to_string())
+                {
+                    // A method may take `&mut self`: call it on a copy and store the copy back.
+                    let slot = slot_name(&id.to_string());
+                    let mut call = m.clone();
+                    *call.receiver = syn::parse_quote!(__t);
+                    for a in &mut call.args {
+                        self.visit_expr_mut(a);
+                    }
+                    *e = syn::parse_quote_spanned!(span=> {
+                        let mut __t = #slot.get(__l);
+                        let __r = #call;
+                        #slot.set(__l, __t);
+                        __r
+                    });
+                    return;
+                }
+            }
+            Expr::Return(r) if self.mode == Mode::Item => {
+                let _ = r;
+                *e = syn::parse_quote_spanned!(span=> continue '__item);
+                return;
+            }
+            _ => {}
+        }
+        visit_mut::visit_expr_mut(self, e);
+    }
+
+    fn visit_stmt_mut(&mut self, s: &mut Stmt) {
+        if self.mode == Mode::Item
+            && let Stmt::Local(l) = s
+        {
+            let name = match &l.pat {
+                syn::Pat::Ident(p) => Some(p.ident.to_string()),
+                syn::Pat::Type(t) => match &*t.pat {
+                    syn::Pat::Ident(p) => Some(p.ident.to_string()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(name) = name
+                && self.g.expanded.contains(&name)
+            {
+                let slot = slot_name(&name);
+                let lspan = l.span();
+                *s = match &mut l.init {
+                    Some(init) => {
+                        self.visit_expr_mut(&mut init.expr);
+                        let v = &init.expr;
+                        syn::parse_quote_spanned!(lspan=> #slot.set(__l, #v);)
+                    }
+                    None => syn::parse_quote!(;),
+                };
+                return;
+            }
+        }
+        visit_mut::visit_stmt_mut(self, s);
+    }
+
+    fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        if let Some(mut args) = macro_args(m) {
+            for a in args.iter_mut() {
+                self.visit_expr_mut(a);
+            }
+            m.tokens = args.to_token_stream();
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+fn is_assign(op: &BinOp) -> bool {
+    matches!(
+        op,
+        BinOp::AddAssign(_)
+            | BinOp::SubAssign(_)
+            | BinOp::MulAssign(_)
+            | BinOp::DivAssign(_)
+            | BinOp::RemAssign(_)
+            | BinOp::BitXorAssign(_)
+            | BinOp::BitAndAssign(_)
+            | BinOp::BitOrAssign(_)
+            | BinOp::ShlAssign(_)
+            | BinOp::ShrAssign(_)
+    )
+}
+
+#[allow(dead_code)]
+fn spanned(span: Span, t: Tokens) -> Tokens {
+    quote_spanned!(span=> #t)
+}
