@@ -179,7 +179,7 @@ pub(crate) fn emit(
                 local_bytes: 0 #(+ #local_sizes)*,
             };
 
-            #[allow(unused_labels, unused_variables, unused_mut, unused_braces, unused_parens, clippy::all)]
+            #[allow(unused_labels, unused_variables, unused_mut, unused_braces, unused_parens, non_snake_case, clippy::all)]
             fn __build() -> #krate::Kernel {
                 const LOCAL_ARRAYS: &[usize] = &[#(#local_sizes),*];
                 const EXPANDED: &[usize] = &[#(#slot_sizes),*];
