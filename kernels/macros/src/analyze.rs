@@ -54,7 +54,7 @@ pub(crate) enum Node {
 
 pub(crate) enum Else {
     Block(Vec<Node>),
-    If(Node),
+    If(Box<Node>),
 }
 
 /// How a written buffer's elements are reached.
@@ -238,7 +238,11 @@ impl Analyzer<'_> {
                 Kind::Item => {
                     let mut w = Writes::default();
                     w.visit_stmt(s);
-                    self.varying.extend(w.names);
+                    // Buffers and local arrays are not variables: writing an element of one
+                    // makes nothing vary.
+                    let vars = &self.body.vars;
+                    self.varying
+                        .extend(w.names.into_iter().filter(|n| vars.contains_key(n)));
                 }
             }
         }
@@ -468,9 +472,9 @@ impl Analyzer<'_> {
         let then = self.build(&i.then_branch.stmts, false)?;
         let els = match i.else_branch.as_ref().map(|(_, e)| &**e) {
             None => None,
-            Some(Expr::If(_)) => Some(Box::new(Else::If(
+            Some(Expr::If(_)) => Some(Box::new(Else::If(Box::new(
                 self.if_node(&i.else_branch.as_ref().expect("some").1, what)?,
-            ))),
+            )))),
             Some(Expr::Block(b)) => Some(Box::new(Else::Block(self.build(&b.block.stmts, false)?))),
             Some(other) => return Err(Error::new(other.span(), "unexpected else branch")),
         };
@@ -889,7 +893,10 @@ fn check_returns(nodes: &[Node]) -> syn::Result<()> {
                                 walk(b, false)?;
                                 e = None;
                             }
-                            Else::If(Node::If { then, els, .. }) => {
+                            Else::If(n) if matches!(**n, Node::If { .. }) => {
+                                let Node::If { then, els, .. } = &**n else {
+                                    unreachable!()
+                                };
                                 walk(then, false)?;
                                 e = els.as_deref();
                             }
@@ -1056,6 +1063,27 @@ fn written_kinds(body: &Body, params: &[Param]) -> syn::Result<HashMap<String, W
     impl<'a> Visit<'a> for W<'_> {
         fn visit_expr(&mut self, e: &'a Expr) {
             match e {
+                Expr::Reference(r)
+                    if root_name(&r.expr).is_some_and(|n| self.indexed.contains(&n)) =>
+                {
+                    let n = root_name(&r.expr).expect("checked");
+                    self.err.get_or_insert(Error::new(
+                        r.span(),
+                        format!(
+                            "a reference into `{n}` (local memory or a written buffer), which \
+                             is used only by indexing: copy the element (`{n}[i]`) instead"
+                        ),
+                    ));
+                }
+                Expr::Index(i)
+                    if matches!(&*i.index, Expr::Range(_))
+                        && root_name(&i.expr).is_some_and(|n| self.indexed.contains(&n)) =>
+                {
+                    self.err.get_or_insert(Error::new(
+                        i.span(),
+                        "local memory and written buffers are used only by indexing one element",
+                    ));
+                }
                 Expr::Index(i) => {
                     if let Expr::Path(p) = &*i.expr
                         && let Some(id) = p.path.get_ident()

@@ -396,7 +396,7 @@ impl Gen<'_> {
                         for __lx in 0..__ls0 {
                             let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
                             #recompute
-                            assert!(#c == __first, "{} {:?}: work-item {:?}", #msg,
+                            assert!((#c) == __first, "{} {:?}: work-item {:?}", #msg,
                                 [__grp.group_id(0), __grp.group_id(1), __grp.group_id(2)], [__lx, __ly, __lz]);
                         }
                     }
@@ -440,7 +440,7 @@ struct Rewrite<'r, 'g> {
 
 /// A place an assignment writes: an element of an indexed array, or an expanded variable.
 enum Root {
-    Elem { array: Ident, index: Expr },
+    Elem { array: Ident, index: Box<Expr> },
     Slot(String),
 }
 
@@ -471,7 +471,7 @@ impl<'r, 'g> Rewrite<'r, 'g> {
                 {
                     let root = Root::Elem {
                         array: id.clone(),
-                        index: (*i.index).clone(),
+                        index: i.index.clone(),
                     };
                     *e = syn::parse_quote!(__t);
                     return Some(root);

@@ -22,7 +22,74 @@ mod analyze;
 mod emit;
 mod prepare;
 
-/// Turns a kernel function into a kernel: see the `numatask-kernels` crate.
+/// Turns a function written as an OpenCL kernel into a kernel of `numatask-kernels`.
+///
+/// ```text
+/// #[kernel]
+/// pub fn reduce(input: &[f32], out: &mut [f32], scratch: Local<f32>) {
+///     let lid = local_id(0);
+///     scratch[lid] = input[global_id(0)];
+///     barrier();
+///     let mut s = local_size(0) / 2;
+///     while s > 0 {
+///         if lid < s {
+///             scratch[lid] += scratch[lid + s];
+///         }
+///         barrier();
+///         s /= 2;
+///     }
+///     if lid == 0 {
+///         out[group_id(0)] = scratch[0];
+///     }
+/// }
+/// // queue.launch(&reduce, NdRange::new([n]).local([256]))
+/// //     .arg(&input).arg(&out).arg(Local::<f32>::new(256)).enqueue()?
+/// ```
+///
+/// The function becomes a unit struct of the same name that dereferences to the `Kernel`
+/// (built once), with `INFO`, a `KernelInfo`: what the transformation decided.
+///
+/// **Parameters**: `&[T]` a buffer the kernel reads; `&mut [T]` a buffer it writes (read-write;
+/// `#[write] out: &mut [T]` write-only); `Local<T>` local memory given at launch; any other
+/// type a scalar. No generics, no return value.
+///
+/// **Work-item functions**, called by name: `global_id(d)`, `local_id(d)`, `group_id(d)`,
+/// `local_size(d)`, `enqueued_local_size(d)`, `num_groups(d)`, `global_size(d)`,
+/// `global_offset(d)` (all `usize`; past three dimensions ids are 0 and sizes 1),
+/// `work_dim()`, `global_linear_id()`, `local_linear_id()`, and `barrier()`, a work-group
+/// barrier over local memory and buffers. `let tile = local_array::<T, LEN>();` at the top
+/// level of the body declares local memory. `uniform(cond)` asserts that `cond` is the same
+/// for the whole group (checked per work-item in debug builds).
+///
+/// **Barriers** are statements: at the top level, or in `if`/`else`, `for`, `while`, `loop`
+/// and blocks whose conditions (and loop ranges) are the same for every work-item of the
+/// group, nested at will, and in helpers declared in the kernel's body as `#[inline] fn`
+/// and called as statements. Elsewhere, or under a condition that may differ between
+/// work-items, the kernel does not compile, and the error points at the condition.
+///
+/// **Local memory and written buffers** are used by indexing one element: `a[i]`, `a[i] = v`,
+/// `a[i] += v`, `a.len()`. A written buffer whose every index is the work-item's own element
+/// (`global_linear_id()`, or `global_id(0)` in a one-dimensional launch, or a variable bound
+/// to one) is read and written plainly; any other is read and written by relaxed atomic loads
+/// and stores, so that work-items of different groups writing one element race on its value,
+/// never into undefined behaviour (its elements must then be numbers of 1 to 8 bytes). Every
+/// index is bounds-checked; a kernel opts out with `unsafe { x.get_unchecked(i) }` on a read
+/// buffer. A panic fails the launch's event.
+///
+/// **What it generates**: the work-group function runs each region (the code between
+/// barriers) as loops over the group's work-items, dimension 0 innermost; control flow with a
+/// barrier runs once per group, its condition evaluated once; values that do not depend on
+/// the work-item (uniform) are scalars computed once per group. A variable that lives across
+/// regions and differs between work-items is recomputed in each region when it is an
+/// immutable arithmetic function of ids and uniform values, and otherwise kept per work-item
+/// in slots of the group's arena (a structure of arrays), which needs its type written
+/// (`let x: f32 = ...`); a borrow of such a variable is refused. `NUMATASK_KERNEL_INFO=1`
+/// prints each kernel's report when it is first used. The reference form
+/// (`LaunchBuilder::reference`) runs the body as written, each work-item on its own thread
+/// with a real barrier that detects work-items reaching different barriers.
+///
+/// Not supported: closures, `match`/`if let`/`while let` around a barrier, `?`, `async`,
+/// and a `return` before a barrier under a condition that varies (an error says so).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -250,5 +317,257 @@ fn crate_path() -> Tokens {
         quote!(::numatask_kernels)
     } else {
         quote!(::numatask::kernels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Errors at compile time: each names what is wrong and points at the offending code
+    //! (checked by the line and column of its span, with `span-locations` in tests).
+
+    use super::expand;
+    use quote::quote;
+
+    /// Expands `src` (a kernel function) and returns the error's message, and the line
+    /// (from 1) and text of the source at its span's start.
+    fn error(src: &str) -> (String, usize, String) {
+        let item: proc_macro2::TokenStream = src.parse().expect("tokens");
+        let err = expand(quote!(), item).expect_err("the kernel must not compile");
+        let start = err.span().start();
+        let line = src.lines().nth(start.line - 1).unwrap_or("");
+        let at = line.get(start.column..).unwrap_or("").to_owned();
+        (err.to_string(), start.line, at)
+    }
+
+    fn ok(src: &str) {
+        let item: proc_macro2::TokenStream = src.parse().expect("tokens");
+        if let Err(e) = expand(quote!(), item) {
+            panic!("expected to compile: {e}");
+        }
+    }
+
+    #[test]
+    fn barrier_under_varying_condition() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                if local_id(0) < 4 {
+                    barrier();
+                }
+            }",
+        );
+        assert!(
+            msg.contains("barrier() under a condition that differs between work-items"),
+            "{msg}"
+        );
+        assert_eq!((line, at.starts_with("local_id(0) < 4")), (2, true), "{at}");
+    }
+
+    #[test]
+    fn barrier_in_loop_with_varying_bound() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                let n = global_id(0);
+                for i in 0..n {
+                    barrier();
+                }
+            }",
+        );
+        assert!(msg.contains("differs between work-items"), "{msg}");
+        assert_eq!(line, 3);
+        assert!(at.starts_with("0..n"), "{at}");
+    }
+
+    #[test]
+    fn variable_that_becomes_varying_through_assignment() {
+        // `s` starts uniform but is assigned a work-item's value under a varying `if`.
+        let (msg, line, _) = error(
+            "fn k(x: &mut [f32]) {
+                let mut s = 4;
+                if local_id(0) == 0 { s = 2; }
+                while s > 0 {
+                    barrier();
+                    s -= 1;
+                }
+            }",
+        );
+        assert!(msg.contains("differs between work-items"), "{msg}");
+        assert_eq!(line, 4);
+    }
+
+    #[test]
+    fn uniform_assertion_allows_the_barrier() {
+        ok("fn k(flags: &[u32]) {
+                if uniform(flags[local_id(0) * 0] > 0) {
+                    barrier();
+                }
+            }");
+    }
+
+    #[test]
+    fn borrow_of_a_variable_that_crosses_a_barrier() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                let v: f32 = x[global_linear_id()];
+                barrier();
+                let r = &v;
+                x[global_linear_id()] = *r;
+            }",
+        );
+        assert!(msg.contains("a borrow of `v`"), "{msg}");
+        assert_eq!(line, 4);
+        assert!(at.starts_with("&v"), "{at}");
+    }
+
+    #[test]
+    fn return_before_a_barrier() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                if global_id(0) >= x.len() { return; }
+                barrier();
+            }",
+        );
+        assert!(msg.contains("differs between work-items"), "{msg}");
+        assert_eq!(line, 2);
+        assert!(at.starts_with("global_id(0) >= x.len()"), "{at}");
+        // After the last barrier, a work-item may return on its own.
+        ok("fn k(x: &mut [f32]) {
+                barrier();
+                if global_id(0) >= x.len() { return; }
+                x[global_id(0)] = 1.0;
+            }");
+        // Under a uniform condition, the whole group returns.
+        ok("fn k(x: &mut [f32]) {
+                if group_id(0) > 3 { return; }
+                barrier();
+            }");
+    }
+
+    #[test]
+    fn return_in_work_item_code_before_a_group_statement() {
+        let (msg, line, _) = error(
+            "fn k(x: &mut [f32]) {
+                let mut s = 0;
+                while s < 4 {
+                    if local_id(0) == 0 { x[0] = 1.0; }
+                    barrier();
+                    s += 1;
+                }
+                if global_id(0) >= 10 { return; }
+                x[global_id(0)] = 2.0;
+                barrier();
+            }",
+        );
+        assert!(msg.contains("differs between work-items"), "{msg}");
+        assert_eq!(line, 8);
+    }
+
+    #[test]
+    fn expanded_variable_needs_its_type() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                let v = x[global_linear_id()] * 2.0;
+                barrier();
+                x[global_linear_id()] = v;
+            }",
+        );
+        assert!(msg.contains("`v` lives across a barrier"), "{msg}");
+        assert!(msg.contains("let v: T"), "{msg}");
+        assert_eq!(line, 2);
+        assert!(at.starts_with("v ="), "{at}");
+    }
+
+    #[test]
+    fn unsupported_constructs() {
+        let (msg, _, at) = error(
+            "fn k(x: &mut [f32]) {
+                let f = |a: f32| a * 2.0;
+            }",
+        );
+        assert!(msg.contains("closures are not supported"), "{msg}");
+        assert!(at.starts_with("|a"), "{at}");
+
+        let (msg, line, _) = error(
+            "fn k(x: &mut [f32]) {
+                match group_id(0) {
+                    0 => barrier(),
+                    _ => {}
+                }
+            }",
+        );
+        assert!(msg.contains("inside `match` is not supported"), "{msg}");
+        assert_eq!(line, 2);
+
+        let (msg, _, _) = error(
+            "fn k(x: &mut [f32]) {
+                let y = { barrier(); 1 };
+            }",
+        );
+        assert!(msg.contains("inside a `let`"), "{msg}");
+
+        let (msg, _, at) = error(
+            "fn k(x: &mut [f32]) {
+                fn helper() { barrier(); }
+                helper();
+            }",
+        );
+        assert!(msg.contains("must be marked #[inline]"), "{msg}");
+        assert!(at.starts_with("helper"), "{at}");
+
+        let (msg, _, at) = error("fn k<T>(x: &mut [T]) {}");
+        assert!(msg.contains("cannot be generic"), "{msg}");
+        assert!(at.starts_with("<T>"), "{at}");
+    }
+
+    #[test]
+    fn intrinsic_names_cannot_be_rebound() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                let local_id = 3;
+            }",
+        );
+        assert!(msg.contains("`local_id` is a work-item function"), "{msg}");
+        assert_eq!(line, 2);
+        assert!(at.starts_with("local_id"), "{at}");
+        let (msg, _, _) = error("fn k(barrier: u32) {}");
+        assert!(msg.contains("`barrier` is a work-item function"), "{msg}");
+    }
+
+    #[test]
+    fn written_buffers_and_local_memory_are_used_by_indexing() {
+        let (msg, line, at) = error(
+            "fn k(x: &mut [f32]) {
+                let s = &x[1..3];
+            }",
+        );
+        assert!(msg.contains("a reference into `x`"), "{msg}");
+        assert_eq!(line, 2);
+        assert!(at.starts_with("&x[1..3]"), "{at}");
+        let (msg, _, at) = error(
+            "fn k(x: &mut [f32]) {
+                let s = x.iter().sum::<f32>();
+            }",
+        );
+        assert!(msg.contains("is used only by indexing"), "{msg}");
+        assert!(at.starts_with("x.iter()"), "{at}");
+        ok("fn k(x: &mut [f32], t: Local<f32>) {
+                let n = x.len();
+                t[local_id(0)] = 1.0;
+                barrier();
+                x[global_linear_id()] += t[0] + n as f32;
+            }");
+    }
+
+    #[test]
+    fn intrinsic_arity_is_checked() {
+        let (msg, _, at) = error(
+            "fn k(x: &mut [f32]) {
+                let i = global_id();
+            }",
+        );
+        assert!(
+            msg.contains("`global_id` takes 1 argument(s), given 0"),
+            "{msg}"
+        );
+        assert!(at.starts_with("global_id()"), "{at}");
     }
 }

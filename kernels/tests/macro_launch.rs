@@ -1,0 +1,203 @@
+//! `#[kernel]` kernels through the executor: what their launches check, how they fail, and
+//! the debug-build check of `uniform(..)`. (The compiled form against the reference form, on
+//! many kernels and sizes: `macro_suite.rs`; compile-time errors: the macro crate's tests.)
+
+use std::sync::{Arc, OnceLock};
+
+use numatask_kernels::{Context, Error, FailureKind, Local, NdRange, kernel};
+use numatask_sched::Runtime;
+
+fn ctx() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let rt = Runtime::builder().num_threads(2).build().expect("runtime");
+        Context::new(Arc::new(rt)).expect("context")
+    })
+}
+
+#[kernel]
+fn reduce(input: &[f32], out: &mut [f32], scratch: Local<f32>) {
+    let lid = local_id(0);
+    scratch[lid] = input[global_id(0)];
+    barrier();
+    let mut s = local_size(0) / 2;
+    while s > 0 {
+        if lid < s {
+            scratch[lid] += scratch[lid + s];
+        }
+        barrier();
+        s /= 2;
+    }
+    if lid == 0 {
+        out[group_id(0)] = scratch[0];
+    }
+}
+
+/// Writes each work-item's element through `global_id(0)`: one element per work-item only
+/// in one dimension.
+#[kernel]
+fn by_global_id(y: &mut [u32]) {
+    y[global_id(0)] = 1;
+}
+
+/// Needs `LEN` floats of local memory.
+#[kernel]
+fn big_local(y: &mut [f32]) {
+    let t = local_array::<f32, { 1 << 20 }>();
+    t[local_id(0)] = 1.0;
+    barrier();
+    y[global_linear_id()] = t[0];
+}
+
+/// Barriers under a condition asserted uniform but that is not.
+#[kernel]
+fn lying_uniform(y: &mut [u32]) {
+    if uniform(local_id(0) < 2) {
+        barrier();
+    }
+    y[global_linear_id()] = 1;
+}
+
+#[kernel]
+fn out_of_bounds(x: &[u32], y: &mut [u32]) {
+    y[global_linear_id()] = x[global_linear_id() + 1000];
+}
+
+#[test]
+fn a_reduction_matches_its_reference_form_and_the_sum() {
+    let (c, q) = (ctx(), ctx().queue());
+    let n = 4096;
+    let data: Vec<f32> = (0..n).map(|i| (i % 97) as f32).collect();
+    let x = c.buffer::<f32>(n).unwrap();
+    q.write(&x, 0, &data).unwrap();
+    let mut results = Vec::new();
+    for reference in [false, true] {
+        let out = c.buffer::<f32>(n / 256).unwrap();
+        let mut l = q
+            .launch(&reduce, NdRange::new([n]).local([256]))
+            .arg(&x)
+            .arg(&out)
+            .arg(Local::<f32>::new(256));
+        if reference {
+            l = l.reference();
+        }
+        l.enqueue().unwrap().wait().unwrap();
+        results.push(q.read(&out, 0..n / 256).unwrap().wait().unwrap());
+    }
+    assert_eq!(results[0], results[1]);
+    let want: Vec<f32> = data.chunks(256).map(|c| c.iter().sum()).collect();
+    assert_eq!(results[0], want);
+    assert_eq!(reduce::INFO.regions, 3);
+    assert_eq!(reduce::INFO.recomputed, ["lid"]);
+    assert_eq!(reduce::INFO.uniform, ["s"]);
+    assert!(reduce::INFO.expanded.is_empty());
+    assert_eq!(reduce.info().map(|i| i.name), Some("reduce"));
+}
+
+#[test]
+fn global_id_indexed_writes_need_a_one_dimensional_launch() {
+    let (c, q) = (ctx(), ctx().queue());
+    let y = c.buffer::<u32>(64).unwrap();
+    q.launch(&by_global_id, NdRange::new([64]))
+        .arg(&y)
+        .enqueue()
+        .unwrap()
+        .wait()
+        .unwrap();
+    let e = q
+        .launch(&by_global_id, NdRange::new([8, 8]))
+        .arg(&y)
+        .enqueue()
+        .unwrap();
+    let failure = e.wait().unwrap_err();
+    assert!(
+        failure.to_string().contains("launch it in one dimension"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn local_arrays_count_against_local_memory_at_enqueue() {
+    let (c, q) = (ctx(), ctx().queue());
+    let y = c.buffer::<f32>(64).unwrap();
+    let err = q
+        .launch(&big_local, NdRange::new([64]))
+        .arg(&y)
+        .enqueue()
+        .unwrap_err();
+    assert!(matches!(err, Error::LocalMemory { .. }), "{err}");
+}
+
+#[test]
+fn a_kernel_that_reads_out_of_bounds_fails_its_event_and_the_runtime_stays_usable() {
+    let (c, q) = (ctx(), ctx().queue());
+    let x = c.buffer::<u32>(64).unwrap();
+    let y = c.buffer::<u32>(64).unwrap();
+    let e = q
+        .launch(&out_of_bounds, NdRange::new([64]))
+        .arg(&x)
+        .arg(&y)
+        .enqueue()
+        .unwrap();
+    let failure = e.wait().unwrap_err();
+    assert!(
+        matches!(failure.kind(), FailureKind::Panicked { .. }),
+        "{failure}"
+    );
+    assert!(failure.to_string().contains("out of bounds"), "{failure}");
+    // The failed kernel poisoned what it was to write, until the host overwrites it.
+    q.fill(&y, 0, 0..64).unwrap();
+    q.launch(&by_global_id, NdRange::new([64]))
+        .arg(&y)
+        .enqueue()
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(q.read(&y, 0..64).unwrap().wait().unwrap(), vec![1; 64]);
+}
+
+#[test]
+fn the_reference_form_catches_work_items_at_different_barriers() {
+    let (c, q) = (ctx(), ctx().queue());
+    let y = c.buffer::<u32>(8).unwrap();
+    let e = q
+        .launch(&lying_uniform, NdRange::new([8]).local([4]))
+        .arg(&y)
+        .reference()
+        .enqueue()
+        .unwrap();
+    let failure = e.wait().unwrap_err();
+    assert!(failure.to_string().contains("barrier"), "{failure}");
+}
+
+#[cfg(debug_assertions)]
+#[test]
+fn debug_builds_check_uniform_conditions_per_work_item() {
+    let (c, q) = (ctx(), ctx().queue());
+    let y = c.buffer::<u32>(8).unwrap();
+    let e = q
+        .launch(&lying_uniform, NdRange::new([8]).local([4]))
+        .arg(&y)
+        .enqueue()
+        .unwrap();
+    let failure = e.wait().unwrap_err();
+    assert!(
+        failure
+            .to_string()
+            .contains("uniform(..): the condition differs between work-items"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn kernels_made_otherwise_have_no_reference_form() {
+    let (c, q) = (ctx(), ctx().queue());
+    let k = numatask_kernels::Kernel::groups("plain", Vec::new(), |_, _| {});
+    let err = q
+        .launch(&k, NdRange::new([4]))
+        .reference()
+        .enqueue()
+        .unwrap_err();
+    assert!(err.to_string().contains("no reference form"), "{err}");
+    let _ = c;
+}
