@@ -43,6 +43,86 @@
 //! Local memory ([`Local`]) is a per-group arena, 64-byte aligned, reused by each worker,
 //! zeroed when a group starts.
 //!
+//! # Kernels in Rust: `#[kernel]`
+//!
+//! A function marked [`#[kernel]`](kernel) is written as an OpenCL C kernel is, one
+//! work-item's code with barriers and local memory, and compiled at build time into a
+//! work-group function by *work-item coalescing*: the code between barriers runs as loops
+//! over the group's work-items on one worker (a barrier costs a loop's end, not a context
+//! switch), control flow around barriers runs once per group, values the same for every
+//! work-item are computed once per group, and only variables that live across barriers and
+//! differ between work-items get a slot per work-item. The macro also builds a reference
+//! form, each work-item on its own thread with a real barrier
+//! ([`LaunchBuilder::reference`]), which tests compare the compiled form against; and it
+//! reports what it decided ([`KernelInfo`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use numatask_kernels::{Context, Local, NdRange, kernel};
+//! use numatask_sched::Runtime;
+//!
+//! /// Each group of 256 sums its elements into `out[group]`.
+//! #[kernel]
+//! fn reduce(input: &[f32], out: &mut [f32], scratch: Local<f32>) {
+//!     let lid = local_id(0);
+//!     scratch[lid] = input[global_id(0)];
+//!     barrier();
+//!     let mut s = local_size(0) / 2;
+//!     while s > 0 {
+//!         if lid < s {
+//!             scratch[lid] += scratch[lid + s];
+//!         }
+//!         barrier();
+//!         s /= 2;
+//!     }
+//!     if lid == 0 {
+//!         out[group_id(0)] = scratch[0];
+//!     }
+//! }
+//!
+//! let context = Context::new(Arc::new(Runtime::builder().num_threads(2).build()?))?;
+//! let queue = context.queue();
+//! let input = context.buffer::<f32>(1024)?;
+//! queue.fill(&input, 1.0, 0..1024)?;
+//! let sums = context.buffer::<f32>(4)?;
+//! queue
+//!     .launch(&reduce, NdRange::new([1024]).local([256]))
+//!     .arg(&input)
+//!     .arg(&sums)
+//!     .arg(Local::<f32>::new(256))
+//!     .enqueue()?
+//!     .wait()?;
+//! assert_eq!(queue.read(&sums, 0..4)?.wait()?, vec![256.0; 4]);
+//! // Three loops over the work-items; `s` a scalar of the group; `lid` recomputed.
+//! assert_eq!(reduce::INFO.regions, 3);
+//! assert_eq!(reduce::INFO.uniform, ["s"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A barrier where work-items could disagree does not compile:
+//!
+//! ```compile_fail
+//! use numatask_kernels::kernel;
+//!
+//! #[kernel]
+//! fn diverges(y: &mut [f32]) {
+//!     if local_id(0) < 4 {
+//!         barrier(); // error: barrier() under a condition that differs between work-items
+//!     }
+//! }
+//! ```
+//!
+//! Nor does a scattered write of elements that cannot be stored atomically:
+//!
+//! ```compile_fail
+//! use numatask_kernels::kernel;
+//!
+//! #[kernel]
+//! fn scatter(y: &mut [[f32; 2]]) {
+//!     y[group_id(0)] = [1.0, 2.0]; // not the work-item's own element: atomic, `[f32; 2]` is not
+//! }
+//! ```
+//!
 //! # Design notes
 //!
 //! - **One tracker for every command.** Queues, wait lists and buffers are all byte ranges to
