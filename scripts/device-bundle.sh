@@ -16,8 +16,9 @@
 #       --omp ./fib_gomp --omp ./fib_libomp
 #
 # With --kernels, only what `run.sh kernels` needs, small enough to carry with Intel's runtime
-# (about 56 MiB): the kernels bench, ocl_bench, the ICD loader and intel-opencl.tar.xz, packed
-# once and kept in target/ for later bundles.
+# (about 56 MiB): the kernels benches (kernels, and kernel_suite once bench/benches has it),
+# ocl_bench, the ICD loader and intel-opencl.tar.xz, packed once and kept in target/ for later
+# bundles.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -56,9 +57,12 @@ bundle_opencl_peers() {
 # shellcheck source=scripts/lib/opencl.sh
 source scripts/lib/opencl.sh
 if [[ ${1:-} == --kernels ]]; then
-    cargo bench -p numatask-bench --no-run --bench kernels --message-format=json 2>/dev/null |
-        sed -n 's/.*"executable":"\([^"]*kernels[^"]*\)".*/\1/p' | head -1 |
-        while read -r exe; do cp "$exe" "$out/kernels" && strip "$out/kernels"; done
+    for bench in kernels kernel_suite; do
+        [[ -f bench/benches/$bench.rs ]] || continue
+        cargo bench -p numatask-bench --no-run --bench "$bench" --message-format=json 2>/dev/null |
+            sed -n "s/.*\"executable\":\"\([^\"]*${bench}[^\"]*\)\".*/\1/p" | head -1 |
+            while read -r exe; do cp "$exe" "$out/$bench" && strip "$out/$bench"; done
+    done
     bundle_opencl_peers
     bundle_intel_opencl
     cp scripts/device-run.sh "$out/run.sh"

@@ -7,7 +7,7 @@
 #   device-bundle/run.sh scaling    # fib 30 and 34 from 1 to all threads, twice, against the machine's own compute scaling
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 #   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
-#   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy
+#   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy, the barrier suite
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -121,12 +121,15 @@ diagnose)
     ;;
 kernels)
     # The kernel executor's benchmarks in OpenCL C (ocl_bench): an empty kernel's launch
-    # overhead at 1 and 1024 work-groups, and saxpy on 2^24 floats, for pocl (the host's, from
-    # /etc/OpenCL/vendors) and Intel's CPU runtime (intel-opencl.tar.xz of the bundle, unpacked
-    # into intel-opencl/), each runtime alone in its process. Thread counts are set as
-    # scripts/bench-kernels.sh explains: pocl's compute units follow POCL_MAX_PTHREAD_COUNT
-    # (POCL_CPU_MAX_CU_COUNT from pocl 4 on); Intel's workers follow
-    # CL_CONFIG_CPU_TBB_NUM_WORKERS, shown by each thread's CPU seconds on stderr.
+    # overhead at 1 and 1024 work-groups, saxpy on 2^24 floats, and the suite of kernels with
+    # barriers and local memory (matmul, reduce, scan, transpose, axpy with and without a
+    # barrier, as bench/c/ocl_bench.c defines them; about 25 s for pocl at 1 thread on 2 cores,
+    # less for Intel's), for pocl (the host's, from /etc/OpenCL/vendors) and Intel's CPU
+    # runtime (intel-opencl.tar.xz of the bundle, unpacked into intel-opencl/), each runtime
+    # alone in its process. Thread counts are set as scripts/bench-kernels.sh explains: pocl's
+    # compute units follow POCL_MAX_PTHREAD_COUNT (POCL_CPU_MAX_CU_COUNT from pocl 4 on);
+    # Intel's workers follow CL_CONFIG_CPU_TBB_NUM_WORKERS, shown by each thread's CPU seconds
+    # on stderr.
     L=$(printf '%s\n' 1 2 4 8 16 | awk -v t="$T" '$1 <= t' | paste -sd,)
     if [[ ! -x ./ocl_bench ]]; then
         echo "no ocl_bench in this bundle (it was built without the OpenCL headers)" >&2
@@ -148,16 +151,21 @@ kernels)
             pocl) env=(POCL_MAX_PTHREAD_COUNT="$t" POCL_CPU_MAX_CU_COUNT="$t") ;;
             intel-cpu) env=(OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t") ;;
             esac
-            if ! env "${env[@]}" ./ocl_bench --platform "$peer" --threads "$t" 2>&1; then
+            if ! env "${env[@]}" ./ocl_bench --platform "$peer" --threads "$t" --only all,suite 2>&1; then
                 echo "$peer: not available or failed with $t threads (above)"
                 break
             fi
         done
     done
-    # numatask's rows, once the bundle has the kernels bench (bench/benches/kernels.rs).
+    # numatask's rows, once the bundle has the kernels benches (bench/benches/kernels.rs,
+    # bench/benches/kernel_suite.rs).
     if [[ -x ./kernels ]]; then
         section "numatask, $L threads"
         ./kernels --bench --threads "$L"
+    fi
+    if [[ -x ./kernel_suite ]]; then
+        section "numatask, the suite, $L threads"
+        ./kernel_suite --bench --threads "$L"
     fi
     ;;
 *)
