@@ -218,7 +218,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn multiple(v: usize, of: usize, what: &str) -> Result<usize, String> {
-    if v % of == 0 {
+    if v.is_multiple_of(of) {
         Ok(v)
     } else {
         Err(format!("{what} {v}: a multiple of {of}"))

@@ -177,6 +177,26 @@ impl<'a, T: Copy> LocalArray<'a, T> {
         }
     }
 
+    /// Element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        // SAFETY: the caller's contract.
+        unsafe { self.cells.get_unchecked(i) }.get()
+    }
+
+    /// Sets element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn set_unchecked(&self, i: usize, v: T) {
+        // SAFETY: the caller's contract.
+        unsafe { self.cells.get_unchecked(i) }.set(v)
+    }
+
     /// Its length.
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -237,6 +257,26 @@ impl<T: Copy> OwnedMut<'_, T> {
         unsafe { self.ptr.add(i).write(v) }
     }
 
+    /// Element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`, and `i` is the calling work-item's own element.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        // SAFETY: the caller's contract, and the constructor's.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Sets element `i`, unchecked.
+    ///
+    /// # Safety
+    /// As [`OwnedMut::get_unchecked`].
+    #[inline(always)]
+    pub unsafe fn set_unchecked(&self, i: usize, v: T) {
+        // SAFETY: the caller's contract, and the constructor's.
+        unsafe { self.ptr.add(i).write(v) }
+    }
+
     /// The buffer's length.
     #[inline(always)]
     pub fn len(&self) -> usize {
@@ -281,6 +321,26 @@ impl<T: Scatter> SharedMut<'_, T> {
             out_of_bounds("written buffer", i, self.len)
         }
         // SAFETY: as in `get`.
+        unsafe { T::store(self.ptr.add(i), v) }
+    }
+
+    /// Element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn get_unchecked(&self, i: usize) -> T {
+        // SAFETY: the caller's contract; atomic as in `get`.
+        unsafe { T::load(self.ptr.add(i)) }
+    }
+
+    /// Sets element `i`, unchecked.
+    ///
+    /// # Safety
+    /// `i < self.len()`.
+    #[inline(always)]
+    pub unsafe fn set_unchecked(&self, i: usize, v: T) {
+        // SAFETY: the caller's contract; atomic as in `get`.
         unsafe { T::store(self.ptr.add(i), v) }
     }
 
@@ -360,4 +420,81 @@ scatter_float!(f32 => AtomicU32, u32, f64 => AtomicU64, u64);
 #[inline(always)]
 pub fn pick3(ids: [usize; 3], d: usize, past: usize) -> usize {
     ids.get(d).copied().unwrap_or(past)
+}
+
+/// Bounds of indices, as the macro's range analysis computes them before a region's
+/// work-item loops: `None` where an operation overflows (the region then runs with every
+/// index checked).
+#[doc(hidden)]
+pub mod bound {
+    #[inline(always)]
+    pub fn add(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+        a?.checked_add(b?)
+    }
+    #[inline(always)]
+    pub fn mul(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+        a?.checked_mul(b?)
+    }
+    /// The largest of `a - b` for `a` at most `a_max` and `b` at least `b_min`, if `a - b`
+    /// cannot go below zero (`a_min >= b_max`).
+    #[inline(always)]
+    pub fn sub(
+        a_max: Option<usize>,
+        a_min: Option<usize>,
+        b_max: Option<usize>,
+        b_min: Option<usize>,
+    ) -> Option<usize> {
+        if a_min? < b_max? {
+            return None;
+        }
+        a_max?.checked_sub(b_min?)
+    }
+    /// The largest of `a / b` for `b` a divisor at least `b_min > 0`.
+    #[inline(always)]
+    pub fn div(a: Option<usize>, b_min: Option<usize>) -> Option<usize> {
+        a?.checked_div(b_min?)
+    }
+    /// The largest of `a % b` for `b` at most `b_max`.
+    #[inline(always)]
+    pub fn rem(b_max: Option<usize>) -> Option<usize> {
+        b_max?.checked_sub(1)
+    }
+    #[inline(always)]
+    pub fn min(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+    /// Whether every index up to `max` is below `len`.
+    #[inline(always)]
+    pub fn below(max: Option<usize>, len: usize) -> bool {
+        max.is_some_and(|m| m < len)
+    }
+
+    /// A value whose type the macro does not know: `(&Probe(&v)).index()` is `Some(v)` for a
+    /// `usize`, `None` for anything else (the first impl is found without autoref, the
+    /// second needs one).
+    pub struct Probe<'a, T>(pub &'a T);
+
+    pub trait IsIndex {
+        fn index(&self) -> Option<usize>;
+    }
+
+    impl IsIndex for Probe<'_, usize> {
+        #[inline(always)]
+        fn index(&self) -> Option<usize> {
+            Some(*self.0)
+        }
+    }
+
+    pub trait NotIndex {
+        #[inline(always)]
+        fn index(&self) -> Option<usize> {
+            None
+        }
+    }
+
+    impl<T> NotIndex for &Probe<'_, T> {}
 }

@@ -262,7 +262,7 @@ pub mod __internals {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __rt {
-    pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, pick3};
+    pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, bound, pick3};
     pub use crate::kernel::{GroupArgs, Kernel, Mode, Param, WorkGroup};
     pub use crate::oracle::{ItemCtx, OracleLocal, oracle_items};
 }

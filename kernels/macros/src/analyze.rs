@@ -591,7 +591,7 @@ fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
     p.pure
 }
 
-fn is_assign_op(op: &BinOp) -> bool {
+pub(crate) fn is_assign_op(op: &BinOp) -> bool {
     matches!(
         op,
         BinOp::AddAssign(_)

@@ -12,6 +12,7 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Ident, ItemFn, Stmt};
 
 use crate::analyze::{Analysis, Else, Node, Refs, Written};
+use crate::bounds::Bounds;
 use crate::prepare::{Body, call_name, macro_args};
 use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
 
@@ -43,7 +44,6 @@ pub(crate) fn emit(
         .chain(body.local_arrays.iter().map(|l| l.name.to_string()))
         .collect();
     let written: HashSet<String> = a.written.keys().cloned().collect();
-    let expanded: HashSet<String> = a.expanded.iter().cloned().collect();
 
     // Parameters, as each form binds them.
     let mut param_decls = Vec::new();
@@ -132,12 +132,27 @@ pub(crate) fn emit(
     }
     let carver = (!carve.is_empty()).then(|| quote!(let mut __carve = __args.scratch();));
 
+    let reads: HashSet<String> = params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Read))
+        .map(|p| p.name.to_string())
+        .collect();
+    let mut invariant: HashSet<String> = a.uniform.iter().cloned().collect();
+    invariant.extend(
+        params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Scalar | ParamKind::Read))
+            .map(|p| p.name.to_string()),
+    );
+    let changing: HashSet<String> = locals.union(&written).cloned().collect();
     let mut g = Gen {
         a,
         body,
         locals: &locals,
         written: &written,
-        expanded: &expanded,
+        reads: &reads,
+        invariant: &invariant,
+        changing: &changing,
         krate,
     };
     let group_code = g.nodes(&a.nodes);
@@ -189,6 +204,8 @@ pub(crate) fn emit(
                     LOCAL_ARRAYS,
                     EXPANDED,
                     |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
+                        #[allow(unused_imports)]
+                        use #krate::__rt::bound::{IsIndex as _, NotIndex as _};
                         #(#param_decls)*
                         let __ls0 = __grp.local_size(0);
                         let __ls1 = __grp.local_size(1);
@@ -232,7 +249,12 @@ struct Gen<'g> {
     body: &'g Body,
     locals: &'g HashSet<String>,
     written: &'g HashSet<String>,
-    expanded: &'g HashSet<String>,
+    /// Buffers the kernel reads.
+    reads: &'g HashSet<String>,
+    /// Names whose values are known before a region's loops (see `Bounds`).
+    invariant: &'g HashSet<String>,
+    /// Local memory and written buffers.
+    changing: &'g HashSet<String>,
     krate: &'g Tokens,
 }
 
@@ -348,31 +370,95 @@ impl Gen<'_> {
         out
     }
 
+    /// Loads of the variables kept per work-item that `names` holds (not `bound`), from their
+    /// slots into locals for the work-item's code.
+    fn loads(&self, names: &HashSet<String>, bound: &HashSet<String>) -> Tokens {
+        let mut out = Tokens::new();
+        for v in &self.a.expanded {
+            if names.contains(v) && !bound.contains(v) {
+                let id = Ident::new(v, self.body.vars[v].span);
+                let slot = slot_name(v);
+                out.extend(quote!(let mut #id = #slot.get(__l);));
+            }
+        }
+        out
+    }
+
+    /// A run: its statements in the work-item loops. A variable kept per work-item lives in a
+    /// local for the work-item's code (loaded from its slot first, unless the run declares
+    /// it) and goes back to its slot at the end, or at the work-item's `return`.
     fn run(&mut self, stmts: &[Stmt], id: usize) -> Tokens {
-        let mut bound = Refs::default();
         let mut binds = HashSet::new();
         for s in stmts {
-            bound.visit_stmt(s);
             collect_bound(s, &mut binds);
         }
-        let recompute = self.recompute(&self.a.refs_of_run[&id], &binds);
-        let mut body = Vec::new();
-        for s in stmts {
-            let mut s = s.clone();
-            Rewrite::new(self, Mode::Item, 0).visit_stmt_mut(&mut s);
-            body.push(s);
+        let refs = &self.a.refs_of_run[&id];
+        let recompute = self.recompute(refs, &binds);
+        let loads = self.loads(refs, &binds);
+        let mut stores = Tokens::new();
+        for v in &self.a.expanded {
+            if refs.contains(v) {
+                let id = Ident::new(v, self.body.vars[v].span);
+                let slot = slot_name(v);
+                stores.extend(quote!(#slot.set(__l, #id);));
+            }
         }
-        quote! {
-            for __lz in 0..__ls2 {
-                for __ly in 0..__ls1 {
-                    '__item: for __lx in 0..__ls0 {
-                        let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
-                        #recompute
-                        #(#body)*
+        // The region twice: with the indices the range analysis bounds unchecked (after one
+        // check of each bound, before the loops), and with every index checked.
+        let (fast, checks) = self.run_body(stmts, &stores, true);
+        let (checked, _) = self.run_body(stmts, &stores, false);
+        let loops = |body: &[Stmt]| {
+            quote! {
+                for __lz in 0..__ls2 {
+                    for __ly in 0..__ls1 {
+                        '__item: for __lx in 0..__ls0 {
+                            let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                            #recompute
+                            #loads
+                            #(#body)*
+                            #stores
+                        }
                     }
                 }
             }
+        };
+        let checked = loops(&checked);
+        if checks.is_empty() {
+            return checked;
         }
+        let fast = loops(&fast);
+        quote! {
+            if #(#checks)&&* {
+                #fast
+            } else {
+                #checked
+            }
+        }
+    }
+
+    fn run_body(&self, stmts: &[Stmt], stores: &Tokens, fast: bool) -> (Vec<Stmt>, Vec<Tokens>) {
+        let mut body = Vec::new();
+        let mut rw = Rewrite::new(self, Mode::Item, 0);
+        rw.on_return = stores.clone();
+        if fast {
+            rw.bounds = Some(Bounds {
+                body: self.body,
+                invariant: self.invariant,
+                changing: self.changing,
+                krate: self.krate,
+                facts: Vec::new(),
+            });
+        }
+        for s in stmts {
+            let mut s = s.clone();
+            rw.visit_stmt_mut(&mut s);
+            // A tail expression of the kernel's body is a statement here, with more after it.
+            if let Stmt::Expr(_, semi @ None) = &mut s {
+                *semi = Some(Default::default());
+            }
+            body.push(s);
+        }
+        (body, rw.checks)
     }
 
     /// `uniform(c)` at group level: `c` for the group's first work-item, checked against every
@@ -380,7 +466,8 @@ impl Gen<'_> {
     fn uniform_at_group(&self, c: &Expr) -> Tokens {
         let mut refs = Refs::default();
         refs.visit_expr(c);
-        let recompute = self.recompute(&refs.names, &HashSet::new());
+        let mut recompute = self.recompute(&refs.names, &HashSet::new());
+        recompute.extend(self.loads(&refs.names, &HashSet::new()));
         let mut c = c.clone();
         Rewrite::new(self, Mode::Item, 0).visit_expr_mut(&mut c);
         let msg = "uniform(..): the condition differs between work-items of group";
@@ -436,12 +523,18 @@ struct Rewrite<'r, 'g> {
     mode: Mode,
     /// Barrier sites numbered in the reference form.
     next_site: u32,
+    /// What a work-item's `return` does first (in work-item code).
+    on_return: Tokens,
+    /// In the unchecked copy of a region: what is known of indices there.
+    bounds: Option<Bounds<'g>>,
+    /// The bounds that copy relies on, each checked once before its loops.
+    checks: Vec<Tokens>,
 }
 
-/// A place an assignment writes: an element of an indexed array, or an expanded variable.
-enum Root {
-    Elem { array: Ident, index: Box<Expr> },
-    Slot(String),
+/// A place an assignment writes: an element of an indexed array.
+struct Root {
+    array: Ident,
+    index: Box<Expr>,
 }
 
 impl<'r, 'g> Rewrite<'r, 'g> {
@@ -450,15 +543,14 @@ impl<'r, 'g> Rewrite<'r, 'g> {
             g,
             mode,
             next_site: first_site,
+            on_return: Tokens::new(),
+            bounds: None,
+            checks: Vec::new(),
         }
     }
 
     fn is_indexed(&self, name: &str) -> bool {
         self.g.locals.contains(name) || self.g.written.contains(name)
-    }
-
-    fn is_slot(&self, name: &str) -> bool {
-        self.mode == Mode::Item && self.g.expanded.contains(name)
     }
 
     /// Finds the root of place `e` and replaces it by `__t`.
@@ -469,7 +561,7 @@ impl<'r, 'g> Rewrite<'r, 'g> {
                     && let Some(id) = p.path.get_ident()
                     && self.is_indexed(&id.to_string())
                 {
-                    let root = Root::Elem {
+                    let root = Root {
                         array: id.clone(),
                         index: i.index.clone(),
                     };
@@ -480,15 +572,6 @@ impl<'r, 'g> Rewrite<'r, 'g> {
             }
             Expr::Field(f) => self.take_root(&mut f.base),
             Expr::Paren(p) => self.take_root(&mut p.expr),
-            Expr::Path(p) => {
-                let id = p.path.get_ident()?;
-                if self.is_slot(&id.to_string()) {
-                    let root = Root::Slot(id.to_string());
-                    *e = syn::parse_quote!(__t);
-                    return Some(root);
-                }
-                None
-            }
             _ => None,
         }
     }
@@ -506,41 +589,51 @@ impl<'r, 'g> Rewrite<'r, 'g> {
         let mut right = right.clone();
         self.visit_expr_mut(&mut right);
         let simple = matches!(lhs, Expr::Path(ref p) if p.path.is_ident("__t")) && op.is_none();
-        let (get, set): (Tokens, Box<dyn Fn(Tokens) -> Tokens>) = match root {
-            Root::Elem { array, mut index } => {
-                self.visit_expr_mut(&mut index);
-                if simple {
-                    return Some(syn::parse_quote_spanned!(span=> #array.set(#index, #right)));
-                }
-                let a2 = array.clone();
-                (
-                    quote!(let __i = #index; let mut __t = #array.get(__i);),
-                    Box::new(move |v| quote!(#a2.set(__i, #v))),
-                )
-            }
-            Root::Slot(v) => {
-                let slot = slot_name(&v);
-                if simple {
-                    return Some(syn::parse_quote_spanned!(span=> #slot.set(__l, #right)));
-                }
-                let s2 = slot.clone();
-                (
-                    quote!(let mut __t = #slot.get(__l);),
-                    Box::new(move |v| quote!(#s2.set(__l, #v))),
-                )
-            }
-        };
+        let Root { array, mut index } = root;
+        let unchecked = self.prove(&array, &index);
+        self.visit_expr_mut(&mut index);
         let op = match op {
             Some(op) => op.to_token_stream(),
             None => quote!(=),
         };
-        let store = set(quote!(__t));
+        if unchecked {
+            return Some(syn::parse_quote_spanned!(span=> {
+                let __v = #right;
+                let __i = #index;
+                // SAFETY: `__i` is below the array's length: its bound was checked before the
+                // region's loops (range analysis).
+                unsafe {
+                    let mut __t = #array.get_unchecked(__i);
+                    #lhs #op __v;
+                    #array.set_unchecked(__i, __t);
+                }
+            }));
+        }
+        if simple {
+            return Some(syn::parse_quote_spanned!(span=> #array.set(#index, #right)));
+        }
         Some(syn::parse_quote_spanned!(span=> {
             let __v = #right;
-            #get
+            let __i = #index;
+            let mut __t = #array.get(__i);
             #lhs #op __v;
-            #store
+            #array.set(__i, __t);
         }))
+    }
+
+    /// In the unchecked copy of a region: whether the range analysis bounds `index` (as
+    /// written, before rewriting) of `array`; if so, the bound's check joins the region's.
+    fn prove(&mut self, array: &Ident, index: &Expr) -> bool {
+        let Some(b) = &self.bounds else { return false };
+        match b.max(index) {
+            Some(max) => {
+                let k = self.g.krate;
+                self.checks
+                    .push(quote!(#k::__rt::bound::below(#max, #array.len())));
+                true
+            }
+            None => false,
+        }
     }
 
     fn intrinsic(&mut self, name: &str, c: &syn::ExprCall) -> Expr {
@@ -648,84 +741,77 @@ impl VisitMut for Rewrite<'_, '_> {
             Expr::Index(i) => {
                 if let Expr::Path(p) = &*i.expr
                     && let Some(id) = p.path.get_ident()
-                    && self.is_indexed(&id.to_string())
                 {
+                    let name = id.to_string();
                     let id = id.clone();
-                    let mut index = (*i.index).clone();
-                    self.visit_expr_mut(&mut index);
-                    *e = syn::parse_quote_spanned!(span=> #id.get(#index));
-                    return;
-                }
-            }
-            Expr::Path(p) => {
-                if let Some(id) = p.path.get_ident()
-                    && self.is_slot(&id.to_string())
-                {
-                    let slot = slot_name(&id.to_string());
-                    *e = syn::parse_quote_spanned!(span=> #slot.get(__l));
-                    return;
-                }
-            }
-            Expr::MethodCall(m) => {
-                if let Expr::Path(p) = &*m.receiver
-                    && let Some(id) = p.path.get_ident()
-                    && self.is_slot(&id.to_string())
-                {
-                    // A method may take `&mut self`: call it on a copy and store the copy back.
-                    let slot = slot_name(&id.to_string());
-                    let mut call = m.clone();
-                    *call.receiver = syn::parse_quote!(__t);
-                    for a in &mut call.args {
-                        self.visit_expr_mut(a);
+                    if self.is_indexed(&name) {
+                        let unchecked = self.prove(&id, &i.index);
+                        let mut index = (*i.index).clone();
+                        self.visit_expr_mut(&mut index);
+                        *e = if unchecked {
+                            // SAFETY: the index's bound was checked before the region's loops.
+                            syn::parse_quote_spanned!(span=> { let __i = #index; unsafe { #id.get_unchecked(__i) } })
+                        } else {
+                            syn::parse_quote_spanned!(span=> #id.get(#index))
+                        };
+                        return;
                     }
-                    *e = syn::parse_quote_spanned!(span=> {
-                        let mut __t = #slot.get(__l);
-                        let __r = #call;
-                        #slot.set(__l, __t);
-                        __r
-                    });
-                    return;
+                    if self.g.reads.contains(&name)
+                        && !matches!(&*i.index, Expr::Range(_))
+                        && self.prove(&id, &i.index)
+                    {
+                        let mut index = (*i.index).clone();
+                        self.visit_expr_mut(&mut index);
+                        // SAFETY: the index's bound was checked before the region's loops.
+                        *e = syn::parse_quote_spanned!(span=> (*{ let __i = #index; unsafe { #id.get_unchecked(__i) } }));
+                        return;
+                    }
                 }
             }
-            Expr::Return(r) if self.mode == Mode::Item => {
-                let _ = r;
-                *e = syn::parse_quote_spanned!(span=> continue '__item);
+            Expr::If(x) if self.bounds.is_some() => {
+                let then_facts = self.bounds.as_ref().expect("some").facts_of(&x.cond, true);
+                let else_facts = self.bounds.as_ref().expect("some").facts_of(&x.cond, false);
+                self.visit_expr_mut(&mut x.cond);
+                let n = then_facts.len();
+                self.bounds.as_mut().expect("some").facts.extend(then_facts);
+                self.visit_block_mut(&mut x.then_branch);
+                let facts = &mut self.bounds.as_mut().expect("some").facts;
+                facts.truncate(facts.len() - n);
+                if let Some((_, els)) = &mut x.else_branch {
+                    let n = else_facts.len();
+                    self.bounds.as_mut().expect("some").facts.extend(else_facts);
+                    self.visit_expr_mut(els);
+                    let facts = &mut self.bounds.as_mut().expect("some").facts;
+                    facts.truncate(facts.len() - n);
+                }
+                return;
+            }
+            Expr::ForLoop(f) if self.bounds.is_some() => {
+                let facts = match &*f.pat {
+                    syn::Pat::Ident(p) if p.mutability.is_none() && p.subpat.is_none() => self
+                        .bounds
+                        .as_ref()
+                        .expect("some")
+                        .facts_of_range(&p.ident.to_string(), &f.expr),
+                    _ => Vec::new(),
+                };
+                self.visit_expr_mut(&mut f.expr);
+                let n = facts.len();
+                self.bounds.as_mut().expect("some").facts.extend(facts);
+                self.visit_block_mut(&mut f.body);
+                let facts = &mut self.bounds.as_mut().expect("some").facts;
+                facts.truncate(facts.len() - n);
+                return;
+            }
+            Expr::Return(_) if self.mode == Mode::Item => {
+                // The work-item ends: its variables kept per work-item go back to their slots.
+                let store = &self.on_return;
+                *e = syn::parse_quote_spanned!(span=> { #store continue '__item });
                 return;
             }
             _ => {}
         }
         visit_mut::visit_expr_mut(self, e);
-    }
-
-    fn visit_stmt_mut(&mut self, s: &mut Stmt) {
-        if self.mode == Mode::Item
-            && let Stmt::Local(l) = s
-        {
-            let name = match &l.pat {
-                syn::Pat::Ident(p) => Some(p.ident.to_string()),
-                syn::Pat::Type(t) => match &*t.pat {
-                    syn::Pat::Ident(p) => Some(p.ident.to_string()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            if let Some(name) = name
-                && self.g.expanded.contains(&name)
-            {
-                let slot = slot_name(&name);
-                let lspan = l.span();
-                *s = match &mut l.init {
-                    Some(init) => {
-                        self.visit_expr_mut(&mut init.expr);
-                        let v = &init.expr;
-                        syn::parse_quote_spanned!(lspan=> #slot.set(__l, #v);)
-                    }
-                    None => syn::parse_quote!(;),
-                };
-                return;
-            }
-        }
-        visit_mut::visit_stmt_mut(self, s);
     }
 
     fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
@@ -759,4 +845,33 @@ fn is_assign(op: &BinOp) -> bool {
 #[allow(dead_code)]
 fn spanned(span: Span, t: Tokens) -> Tokens {
     quote_spanned!(span=> #t)
+}
+
+/// `e`, known before a region's loops (uniform values, scalars, read buffers at uniform
+/// indices), as group-level code computes it: its work-item functions on the group.
+pub(crate) fn group_level(e: &Expr, krate: &Tokens) -> Tokens {
+    struct G;
+    impl VisitMut for G {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            if let Expr::Call(c) = e
+                && let Some(name) = call_name(c)
+                && UNIFORM_INTRINSICS.contains(&name.as_str())
+            {
+                let f = Ident::new(&name, c.span());
+                let mut args: Vec<Expr> = c.args.iter().cloned().collect();
+                args.iter_mut().for_each(|a| self.visit_expr_mut(a));
+                *e = if name == "work_dim" {
+                    syn::parse_quote!(__grp.dims())
+                } else {
+                    syn::parse_quote!(__grp.#f(#(#args),*))
+                };
+                return;
+            }
+            visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let _ = krate;
+    let mut e = e.clone();
+    G.visit_expr_mut(&mut e);
+    e.to_token_stream()
 }

@@ -19,6 +19,7 @@ use syn::spanned::Spanned;
 use syn::{Error, FnArg, GenericArgument, ItemFn, Pat, PathArguments, Type};
 
 mod analyze;
+mod bounds;
 mod emit;
 mod prepare;
 
@@ -569,5 +570,15 @@ mod tests {
             "{msg}"
         );
         assert!(at.starts_with("global_id()"), "{at}");
+    }
+}
+#[cfg(test)]
+mod dump {
+    #[test]
+    #[ignore = "prints an expansion, for reading"]
+    fn print_expansion() {
+        let src = std::env::var("KERNEL_SRC").unwrap_or_default();
+        let item: proc_macro2::TokenStream = src.parse().expect("tokens");
+        println!("{}", super::expand(quote::quote!(), item).expect("expands"));
     }
 }
