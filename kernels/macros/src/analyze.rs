@@ -15,7 +15,7 @@ use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{BinOp, Error, Expr, Label, Pat, Stmt, UnOp};
 
-use crate::prepare::{Body, FindCall, call_name, macro_args};
+use crate::prepare::{Body, FindCall, call_name, format_names, macro_args};
 use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
 
 /// Statements as the generated code nests them.
@@ -144,8 +144,9 @@ pub(crate) fn analyze(body: &Body, params: &[Param]) -> syn::Result<Analysis> {
             return Err(Error::new(
                 var.span,
                 format!(
-                    "`{}` lives across a barrier and differs between work-items: it is kept per \
-                     work-item, which needs its type: `let {}: T = ...`",
+                    "`{}` lives across a barrier (or across code run once per group) and differs \
+                     between work-items: it is kept per work-item, which needs its type: \
+                     `let {}: T = ...`",
                     var.original, var.original
                 ),
             ));
@@ -199,6 +200,27 @@ impl Analyzer<'_> {
         u.uniform
     }
 
+    /// What each statement of a group-level block is. After a statement with a work-item's
+    /// `return`, everything is work-item code: a work-item that returned must not see it run.
+    fn kinds(&self, stmts: &[Stmt], top: bool) -> Vec<Kind> {
+        let mut after_return = false;
+        stmts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let k = if after_return && !has_barrier_stmt(s) {
+                    Kind::Item
+                } else {
+                    self.kind(s, top, &stmts[i + 1..])
+                };
+                if matches!(k, Kind::Item) && returns(s) {
+                    after_return = true;
+                }
+                k
+            })
+            .collect()
+    }
+
     fn kind(&self, s: &Stmt, top: bool, rest: &[Stmt]) -> Kind {
         if has_barrier_stmt(s)
             || escapes(s)
@@ -206,33 +228,66 @@ impl Analyzer<'_> {
         {
             return Kind::Structural;
         }
+        if self.group_only(s) {
+            return Kind::Group;
+        }
+        Kind::Item
+    }
+
+    /// Whether `s` only computes uniform values: a `let` of a plain name or an assignment of
+    /// a uniform variable, with a uniform value, or an `if` with a uniform condition whose
+    /// branches do only that.
+    fn group_only(&self, s: &Stmt) -> bool {
         match s {
             Stmt::Local(l) if l.init.as_ref().is_some_and(|i| i.diverge.is_none()) => {
                 let names = bound_names(&l.pat);
                 let plain = matches!(&l.pat, Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none())
                     || matches!(&l.pat, Pat::Type(t) if matches!(&*t.pat, Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none()));
                 let init = &l.init.as_ref().expect("checked").expr;
-                if plain && names.iter().all(|n| !self.varying.contains(n)) && self.is_uniform(init)
-                {
-                    Kind::Group
-                } else {
-                    Kind::Item
-                }
+                plain && names.iter().all(|n| !self.varying.contains(n)) && self.is_uniform(init)
             }
-            Stmt::Expr(e, Some(_)) => match assign_target(e) {
-                Some((target, rhs)) if !self.varying.contains(&target) && self.is_uniform(rhs) => {
-                    Kind::Group
+            Stmt::Expr(Expr::If(i), _) => {
+                !matches!(&*i.cond, Expr::Let(_))
+                    && self.is_uniform(&i.cond)
+                    && i.then_branch.stmts.iter().all(|s| self.group_assignment(s))
+                    && match i.else_branch.as_ref().map(|(_, e)| &**e) {
+                        None => true,
+                        Some(Expr::Block(b)) => {
+                            b.block.stmts.iter().all(|s| self.group_assignment(s))
+                        }
+                        Some(e @ Expr::If(_)) => self.group_only(&Stmt::Expr(e.clone(), None)),
+                        Some(_) => false,
+                    }
+            }
+            Stmt::Expr(e, Some(_)) => {
+                self.group_assignment(s) && matches!(e, Expr::Assign(_) | Expr::Binary(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// An assignment of a uniform variable with a uniform value (inside a group-level `if`,
+    /// also a nested such `if`).
+    fn group_assignment(&self, s: &Stmt) -> bool {
+        match s {
+            Stmt::Expr(Expr::If(_), _) => self.group_only(s),
+            Stmt::Expr(e, _) => match assign_target(e) {
+                Some((target, rhs)) => {
+                    self.body.vars.contains_key(&target)
+                        && !self.varying.contains(&target)
+                        && self.is_uniform(rhs)
                 }
-                _ => Kind::Item,
+                None => false,
             },
-            _ => Kind::Item,
+            _ => false,
         }
     }
 
     /// One round of the uniformity fixpoint over a group-level block.
     fn mark(&mut self, stmts: &[Stmt], top: bool) -> syn::Result<()> {
-        for (i, s) in stmts.iter().enumerate() {
-            match self.kind(s, top, &stmts[i + 1..]) {
+        let kinds = self.kinds(stmts, top);
+        for (s, kind) in stmts.iter().zip(kinds) {
+            match kind {
                 Kind::Structural => self.mark_structural(s)?,
                 Kind::Group => {}
                 Kind::Item => {
@@ -299,10 +354,14 @@ impl Analyzer<'_> {
     fn note_condition(&mut self, cond: &Expr) {
         let mut r = Refs::default();
         r.visit_expr(cond);
-        if r.names.iter().any(|n| self.varying.contains(n)) {
+        self.note_refs(r.names);
+    }
+
+    fn note_refs(&mut self, names: HashSet<String>) {
+        if names.iter().any(|n| self.varying.contains(n)) {
             let id = self.next_run;
             self.next_run += 1;
-            self.refs_of_run.insert(id, r.names);
+            self.refs_of_run.insert(id, names);
         }
     }
 
@@ -319,11 +378,28 @@ impl Analyzer<'_> {
                 }
             };
         }
-        for (i, s) in stmts.iter().enumerate() {
-            match self.kind(s, top, &stmts[i + 1..]) {
+        let kinds = self.kinds(stmts, top);
+        for (s, kind) in stmts.iter().zip(kinds) {
+            match kind {
                 Kind::Item => run.push(s.clone()),
                 Kind::Group => {
-                    let pure_let = matches!(s, Stmt::Local(l) if l.init.as_ref().is_some_and(|i| pure(&i.expr, self.body, self.params)));
+                    // `uniform(..)` of work-item values is evaluated for the group's first
+                    // work-item: what it reads must be live there.
+                    let asserted = {
+                        let mut f = FindCall {
+                            name: "uniform",
+                            found: false,
+                        };
+                        f.visit_stmt(s);
+                        f.found
+                    };
+                    if asserted {
+                        let mut r = Refs::default();
+                        r.visit_stmt(s);
+                        self.note_refs(r.names);
+                    }
+                    let pure_let = !asserted
+                        && matches!(s, Stmt::Local(l) if l.init.as_ref().is_some_and(|i| pure(&i.expr, self.body, self.params)));
                     if pure_let && !run.is_empty() {
                         hoisted.push(s.clone());
                     } else {
@@ -385,6 +461,7 @@ impl Analyzer<'_> {
             Expr::If(_) => Ok(Some(self.if_node(e, what)?)),
             Expr::ForLoop(f) => {
                 self.require_uniform(&f.expr, what)?;
+                self.note_condition(&f.expr);
                 if !matches!(&*f.pat, Pat::Ident(p) if p.subpat.is_none())
                     && !matches!(&*f.pat, Pat::Wild(_))
                 {
@@ -534,8 +611,9 @@ impl Analyzer<'_> {
 }
 
 /// Whether `e` reads nothing that changes while the kernel runs: no local array, no written
-/// buffer, no macro (a uniform `let` of such an expression may move ahead of the work-item
-/// loop that precedes it).
+/// buffer, no mutable variable, no macro (a uniform `let` of such an expression may move
+/// ahead of the work-item loop that precedes it; functions and methods called on uniform
+/// values are taken to depend only on their arguments).
 fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
     struct P<'a> {
         mutable: HashSet<String>,
@@ -553,14 +631,9 @@ fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
         fn visit_macro(&mut self, _: &'v syn::Macro) {
             self.pure = false;
         }
-        fn visit_expr_method_call(&mut self, m: &'v syn::ExprMethodCall) {
-            self.pure = false;
-            visit::visit_expr_method_call(self, m);
-        }
         fn visit_expr_call(&mut self, c: &'v syn::ExprCall) {
-            match call_name(c) {
-                Some(n) if UNIFORM_INTRINSICS.contains(&n.as_str()) => {}
-                _ => self.pure = false,
+            if call_name(c).as_deref() == Some("uniform") {
+                self.pure = false;
             }
             visit::visit_expr_call(self, c);
         }
@@ -647,6 +720,9 @@ impl<'a> Visit<'a> for Uniformity<'_> {
             Some(args) => args.iter().for_each(|a| self.visit_expr(a)),
             None => self.uniform = false,
         }
+        if format_names(m).iter().any(|n| self.varying.contains(n)) {
+            self.uniform = false;
+        }
     }
     fn visit_item(&mut self, _: &'a syn::Item) {}
 }
@@ -730,6 +806,7 @@ impl<'a> Visit<'a> for Refs {
         if let Some(args) = macro_args(m) {
             args.iter().for_each(|a| self.visit_expr(a));
         }
+        self.names.extend(format_names(m));
     }
     fn visit_item(&mut self, _: &'a syn::Item) {}
 }

@@ -173,6 +173,7 @@ pub(crate) fn emit(
         .map(|v| body.vars[v].original.as_str())
         .collect();
     let regions = a.regions;
+    let items = &body.items;
 
     quote! {
         #(#docs)*
@@ -188,14 +189,15 @@ pub(crate) fn emit(
                 name: #name_str,
                 regions: #regions,
                 expanded: &[#(#expanded_info),*],
-                bytes_per_item: 0 #(+ #slot_sizes)*,
+                bytes_per_item: { #(#items)* 0 #(+ #slot_sizes)* },
                 uniform: &[#(#uniform_names),*],
                 recomputed: &[#(#recomputed_names),*],
-                local_bytes: 0 #(+ #local_sizes)*,
+                local_bytes: { #(#items)* 0 #(+ #local_sizes)* },
             };
 
             #[allow(unused_labels, unused_variables, unused_mut, unused_braces, unused_parens, non_snake_case, clippy::all)]
             fn __build() -> #krate::Kernel {
+                #(#items)*
                 const LOCAL_ARRAYS: &[usize] = &[#(#local_sizes),*];
                 const EXPANDED: &[usize] = &[#(#slot_sizes),*];
                 #krate::Kernel::__compiled(
@@ -290,12 +292,12 @@ impl Gen<'_> {
             } => {
                 let iter = self.group_expr(iter);
                 let body = self.nodes(body);
-                quote!(#label for #pat in #iter { #body })
+                quote!(#label for #pat in (#iter) { #body })
             }
             Node::While { label, cond, body } => {
                 let cond = self.group_expr(cond);
                 let body = self.nodes(body);
-                quote!(#label while #cond { #body })
+                quote!(#label while (#cond) { #body })
             }
             Node::Loop { label, body } => {
                 let body = self.nodes(body);
@@ -326,7 +328,7 @@ impl Gen<'_> {
                 quote!(else #n)
             }
         };
-        quote!(if #cond { #then } #els)
+        quote!(if (#cond) { #then } #els)
     }
 
     /// The statements recomputing what `names` needs of the recomputed variables (in their

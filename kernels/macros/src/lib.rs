@@ -84,13 +84,16 @@ mod prepare;
 /// regions and differs between work-items is recomputed in each region when it is an
 /// immutable arithmetic function of ids and uniform values, and otherwise kept per work-item
 /// in slots of the group's arena (a structure of arrays), which needs its type written
-/// (`let x: f32 = ...`); a borrow of such a variable is refused. `NUMATASK_KERNEL_INFO=1`
+/// (`let x: f32 = ...`, a type buffers may hold: numbers, `bool`, arrays of them); a borrow
+/// of such a variable is refused. Items declared in the body (constants, types, functions)
+/// are seen by every part of the generated code. `NUMATASK_KERNEL_INFO=1`
 /// prints each kernel's report when it is first used. The reference form
 /// (`LaunchBuilder::reference`) runs the body as written, each work-item on its own thread
 /// with a real barrier that detects work-items reaching different barriers.
 ///
 /// Not supported: closures, `match`/`if let`/`while let` around a barrier, `?`, `async`,
-/// and a `return` before a barrier under a condition that varies (an error says so).
+/// a `return` before a barrier under a condition that varies, and a work-item's `return`
+/// inside control flow that holds a barrier (an error says so).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {

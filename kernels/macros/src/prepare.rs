@@ -24,6 +24,9 @@ pub(crate) struct Body {
     pub(crate) local_arrays: Vec<LocalArray>,
     /// Every binding of the body, by its (unique) name.
     pub(crate) vars: HashMap<String, Var>,
+    /// Items declared at the top level of the body (constants, types, plain functions):
+    /// every part of the generated code sees them.
+    pub(crate) items: Vec<Item>,
 }
 
 /// A local array declared in the kernel (`let tile = local_array::<f32, 256>();`).
@@ -53,6 +56,7 @@ const MAX_INLINE_DEPTH: usize = 16;
 pub(crate) fn prepare(block: &Block, params: &[Param]) -> syn::Result<Body> {
     let mut stmts = Vec::new();
     let mut helpers = HashMap::new();
+    let mut items = Vec::new();
     for stmt in &block.stmts {
         match stmt {
             Stmt::Item(Item::Fn(f)) if f.attrs.iter().any(|a| a.path().is_ident("inline")) => {
@@ -65,6 +69,7 @@ pub(crate) fn prepare(block: &Block, params: &[Param]) -> syn::Result<Body> {
                      transformation inlines it",
                 ));
             }
+            Stmt::Item(i) => items.push(i.clone()),
             _ => stmts.push(stmt.clone()),
         }
     }
@@ -112,6 +117,7 @@ pub(crate) fn prepare(block: &Block, params: &[Param]) -> syn::Result<Body> {
         stmts: out,
         local_arrays: renamer.local_arrays,
         vars: renamer.vars,
+        items,
     })
 }
 
@@ -168,6 +174,82 @@ pub(crate) fn call_name(c: &syn::ExprCall) -> Option<String> {
 pub(crate) fn macro_args(m: &syn::Macro) -> Option<Punctuated<Expr, Token![,]>> {
     m.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated)
         .ok()
+}
+
+/// The names a macro's format strings capture (`"{x}"`, `"{x:>8}"`).
+pub(crate) fn format_names(m: &syn::Macro) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(args) = macro_args(m) {
+        for a in &args {
+            if let Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = a
+            {
+                for (name, _) in captures(&s.value()) {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The identifiers captured by a format string, with their byte ranges.
+fn captures(f: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let b = f.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'{' {
+            if b.get(i + 1) == Some(&b'{') {
+                i += 2;
+                continue;
+            }
+            let start = i + 1;
+            let mut end = start;
+            while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+                end += 1;
+            }
+            if end > start && !b[start].is_ascii_digit() && matches!(b.get(end), Some(b'}' | b':'))
+            {
+                out.push((f[start..end].to_owned(), start..end));
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `m` with its format strings' captured names renamed by `rename`.
+fn rename_captures(
+    args: &mut Punctuated<Expr, Token![,]>,
+    rename: impl Fn(&str) -> Option<String>,
+) {
+    for a in args.iter_mut() {
+        if let Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) = a
+        {
+            let v = s.value();
+            let mut out = String::new();
+            let mut last = 0;
+            for (name, r) in captures(&v) {
+                if let Some(to) = rename(&name) {
+                    out.push_str(&v[last..r.start]);
+                    out.push_str(&to);
+                    last = r.end;
+                }
+            }
+            if last > 0 {
+                out.push_str(&v[last..]);
+                *s = syn::LitStr::new(&out, s.span());
+            }
+        }
+    }
 }
 
 /// `let name = local_array::<T, N>();`: the name, element type and length.
@@ -302,19 +384,32 @@ impl VisitMut for Inliner<'_> {
                 continue;
             };
             let Pat::Ident(p) = &*pt.pat else { continue };
+            // Local memory and buffers are rewritten by name: a helper's parameter of one
+            // takes the name its caller gave. Any other parameter is a `let` of its value.
+            let array = match &*pt.ty {
+                Type::Reference(r) => matches!(&*r.elem, Type::Slice(_)),
+                Type::Path(t) => t.path.segments.last().is_some_and(|s| s.ident == "Local"),
+                _ => false,
+            };
             match arg {
                 Expr::Path(a)
-                    if p.mutability.is_none()
+                    if array
+                        && p.mutability.is_none()
                         && a.qself.is_none()
                         && a.path.get_ident().is_some() =>
                 {
                     subst.insert(p.ident.to_string(), a.path.segments[0].ident.clone());
                 }
+                _ if array => {
+                    self.err.get_or_insert(Error::new(
+                        arg.span(),
+                        "local memory or a buffer is passed to an #[inline] helper by its name",
+                    ));
+                    return;
+                }
                 _ => {
                     let pat = &pt.pat;
                     let ty = &pt.ty;
-                    // A buffer or local array given as an expression cannot be bound: its
-                    // views are rewritten by name.
                     lets.push(syn::parse_quote_spanned!(arg.span()=> let #pat: #ty = #arg;));
                 }
             }
@@ -667,6 +762,9 @@ impl VisitMut for Renamer {
             for a in args.iter_mut() {
                 self.visit_expr_mut(a);
             }
+            rename_captures(&mut args, |n| {
+                self.lookup(n).map(|i| i.to_string()).filter(|to| to != n)
+            });
             m.tokens = args.to_token_stream();
         }
     }
