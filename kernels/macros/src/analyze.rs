@@ -373,7 +373,11 @@ impl Analyzer<'_> {
             () => {
                 nodes.extend(hoisted.drain(..).map(Node::Group));
                 if !run.is_empty() {
-                    let r = self.new_run(std::mem::take(&mut run));
+                    let stmts = std::mem::take(&mut run);
+                    let r = match self.unswitch(&stmts)? {
+                        Some(n) => n,
+                        None => self.new_run(stmts),
+                    };
                     nodes.push(r);
                 }
             };
@@ -417,6 +421,37 @@ impl Analyzer<'_> {
         }
         flush!();
         Ok(nodes)
+    }
+
+    /// A region that is one `if` with a uniform condition, which nothing in the region can
+    /// change (no local memory or written buffer in it), runs that `if` once per group with
+    /// a region in each branch: each branch's work-item loop then has no test in it.
+    fn unswitch(&mut self, stmts: &[Stmt]) -> syn::Result<Option<Node>> {
+        let [Stmt::Expr(whole @ Expr::If(i), _)] = stmts else {
+            return Ok(None);
+        };
+        if matches!(&*i.cond, Expr::Let(_))
+            || !self.is_uniform(&i.cond)
+            || reads_memory(&i.cond, self.body, self.params)
+        {
+            return Ok(None);
+        }
+        let mut els = i.else_branch.as_ref().map(|(_, e)| &**e);
+        while let Some(e) = els {
+            match e {
+                Expr::If(x) => {
+                    if matches!(&*x.cond, Expr::Let(_))
+                        || !self.is_uniform(&x.cond)
+                        || reads_memory(&x.cond, self.body, self.params)
+                    {
+                        return Ok(None);
+                    }
+                    els = x.else_branch.as_ref().map(|(_, e)| &**e);
+                }
+                _ => els = None,
+            }
+        }
+        Ok(Some(self.if_node(whole, "")?))
     }
 
     fn require_uniform(&self, cond: &Expr, what: &str) -> syn::Result<()> {
@@ -662,6 +697,45 @@ fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
     };
     p.visit_expr(e);
     p.pure
+}
+
+/// Whether `e` reads local memory or a written buffer, or holds a macro.
+fn reads_memory(e: &Expr, body: &Body, params: &[Param]) -> bool {
+    struct R<'a> {
+        changing: HashSet<String>,
+        reads: bool,
+        _b: &'a (),
+    }
+    impl<'v> Visit<'v> for R<'_> {
+        fn visit_expr_path(&mut self, p: &'v syn::ExprPath) {
+            if let Some(id) = p.path.get_ident()
+                && self.changing.contains(&id.to_string())
+            {
+                self.reads = true;
+            }
+        }
+        fn visit_macro(&mut self, _: &'v syn::Macro) {
+            self.reads = true;
+        }
+    }
+    let mut changing: HashSet<String> = body
+        .local_arrays
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    changing.extend(
+        params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Written { .. } | ParamKind::Local))
+            .map(|p| p.name.to_string()),
+    );
+    let mut r = R {
+        changing,
+        reads: false,
+        _b: &(),
+    };
+    r.visit_expr(e);
+    r.reads
 }
 
 pub(crate) fn is_assign_op(op: &BinOp) -> bool {

@@ -61,6 +61,10 @@ impl Bounds<'_> {
     }
 
     /// Whether `e` can be evaluated before the region's loops, with the value it has in them.
+    pub(crate) fn is_invariant(&self, e: &Expr) -> bool {
+        self.invariant(e)
+    }
+
     fn invariant(&self, e: &Expr) -> bool {
         struct I<'a, 'b> {
             b: &'a Bounds<'b>,

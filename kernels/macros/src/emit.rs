@@ -405,15 +405,63 @@ impl Gen<'_> {
                 stores.extend(quote!(#slot.set(__l, #id);));
             }
         }
-        // The region twice: with the indices the range analysis bounds unchecked (after one
-        // check of each bound, before the loops), and with every index checked.
-        let (fast, checks) = self.run_body(stmts, &stores, true);
-        let (checked, _) = self.run_body(stmts, &stores, false);
+        let parts = Parts {
+            recompute: &recompute,
+            loads: &loads,
+            stores: &stores,
+        };
+        let Some((cond, x, at, low_holds)) = self.split(stmts) else {
+            return self.run_part(stmts, &parts, quote!(0), quote!(__ls0), Vec::new());
+        };
+        // The loop over dimension 0 in two, at the work-item where `cond` changes: each part
+        // with `cond` known, and the bound it gives to the local id.
+        let k = x.to_token_stream().to_string();
+        let low = replace_cond(stmts, &cond, low_holds);
+        let high = replace_cond(stmts, &cond, !low_holds);
+        let low = self.run_part(
+            &low,
+            &parts,
+            quote!(0),
+            quote!(__split),
+            vec![(k.clone(), Some(quote!(__split.checked_sub(1))), None)],
+        );
+        let high = self.run_part(
+            &high,
+            &parts,
+            quote!(__split),
+            quote!(__ls0),
+            vec![(k, None, Some(quote!(Some(__split))))],
+        );
+        quote!({
+            let __split: usize = #at;
+            #low
+            #high
+        })
+    }
+
+    /// The loops of a region over work-items `start..end` of dimension 0, twice: with the
+    /// indices the range analysis bounds unchecked (after one check of each bound, before the
+    /// loops), and with every index checked.
+    fn run_part(
+        &self,
+        stmts: &[Stmt],
+        parts: &Parts<'_>,
+        start: Tokens,
+        end: Tokens,
+        facts: Vec<(String, Option<Tokens>, Option<Tokens>)>,
+    ) -> Tokens {
+        let Parts {
+            recompute,
+            loads,
+            stores,
+        } = parts;
+        let (fast, checks) = self.run_body(stmts, stores, Some(facts));
+        let (checked, _) = self.run_body(stmts, stores, None);
         let loops = |body: &[Stmt]| {
             quote! {
                 for __lz in 0..__ls2 {
                     for __ly in 0..__ls1 {
-                        '__item: for __lx in 0..__ls0 {
+                        '__item: for __lx in #start..#end {
                             let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
                             #recompute
                             #loads
@@ -438,17 +486,107 @@ impl Gen<'_> {
         }
     }
 
-    fn run_body(&self, stmts: &[Stmt], stores: &Tokens, fast: bool) -> (Vec<Stmt>, Vec<Tokens>) {
+    /// The first condition of an `if` in the region that compares the local id in dimension
+    /// 0 with a value known before the loop: (the condition, the id's expression, where the
+    /// loop splits, whether the condition holds below the split).
+    fn split(&self, stmts: &[Stmt]) -> Option<(Expr, Expr, Tokens, bool)> {
+        struct F<'a, 'g> {
+            g: &'a Gen<'g>,
+            found: Option<(Expr, Expr, Tokens, bool)>,
+        }
+        impl<'v> Visit<'v> for F<'_, '_> {
+            fn visit_expr_if(&mut self, i: &'v syn::ExprIf) {
+                if self.found.is_none() {
+                    self.found = self.g.split_at(&i.cond);
+                }
+                syn::visit::visit_expr_if(self, i);
+            }
+            fn visit_item(&mut self, _: &'v syn::Item) {}
+        }
+        let mut f = F {
+            g: self,
+            found: None,
+        };
+        for s in stmts {
+            f.visit_stmt(s);
+        }
+        f.found
+    }
+
+    fn split_at(&self, cond: &Expr) -> Option<(Expr, Expr, Tokens, bool)> {
+        let Expr::Binary(c) = cond else { return None };
+        // As `x OP e`, `x` the local id.
+        let (x, e, op, flipped) = if self.is_local_id0(&c.left, 0) {
+            (&*c.left, &*c.right, c.op, false)
+        } else if self.is_local_id0(&c.right, 0) {
+            (&*c.right, &*c.left, c.op, true)
+        } else {
+            return None;
+        };
+        let b = Bounds {
+            body: self.body,
+            invariant: self.invariant,
+            changing: self.changing,
+            krate: self.krate,
+            facts: Vec::new(),
+        };
+        if !b.is_invariant(e) {
+            return None;
+        }
+        let e = group_level(e, self.krate);
+        // `x < e` holds below `e`; `x <= e` below `e + 1`; `x >= e` and `x > e` above.
+        let (below, inclusive) = match (op, flipped) {
+            (BinOp::Lt(_), false) | (BinOp::Gt(_), true) => (true, false),
+            (BinOp::Le(_), false) | (BinOp::Ge(_), true) => (true, true),
+            (BinOp::Ge(_), false) | (BinOp::Le(_), true) => (false, false),
+            (BinOp::Gt(_), false) | (BinOp::Lt(_), true) => (false, true),
+            _ => return None,
+        };
+        let at = if inclusive {
+            quote!(__ls0.min((#e).saturating_add(1)))
+        } else {
+            quote!(__ls0.min(#e))
+        };
+        Some((cond.clone(), x.clone(), at, below))
+    }
+
+    /// Whether `e` is `local_id(0)`, or an immutable variable whose value is.
+    fn is_local_id0(&self, e: &Expr, depth: usize) -> bool {
+        match e {
+            Expr::Paren(p) => self.is_local_id0(&p.expr, depth),
+            Expr::Call(c) => {
+                call_name(c).as_deref() == Some("local_id")
+                    && matches!(c.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) if i.base10_digits() == "0")
+            }
+            Expr::Path(p) if depth < 8 => p
+                .path
+                .get_ident()
+                .and_then(|id| self.body.vars.get(&id.to_string()))
+                .filter(|v| !v.mutable && v.plain_let)
+                .and_then(|v| v.init.as_ref())
+                .is_some_and(|init| self.is_local_id0(init, depth + 1)),
+            _ => false,
+        }
+    }
+
+    /// A region's statements rewritten for its work-item loops; with `facts` (what is known
+    /// of indices there), its unchecked copy and the bounds that copy relies on.
+    fn run_body(
+        &self,
+        stmts: &[Stmt],
+        stores: &Tokens,
+        facts: Option<Vec<(String, Option<Tokens>, Option<Tokens>)>>,
+    ) -> (Vec<Stmt>, Vec<Tokens>) {
         let mut body = Vec::new();
         let mut rw = Rewrite::new(self, Mode::Item, 0);
         rw.on_return = stores.clone();
-        if fast {
+        if let Some(facts) = facts {
             rw.bounds = Some(Bounds {
                 body: self.body,
                 invariant: self.invariant,
                 changing: self.changing,
                 krate: self.krate,
-                facts: Vec::new(),
+                facts,
             });
         }
         for s in stmts {
@@ -494,6 +632,44 @@ impl Gen<'_> {
             __first
         }}
     }
+}
+
+/// What every part of a region's loops starts and ends with.
+struct Parts<'p> {
+    recompute: &'p Tokens,
+    loads: &'p Tokens,
+    stores: &'p Tokens,
+}
+
+/// `stmts` with every occurrence of the condition `cond` replaced by `holds`.
+fn replace_cond(stmts: &[Stmt], cond: &Expr, holds: bool) -> Vec<Stmt> {
+    struct R {
+        key: String,
+        holds: bool,
+    }
+    impl VisitMut for R {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            if e.to_token_stream().to_string() == self.key {
+                let v = self.holds;
+                *e = syn::parse_quote!(#v);
+                return;
+            }
+            visit_mut::visit_expr_mut(self, e);
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
+    let mut r = R {
+        key: cond.to_token_stream().to_string(),
+        holds,
+    };
+    stmts
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            r.visit_stmt_mut(&mut s);
+            s
+        })
+        .collect()
 }
 
 fn collect_bound(s: &Stmt, out: &mut HashSet<String>) {
@@ -598,6 +774,15 @@ impl<'r, 'g> Rewrite<'r, 'g> {
             Some(op) => op.to_token_stream(),
             None => quote!(=),
         };
+        if unchecked && simple {
+            return Some(syn::parse_quote_spanned!(span=> {
+                let __v = #right;
+                let __i = #index;
+                // SAFETY: `__i` is below the array's length: its bound was checked before the
+                // region's loops (range analysis).
+                unsafe { #array.set_unchecked(__i, __v) }
+            }));
+        }
         if unchecked {
             return Some(syn::parse_quote_spanned!(span=> {
                 let __v = #right;
