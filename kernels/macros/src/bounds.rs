@@ -24,6 +24,10 @@ use syn::{BinOp, Expr, UnOp};
 
 use crate::prepare::{Body, call_name};
 
+/// A bound known of an expression: (its text, its largest value, its smallest value), each
+/// as code of type `Option<usize>`.
+pub(crate) type Fact = (String, Option<Tokens>, Option<Tokens>);
+
 /// What is known where an access is: bounds of expressions (by their text), innermost last.
 pub(crate) struct Bounds<'b> {
     pub(crate) body: &'b Body,
@@ -35,7 +39,7 @@ pub(crate) struct Bounds<'b> {
     pub(crate) changing: &'b HashSet<String>,
     pub(crate) krate: &'b Tokens,
     /// (expression text, largest value, smallest value).
-    pub(crate) facts: Vec<(String, Option<Tokens>, Option<Tokens>)>,
+    pub(crate) facts: Vec<Fact>,
 }
 
 const MAX_DEPTH: usize = 12;
@@ -118,7 +122,7 @@ impl Bounds<'_> {
         i.ok
     }
 
-    fn fact(&self, e: &Expr) -> Option<&(String, Option<Tokens>, Option<Tokens>)> {
+    fn fact(&self, e: &Expr) -> Option<&Fact> {
         let k = key(e);
         self.facts.iter().rev().find(|f| f.0 == k)
     }

@@ -12,7 +12,7 @@ use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Ident, ItemFn, Stmt};
 
 use crate::analyze::{Analysis, Else, Node, Refs, Written};
-use crate::bounds::Bounds;
+use crate::bounds::{Bounds, Fact};
 use crate::prepare::{Body, call_name, macro_args};
 use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
 
@@ -448,7 +448,7 @@ impl Gen<'_> {
         parts: &Parts<'_>,
         start: Tokens,
         end: Tokens,
-        facts: Vec<(String, Option<Tokens>, Option<Tokens>)>,
+        facts: Vec<Fact>,
     ) -> Tokens {
         let Parts {
             recompute,
@@ -575,7 +575,7 @@ impl Gen<'_> {
         &self,
         stmts: &[Stmt],
         stores: &Tokens,
-        facts: Option<Vec<(String, Option<Tokens>, Option<Tokens>)>>,
+        facts: Option<Vec<Fact>>,
     ) -> (Vec<Stmt>, Vec<Tokens>) {
         let mut body = Vec::new();
         let mut rw = Rewrite::new(self, Mode::Item, 0);
