@@ -148,10 +148,11 @@ const USAGE: &str = "\
 usage: kernel_suite [--bench] [OPTIONS]
   --threads N,M     worker counts (default all cores; smoke run 1,2)
   --reps N          timed runs per row after a warm-up (default 10 matmul, 20 others; smoke 2)
-  --only K,L        kernels: matmul, reduce, scan, transpose, axpy, axpy_barrier, or suite (all)
+  --only K,L        kernels: matmul, reduce, scan, transpose, axpy, axpy_barrier, barrier-cost
+                    (the last two), or suite (all)
   --mm-n N          matmul's n, a multiple of 16 (default 1024; smoke 64)
   --n N             reduce, scan and axpy's length, a multiple of 256 (default 2^24; smoke 2^12)
-  --transpose-n N   transpose's side, a multiple of 16 (default 4096; smoke 64)
+  --tr-n N          transpose's side, a multiple of 16 (default 4096; smoke 64)
   --scheduler S     NUMATASK_SCHEDULER name (default ws)
   --platform P      ignored (the OpenCL peers' option)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
@@ -189,6 +190,9 @@ fn parse_args() -> Result<Args, String> {
                 for k in list {
                     match k.as_str() {
                         "suite" | "all" => a.only.extend(ALL.iter().map(|s| s.to_string())),
+                        "barrier-cost" => a
+                            .only
+                            .extend(["axpy".to_owned(), "axpy_barrier".to_owned()]),
                         k if ALL.contains(&k) => a.only.push(k.to_owned()),
                         other => return Err(format!("--only '{other}': one of {ALL:?} or suite")),
                     }
@@ -196,9 +200,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--mm-n" => a.mm_n = multiple(p.whole(16, 1 << 14)?, 16, "--mm-n")?,
             "--n" => a.n = multiple(p.whole(256, 1 << 30)?, 256, "--n")?,
-            "--transpose-n" => {
-                a.transpose_n = multiple(p.whole(16, 1 << 15)?, 16, "--transpose-n")?
-            }
+            "--tr-n" => a.transpose_n = multiple(p.whole(16, 1 << 15)?, 16, "--tr-n")?,
             "--scheduler" => {
                 a.scheduler = p
                     .value()?

@@ -125,6 +125,7 @@ pub struct Carver<'a> {
 
 impl<'a> Carver<'a> {
     /// The next `len` elements of the arena, zeroed when the group started.
+    #[inline]
     pub fn array<T: Element>(&mut self, len: usize) -> LocalArray<'a, T> {
         let bytes = std::mem::size_of::<T>()
             .checked_mul(len)

@@ -583,36 +583,46 @@ pub struct GroupArgs<'a> {
 
 /// Buffer argument `i` of `args`, checked to hold `T`s; panics naming `what` was asked for
 /// otherwise (a bug of the kernel's code, which fails its launch).
+#[inline]
 fn buffer_arg<'a, T: Element>(args: &'a [ArgValue], i: usize, what: &str) -> &'a RawBuffer {
     match args.get(i) {
         Some(ArgValue::Buffer(b)) if b.type_id == TypeId::of::<T>() => b,
+        _ => wrong_arg(args, i, what, type_name::<T>()),
+    }
+}
+
+/// The panic of an argument asked for as what it is not (kept out of the callers' code).
+#[cold]
+#[inline(never)]
+fn wrong_arg(args: &[ArgValue], i: usize, what: &str, type_name: &str) -> ! {
+    match args.get(i) {
         Some(a) => panic!(
-            "argument {i} is {}, asked for as {what} of {}",
+            "argument {i} is {}, asked for as {what} of {type_name}",
             Arg(a.clone()).describe(),
-            type_name::<T>()
         ),
         None => panic!("argument {i} asked for; the kernel has {}", args.len()),
     }
 }
 
 /// Scalar argument `i` of `args`, checked to be a `T` (panics otherwise, as [`buffer_arg`]).
+#[inline]
 fn scalar_arg<T: Copy + Send + Sync + 'static>(args: &[ArgValue], i: usize) -> T {
     match args.get(i) {
-        Some(ArgValue::Scalar(v, _)) if v.is::<T>() => *v.downcast_ref::<T>().expect("checked"),
-        Some(a) => panic!(
-            "argument {i} is {}, asked for as a scalar {}",
-            Arg(a.clone()).describe(),
-            type_name::<T>()
-        ),
-        None => panic!("argument {i} asked for; the kernel has {}", args.len()),
+        Some(ArgValue::Scalar(v, t)) if t.id == TypeId::of::<T>() => match v.downcast_ref::<T>() {
+            Some(v) => *v,
+            None => wrong_arg(args, i, "a scalar", type_name::<T>()),
+        },
+        _ => wrong_arg(args, i, "a scalar", type_name::<T>()),
     }
 }
 
 impl<'a> GroupArgs<'a> {
+    #[inline]
     fn buffer<T: Element>(&self, i: usize, what: &str) -> &'a RawBuffer {
         buffer_arg::<T>(self.args, i, what)
     }
 
+    #[inline]
     fn take(&self, i: usize) {
         let bit = 1u64 << (i % 64);
         let taken = self.taken.get();
@@ -624,6 +634,7 @@ impl<'a> GroupArgs<'a> {
     }
 
     /// Buffer argument `i`, declared [`Mode::Read`]: the whole buffer.
+    #[inline]
     pub fn read<T: Element>(&self, i: usize) -> &'a [T] {
         let b = self.buffer::<T>(i, "a read buffer");
         assert!(
@@ -679,6 +690,7 @@ impl<'a> GroupArgs<'a> {
     ///
     /// Reads and writes stay within the length; while the launch runs, no element is written
     /// by one work-item and read or written by another (of any group), unless through atomics.
+    #[inline]
     pub unsafe fn raw_mut<T: Element>(&self, i: usize) -> (*mut T, usize) {
         let b = self.buffer::<T>(i, "a written buffer");
         assert!(
@@ -689,12 +701,14 @@ impl<'a> GroupArgs<'a> {
     }
 
     /// Scalar argument `i`.
+    #[inline]
     pub fn scalar<T: Copy + Send + Sync + 'static>(&self, i: usize) -> T {
         scalar_arg(self.args, i)
     }
 
     /// Local argument `i`: this group's array, zeroed when the group started. Once per group
     /// and argument.
+    #[inline]
     pub fn local<T: Element>(&self, i: usize) -> &'a mut [T] {
         let len = match self.args.get(i) {
             Some(ArgValue::Local(t, len)) if t.id == TypeId::of::<T>() => *len,
@@ -719,6 +733,7 @@ impl<'a> GroupArgs<'a> {
     /// Local argument `i` as an array of cells (a compiled kernel's view). Once per group and
     /// argument.
     #[doc(hidden)]
+    #[inline]
     pub fn local_array<T: Element>(&self, i: usize) -> LocalArray<'a, T> {
         let slice = self.local::<T>(i);
         // `&mut [T]` to `&[Cell<T>]`: the same layout, and `Cell::from_mut` is this for one.
@@ -737,6 +752,7 @@ impl<'a> GroupArgs<'a> {
     /// The arena past the local arguments: a compiled kernel's local arrays and expanded
     /// variables. Once per group.
     #[doc(hidden)]
+    #[inline]
     pub fn scratch(&self) -> Carver<'a> {
         self.take(MAX_SCRATCH_BIT);
         Carver {
@@ -755,6 +771,7 @@ impl<'a> GroupArgs<'a> {
     /// work-item's own index, distinct from every other work-item's (its global linear id, or
     /// its global id in a launch whose global size is 1 past dimension 0).
     #[doc(hidden)]
+    #[inline]
     pub unsafe fn owned_mut<T: Element>(&self, i: usize) -> OwnedMut<'a, T> {
         // SAFETY: the caller's contract.
         let (ptr, len) = unsafe { self.raw_mut::<T>(i) };
@@ -768,6 +785,7 @@ impl<'a> GroupArgs<'a> {
 
     /// Written buffer argument `i`, any element of which any work-item may access (atomically).
     #[doc(hidden)]
+    #[inline]
     pub fn shared_mut<T: Scatter>(&self, i: usize) -> SharedMut<'a, T> {
         // SAFETY: only the pointer and length are taken; every access through the view is a
         // relaxed atomic one, which races with nothing (`Scatter`).
