@@ -338,10 +338,12 @@ fn crate_path() -> Tokens {
         .ok()
         .and_then(|d| std::fs::read_to_string(std::path::Path::new(&d).join("Cargo.toml")).ok())
         .unwrap_or_default();
+    // `key = ...`, `key.workspace = true`, or a table `[dependencies.key]`.
     let names = |key: &str| {
         manifest.lines().any(|l| {
             let l = l.trim_start();
-            l.starts_with(key) && l[key.len()..].trim_start().starts_with(['=', '.'])
+            (l.starts_with(key) && l[key.len()..].trim_start().starts_with(['=', '.']))
+                || (l.starts_with('[') && l.trim_end().ends_with(&format!("dependencies.{key}]")))
         })
     };
     let is_package = manifest.lines().any(|l| {
