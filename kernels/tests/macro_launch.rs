@@ -201,3 +201,32 @@ fn kernels_made_otherwise_have_no_reference_form() {
     assert!(err.to_string().contains("no reference form"), "{err}");
     let _ = c;
 }
+
+/// `NUMATASK_KERNEL_INFO=1` prints a kernel's report when it is first used: this test runs
+/// itself again in a child process with the variable set, and reads the child's stderr.
+#[test]
+fn the_report_is_printed_at_numatask_kernel_info() {
+    const CHILD: &str = "NUMATASK_TEST_KERNEL_INFO_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        // First use of the kernel: it is built, and reports.
+        let _ = reduce.name();
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "the_report_is_printed_at_numatask_kernel_info",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .env("NUMATASK_KERNEL_INFO", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("numatask: kernel 'reduce': 3 region(s); no variable kept per work-item"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("once per group: s"), "{stderr}");
+}
