@@ -42,6 +42,11 @@ pub struct KernelInfo {
     /// Variables that live across regions but are recomputed in each region that uses them
     /// (cheap functions of the work-item's ids), instead of being kept per work-item.
     pub recomputed: &'static [&'static str],
+    /// Counters of the loops inside regions that run breadth-first: each iteration for every
+    /// work-item of the group before the next (the loop over work-items inside the loop,
+    /// where its accesses walk memory with smaller strides), rather than each work-item
+    /// running the whole loop in turn.
+    pub breadth_first: &'static [&'static str],
     /// Bytes of the local arrays the kernel declares (`local_array`), not counting local
     /// arguments.
     pub local_bytes: usize,

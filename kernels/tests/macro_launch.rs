@@ -230,3 +230,72 @@ fn the_report_is_printed_at_numatask_kernel_info() {
     );
     assert!(stderr.contains("once per group: s"), "{stderr}");
 }
+
+/// Scales each row of a group's tile: the loop over rows walks the tile with stride 16 in
+/// each work-item and with stride 1 across work-items, and reads `w[k]`, the same for all:
+/// it runs breadth-first (the work-item loop inside it).
+#[kernel]
+fn scale_rows(input: &[f32], w: &[f32], out: &mut [f32], rows: u32) {
+    let tile = local_array::<f32, 256>();
+    let lx = local_id(0);
+    let base = group_id(0) * 256;
+    for k in 0..rows as usize {
+        tile[k * 16 + lx] = input[base + k * 16 + lx] * w[k];
+    }
+    barrier();
+    for k in 0..rows as usize {
+        out[base + k * 16 + lx] = tile[k * 16 + lx];
+    }
+}
+
+/// The same, every loop depth-first.
+#[kernel(depth_first)]
+fn scale_rows_depth_first(input: &[f32], w: &[f32], out: &mut [f32], rows: u32) {
+    let tile = local_array::<f32, 256>();
+    let lx = local_id(0);
+    let base = group_id(0) * 256;
+    for k in 0..rows as usize {
+        tile[k * 16 + lx] = input[base + k * 16 + lx] * w[k];
+    }
+    barrier();
+    for k in 0..rows as usize {
+        out[base + k * 16 + lx] = tile[k * 16 + lx];
+    }
+}
+
+#[test]
+fn loops_whose_accesses_walk_work_items_run_breadth_first_and_agree() {
+    let (c, q) = (ctx(), ctx().queue());
+    let groups = 6;
+    let n = groups * 256;
+    let data: Vec<f32> = (0..n).map(|i| (i % 251) as f32 * 0.25).collect();
+    let weights: Vec<f32> = (0..16).map(|k| 1.0 + k as f32).collect();
+    let (x, w) = (c.buffer::<f32>(n).unwrap(), c.buffer::<f32>(16).unwrap());
+    q.write(&x, 0, &data).unwrap();
+    q.write(&w, 0, &weights).unwrap();
+    let want: Vec<f32> = (0..n).map(|i| data[i] * weights[(i % 256) / 16]).collect();
+    for (kernel, reference) in [
+        (&*scale_rows, false),
+        (&*scale_rows, true),
+        (&*scale_rows_depth_first, false),
+    ] {
+        let out = c.buffer::<f32>(n).unwrap();
+        let mut l = q
+            .launch(kernel, NdRange::new([groups * 16]).local([16]))
+            .arg(&x)
+            .arg(&w)
+            .arg(&out)
+            .arg(16u32);
+        if reference {
+            l = l.reference();
+        }
+        l.enqueue().unwrap().wait().unwrap();
+        assert_eq!(q.read(&out, 0..n).unwrap().wait().unwrap(), want);
+    }
+    assert_eq!(scale_rows::INFO.breadth_first, ["k", "k"]);
+    assert!(scale_rows_depth_first::INFO.breadth_first.is_empty());
+    // Breadth-first, each loop holds a region (and `let lx` before the first is one of its
+    // own, which the compiler removes); depth-first, each loop is inside one.
+    assert_eq!(scale_rows::INFO.regions, 3);
+    assert_eq!(scale_rows_depth_first::INFO.regions, 2);
+}

@@ -76,19 +76,38 @@ pub(crate) struct Analysis {
     /// Variables computed once per group.
     pub(crate) uniform: Vec<String>,
     pub(crate) regions: usize,
+    /// The counters of the loops run breadth-first, as written.
+    pub(crate) breadth_first: Vec<String>,
     /// Each written buffer parameter's access kind, by name.
     pub(crate) written: HashMap<String, Written>,
     /// Each run's id → the variables it references.
     pub(crate) refs_of_run: HashMap<usize, HashSet<String>>,
 }
 
-pub(crate) fn analyze(body: &Body, params: &[Param]) -> syn::Result<Analysis> {
+pub(crate) fn analyze(body: &Body, params: &[Param], breadth_first: bool) -> syn::Result<Analysis> {
+    // Breadth-first loops make more variables live across regions; where one of them cannot
+    // be kept per work-item (no type written, or borrowed), every loop stays depth-first.
+    if !breadth_first {
+        return analyze_with(body, params, false);
+    }
+    match analyze_with(body, params, true) {
+        Ok(a) => Ok(a),
+        Err(e) => match analyze_with(body, params, false) {
+            Ok(a) => Ok(a),
+            Err(_) => Err(e),
+        },
+    }
+}
+
+fn analyze_with(body: &Body, params: &[Param], breadth_first: bool) -> syn::Result<Analysis> {
     let mut a = Analyzer {
         body,
         params,
         varying: HashSet::new(),
         next_run: 0,
         refs_of_run: HashMap::new(),
+        breadth_first,
+        bfo_loops: Vec::new(),
     };
     // Uniformity: a fixpoint, as marking one variable varying can make another vary.
     loop {
@@ -169,6 +188,7 @@ pub(crate) fn analyze(body: &Body, params: &[Param]) -> syn::Result<Analysis> {
         regions,
         written,
         refs_of_run: a.refs_of_run,
+        breadth_first: a.bfo_loops,
     })
 }
 
@@ -178,6 +198,9 @@ struct Analyzer<'b> {
     varying: HashSet<String>,
     next_run: usize,
     refs_of_run: HashMap<usize, HashSet<String>>,
+    /// Whether loops inside regions may run breadth-first.
+    breadth_first: bool,
+    bfo_loops: Vec<String>,
 }
 
 /// What a statement at group level is.
@@ -226,6 +249,9 @@ impl Analyzer<'_> {
             || escapes(s)
             || (returns(s) && (!top || rest.iter().any(has_barrier_stmt)))
         {
+            return Kind::Structural;
+        }
+        if self.breadth_first && self.breadth_first_loop(s) {
             return Kind::Structural;
         }
         if self.group_only(s) {
@@ -454,6 +480,187 @@ impl Analyzer<'_> {
         Ok(Some(self.if_node(whole, "")?))
     }
 
+    /// Whether the loop `s` (in a region) runs breadth-first: each iteration for every
+    /// work-item before the next (the work-item loop inside it), rather than each work-item
+    /// running it to the end (depth-first). Seed paper's rule, on the loop's accesses to
+    /// arrays: each votes for the order whose innermost loop walks it with the smaller stride
+    /// (the same element, consecutive elements, anything else), a tie to depth-first. Only a
+    /// `for` over a range the same for every work-item and known before the region, without
+    /// jumps or loops inside.
+    fn breadth_first_loop(&self, s: &Stmt) -> bool {
+        let Stmt::Expr(Expr::ForLoop(f), _) = s else {
+            return false;
+        };
+        let var = match &*f.pat {
+            Pat::Ident(p) if p.mutability.is_none() && p.subpat.is_none() => p.ident.to_string(),
+            _ => return false,
+        };
+        if !self.is_uniform(&f.expr) || reads_memory(&f.expr, self.body, self.params) {
+            return false;
+        }
+        struct Body<'a> {
+            arrays: &'a HashSet<String>,
+            accesses: Vec<&'a Expr>,
+            blocked: bool,
+        }
+        impl<'a> Visit<'a> for Body<'a> {
+            fn visit_expr(&mut self, e: &'a Expr) {
+                match e {
+                    Expr::ForLoop(_)
+                    | Expr::While(_)
+                    | Expr::Loop(_)
+                    | Expr::Break(_)
+                    | Expr::Continue(_)
+                    | Expr::Return(_)
+                    | Expr::Macro(_) => self.blocked = true,
+                    Expr::Index(i) => {
+                        if let Expr::Path(p) = &*i.expr
+                            && p.path
+                                .get_ident()
+                                .is_some_and(|id| self.arrays.contains(&id.to_string()))
+                        {
+                            self.accesses.push(&i.index);
+                        }
+                        visit::visit_expr(self, e)
+                    }
+                    _ => visit::visit_expr(self, e),
+                }
+            }
+            fn visit_item(&mut self, _: &'a syn::Item) {}
+        }
+        let mut arrays: HashSet<String> = self
+            .params
+            .iter()
+            .filter(|p| !matches!(p.kind, ParamKind::Scalar))
+            .map(|p| p.name.to_string())
+            .collect();
+        arrays.extend(self.body.local_arrays.iter().map(|l| l.name.to_string()));
+        let mut b = Body {
+            arrays: &arrays,
+            accesses: Vec::new(),
+            blocked: false,
+        };
+        b.visit_block(&f.body);
+        if b.blocked {
+            return false;
+        }
+        let (mut bfo, mut dfo) = (0, 0);
+        // A variable of the work-item's that the loop updates stays in a register when each
+        // work-item runs the loop to the end, and is loaded and stored from its slot at every
+        // iteration when the loop runs breadth-first: two votes for depth-first.
+        let mut inside = HashSet::new();
+        {
+            let mut r = Refs::default();
+            for st in &f.body.stmts {
+                if let Stmt::Local(l) = st {
+                    r.visit_pat(&l.pat);
+                }
+            }
+            inside.extend(r.names);
+        }
+        let mut w = Writes::default();
+        w.visit_block(&f.body);
+        dfo += 2 * w
+            .names
+            .iter()
+            .filter(|n| self.body.vars.contains_key(*n) && !inside.contains(*n))
+            .count();
+        for index in b.accesses {
+            let w = self.stride(index, None, 0);
+            let l = self.stride(index, Some(&var), 0);
+            match w.cmp(&l) {
+                std::cmp::Ordering::Less => bfo += 1,
+                std::cmp::Ordering::Greater => dfo += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        bfo > dfo
+    }
+
+    /// The stride of index `e` along the work-items of dimension 0 (`var` None) or along the
+    /// loop counter `var`: 0 the same element, 1 consecutive elements, 2 anything else.
+    fn stride(&self, e: &Expr, var: Option<&str>, depth: usize) -> u8 {
+        if depth > 8 {
+            return 2;
+        }
+        let d = depth + 1;
+        let lit = |e: &Expr| matches!(e, Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "1");
+        match e {
+            Expr::Lit(_) => 0,
+            Expr::Paren(p) => self.stride(&p.expr, var, d),
+            Expr::Group(g) => self.stride(&g.expr, var, d),
+            Expr::Cast(c) => self.stride(&c.expr, var, d),
+            Expr::Path(p) => {
+                let Some(id) = p.path.get_ident() else {
+                    return 0;
+                };
+                let name = id.to_string();
+                if var == Some(name.as_str()) {
+                    return 1;
+                }
+                match self.body.vars.get(&name) {
+                    None => 0,
+                    Some(v) if !self.varying.contains(&name) && !v.mutable => 0,
+                    Some(v) if !v.mutable && v.plain_let => match &v.init {
+                        Some(init) => self.stride(init, var, d),
+                        None => 2,
+                    },
+                    Some(_) => 2,
+                }
+            }
+            Expr::Call(c) => match (call_name(c).as_deref(), var) {
+                (Some("local_id" | "global_id"), None) => {
+                    if matches!(c.args.first(), Some(Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. })) if i.base10_digits() == "0")
+                    {
+                        1
+                    } else if c.args.first().is_some_and(|a| matches!(a, Expr::Lit(_))) {
+                        0
+                    } else {
+                        2
+                    }
+                }
+                (Some("global_linear_id" | "local_linear_id"), None) => 1,
+                (Some(n), _)
+                    if VARYING_INTRINSICS.contains(&n) || UNIFORM_INTRINSICS.contains(&n) =>
+                {
+                    0
+                }
+                _ => 2,
+            },
+            Expr::Binary(b) => {
+                let (l, r) = (self.stride(&b.left, var, d), self.stride(&b.right, var, d));
+                match b.op {
+                    BinOp::Add(_) | BinOp::Sub(_) => match (l, r) {
+                        (0, x) | (x, 0) => x,
+                        _ => 2,
+                    },
+                    BinOp::Mul(_) => match (l, r) {
+                        (0, 0) => 0,
+                        (0, x) if lit(&b.left) => x,
+                        (x, 0) if lit(&b.right) => x,
+                        _ => 2,
+                    },
+                    _ => {
+                        if l == 0 && r == 0 {
+                            0
+                        } else {
+                            2
+                        }
+                    }
+                }
+            }
+            _ => {
+                let mut r = Refs::default();
+                r.visit_expr(e);
+                let mentions = match var {
+                    Some(v) => r.names.contains(v),
+                    None => !self.is_uniform(e),
+                };
+                if mentions { 2 } else { 0 }
+            }
+        }
+    }
+
     fn require_uniform(&self, cond: &Expr, what: &str) -> syn::Result<()> {
         if self.is_uniform(cond) {
             Ok(())
@@ -497,6 +704,17 @@ impl Analyzer<'_> {
             Expr::ForLoop(f) => {
                 self.require_uniform(&f.expr, what)?;
                 self.note_condition(&f.expr);
+                if !has_barrier_stmt(s) && !escapes(s) {
+                    let name = match &*f.pat {
+                        Pat::Ident(p) => self
+                            .body
+                            .vars
+                            .get(&p.ident.to_string())
+                            .map_or_else(|| p.ident.to_string(), |v| v.original.clone()),
+                        _ => "_".to_owned(),
+                    };
+                    self.bfo_loops.push(name);
+                }
                 if !matches!(&*f.pat, Pat::Ident(p) if p.subpat.is_none())
                     && !matches!(&*f.pat, Pat::Wild(_))
                 {

@@ -172,6 +172,7 @@ pub(crate) fn emit(
         .iter()
         .map(|v| body.vars[v].original.as_str())
         .collect();
+    let breadth_first = &a.breadth_first;
     let regions = a.regions;
     let items = &body.items;
 
@@ -192,6 +193,7 @@ pub(crate) fn emit(
                 bytes_per_item: { #(#items)* 0 #(+ #slot_sizes)* },
                 uniform: &[#(#uniform_names),*],
                 recomputed: &[#(#recomputed_names),*],
+                breadth_first: &[#(#breadth_first),*],
                 local_bytes: { #(#items)* 0 #(+ #local_sizes)* },
             };
 
@@ -380,7 +382,9 @@ impl Gen<'_> {
             if names.contains(v) && !bound.contains(v) {
                 let id = Ident::new(v, self.body.vars[v].span);
                 let slot = slot_name(v);
-                out.extend(quote!(let mut #id = #slot.get(__l);));
+                // SAFETY: `__l` is a work-item's local linear id, below the group's size: the
+                // slot array's length.
+                out.extend(quote!(let mut #id = unsafe { #slot.get_unchecked(__l) };));
             }
         }
         out
@@ -402,7 +406,8 @@ impl Gen<'_> {
             if refs.contains(v) {
                 let id = Ident::new(v, self.body.vars[v].span);
                 let slot = slot_name(v);
-                stores.extend(quote!(#slot.set(__l, #id);));
+                // SAFETY: as for the load.
+                stores.extend(quote!(unsafe { #slot.set_unchecked(__l, #id) };));
             }
         }
         let parts = Parts {

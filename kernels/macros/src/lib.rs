@@ -195,9 +195,18 @@ pub(crate) fn intrinsic_arity(name: &str) -> usize {
 const MAX_PARAMS: usize = 63;
 
 fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
-    if !attr.is_empty() {
-        return Err(Error::new(attr.span(), "#[kernel] takes no arguments"));
-    }
+    // `#[kernel(depth_first)]`: every loop inside a region runs depth-first.
+    let breadth_first = match attr.to_string().as_str() {
+        "" => true,
+        "depth_first" => false,
+        _ => {
+            return Err(Error::new(
+                attr.span(),
+                "#[kernel] takes no arguments, or `depth_first` (no loop inside a region runs \
+                 breadth-first)",
+            ));
+        }
+    };
     let f: ItemFn = syn::parse2(item)?;
     let sig = &f.sig;
     if let Some(c) = &sig.constness {
@@ -239,7 +248,7 @@ fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
     }
     let krate = crate_path();
     let body = prepare::prepare(&f.block, &params)?;
-    let analysis = analyze::analyze(&body, &params)?;
+    let analysis = analyze::analyze(&body, &params, breadth_first)?;
     Ok(emit::emit(&f, &params, &body, &analysis, &krate))
 }
 
