@@ -36,12 +36,25 @@
 //!   known before the loop (`if lid < s`, `if lid >= offset`) runs as two loops split where
 //!   the comparison changes, each with the comparison replaced by its value; a region that is
 //!   one `if` with a uniform condition runs it once per group around two regions.
+//! - **Loop order** (seed paper 000): a `for` inside a region over a range the same for the
+//!   whole group runs breadth-first (each iteration for every work-item, the work-item loop
+//!   inside it) where its accesses vote so: each access votes for the order whose innermost
+//!   loop walks it with the smaller stride (the same element, consecutive ones, anything
+//!   else), each variable of the work-item's that the loop updates votes twice for
+//!   depth-first (a slot load and store per iteration breadth-first, a register
+//!   depth-first), and a tie stays depth-first. Where a breadth-first loop would make a
+//!   variable live across regions that cannot be kept per work-item, every loop stays
+//!   depth-first. `#[kernel(depth_first)]` turns it off.
 //! - **What did not work**: keeping a kept variable in its slot for every access (a load and
 //!   a store through the slot per use) left the tiled matrix multiply's inner loop no faster
 //!   than with every index checked; checking every index cost about half the time of the
 //!   barrier kernels (on one core: scan 135 ms checked, 71 ms unchecked; transpose 78 and
 //!   50 ms); a tree reduction's `if lid < s` region stayed a loop with a branch per work-item
-//!   (64 ms) until the region was split at `s` (15 ms).
+//!   (64 ms) until the region was split at `s` (15 ms); the tiled matrix multiply's loop over
+//!   `k` run breadth-first by the stride vote alone (its two tile reads both vote so) took
+//!   238 - 356 ms on one core against 184 - 198 depth-first: with 16 work-items a row, the
+//!   work-item loop is two vector iterations, and the accumulator goes through its slot at
+//!   every `k`; the accumulator's votes keep it depth-first.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
@@ -117,8 +130,11 @@ mod prepare;
 /// in slots of the group's arena (a structure of arrays), which needs its type written
 /// (`let x: f32 = ...`, a type buffers may hold: numbers, `bool`, arrays of them); a borrow
 /// of such a variable is refused. Items declared in the body (constants, types, functions)
-/// are seen by every part of the generated code. `NUMATASK_KERNEL_INFO=1`
-/// prints each kernel's report when it is first used. The reference form
+/// are seen by every part of the generated code. A `for` loop inside a region over a range
+/// the same for the whole group runs breadth-first (each iteration for every work-item) when
+/// its accesses walk memory with smaller strides that way (the seed paper's rule), and
+/// depth-first otherwise; `#[kernel(depth_first)]` keeps every loop depth-first.
+/// `NUMATASK_KERNEL_INFO=1` prints each kernel's report when it is first used. The reference form
 /// (`LaunchBuilder::reference`) runs the body as written, each work-item on its own thread
 /// with a real barrier that detects work-items reaching different barriers.
 ///
