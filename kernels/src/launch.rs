@@ -375,6 +375,9 @@ impl Launch {
                 return;
             }
             scope.taskgroup(|s| {
+                if !launch.placed {
+                    return split(s, &launch, 0..launch.tasks);
+                }
                 for t in 0..launch.tasks {
                     let groups = launch.groups_of(t);
                     let l = Arc::clone(&launch);
@@ -450,6 +453,25 @@ impl Launch {
             }
         })
     }
+}
+
+/// Runs tasks `tasks` of `launch` under work stealing: halves them, spawns a task for the
+/// upper half (which halves its part in turn) and goes on with the lower, running the last
+/// task itself. Thieves take half of what is left at once, and the tasks are spawned, and
+/// sleeping workers woken, by every worker that takes some, not all by one: a flat loop
+/// spawning every task from one worker left that worker waking the others one after the
+/// other.
+fn split(s: &Scope<'static>, launch: &Arc<Launch>, mut tasks: Range<usize>) {
+    while tasks.len() > 1 {
+        let mid = tasks.start + tasks.len() / 2;
+        let upper = mid..tasks.end;
+        let l = Arc::clone(launch);
+        s.task()
+            .label(launch.kernel.inner.name)
+            .spawn(move |s| split(s, &l, upper));
+        tasks.end = mid;
+    }
+    launch.run_groups(launch.groups_of(tasks.start));
 }
 
 /// The part of a footprint that decides a task's node: the largest written part, else the
