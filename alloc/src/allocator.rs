@@ -1,8 +1,10 @@
 //! The raw, C-like allocator of the core paper (its Listing 2): `omp_malloc`,
 //! `omp_malloc_specific` and `omp_free`, plus `omp_malloc_on_node` for an explicit node.
 //!
-//! Every allocation is its own anonymous page mapping, so that a policy can be applied to exactly
-//! its pages:
+//! Every mapping is made for one allocation, so that a policy can be applied to exactly its
+//! pages; a freed mapping is kept for the next allocation of its placement and size class
+//! ([`set_cache_limit`](crate::set_cache_limit)), faulted in and where its policy put it. The
+//! policies:
 //! - **standard**: nothing is bound; each page lands where it is first touched (with transparent
 //!   huge pages enabled, the kernel may place a whole 2 MiB huge page at the first touch of one of
 //!   its base pages; the registry asks the kernel, so it reports what really happened);
@@ -15,12 +17,13 @@
 //! where each page was meant to go, which is what scheduling decisions are computed from.
 
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hwlocality::memory::binding::{MemoryBindingFlags, MemoryBindingPolicy};
 use hwlocality::memory::nodeset::NodeSet;
 
+use crate::cache::{self, Key};
 use crate::distribution::Distribution;
 use crate::error::AllocError;
 use crate::page_size;
@@ -107,30 +110,48 @@ pub unsafe fn omp_free(ptr: *mut u8) -> Result<(), AllocError> {
         return Ok(());
     }
     let addr = ptr as usize;
-    let record = {
-        // The lookup and the removal must be one step, or two threads freeing the same pointer
-        // could both unmap it.
-        static FREE: Mutex<()> = Mutex::new(());
-        let _one_at_a_time = FREE.lock().unwrap_or_else(|p| p.into_inner());
-        match registry().find(addr) {
-            Some(r) if r.start == addr => registry().remove(addr),
-            _ => None,
-        }
+    let record = registry()
+        .find(addr)
+        .filter(|r| r.start == addr)
+        .ok_or(AllocError::UnknownPointer(addr))?;
+    // One free wins: a second free of the pointer (at once, or later while the mapping is
+    // cached) finds it not live and is refused.
+    if record
+        .live
+        .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Err(AllocError::UnknownPointer(addr));
     }
-    .ok_or(AllocError::UnknownPointer(addr))?;
-    // SAFETY: the record proves `[start, start + len)` is a live mapping made by `allocate`,
-    // now removed from the registry so no other free can reach it; the caller promises that no
-    // reference into it is used any more.
-    unsafe { unmap(record.start, record.len) };
+    let key = Topology::current()
+        .ok()
+        .and_then(|t| cache::key_of(&record, t.num_nodes()));
+    if let Some(key) = key
+        && let Err(record) = cache::put(key, Arc::clone(&record))
+    {
+        release(record);
+    } else if key.is_none() {
+        release(record);
+    }
     Ok(())
+}
+
+/// Returns a mapping that is free (not live, out of the cache) to the kernel.
+pub(crate) fn release(record: Arc<Record>) {
+    if registry().remove(record.start).is_some() {
+        // SAFETY: the record was registered (so `[start, start + len)` is a live mapping made
+        // by `allocate`), it was not live (freed: the caller promised no reference is used any
+        // more) and is now out of the registry and the cache, so nothing else can reach it.
+        unsafe { unmap(record.start, record.len) };
+    }
 }
 
 /// The size an allocation was made with, if `ptr` is the start of one.
 pub fn allocation_size(ptr: *const u8) -> Option<usize> {
     registry()
         .find(ptr as usize)
-        .filter(|r| r.start == ptr as usize)
-        .map(|r| r.requested)
+        .filter(|r| r.start == ptr as usize && r.live.load(Ordering::Acquire))
+        .map(|r| r.requested.load(Ordering::Relaxed))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -223,7 +244,27 @@ fn allocate(
     distribution: Distribution,
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
-    let len = check_size(topology, size, target)?;
+    let len = cache::class_len(check_size(topology, size, target)?, page_size());
+    let key = match target {
+        Target::FirstTouch if topology.num_nodes() == 1 => Some(Key::Standard),
+        Target::FirstTouch => None,
+        Target::Interleave => Some(Key::Fine),
+        Target::Node(node) => Some(Key::Node(node)),
+    };
+    if let Some(record) = key.and_then(|k| cache::take(k, len)) {
+        // What earlier handouts may have written goes back to zero; the rest still is.
+        let dirty = record.dirty.load(Ordering::Relaxed);
+        // SAFETY: the mapping is ours (registered, taken out of the cache, not live: nobody
+        // else holds it), writable, and at least `len >= size` bytes long.
+        unsafe { std::ptr::write_bytes(record.start as *mut u8, 0, dirty.min(size)) };
+        record.dirty.store(dirty.max(size), Ordering::Relaxed);
+        record.requested.store(size, Ordering::Relaxed);
+        record.live.store(true, Ordering::Release);
+        return NonNull::new(record.start as *mut u8).ok_or(AllocError::Map {
+            size,
+            reason: "a cached mapping at address 0".into(),
+        });
+    }
     // Under Miri, which cannot call mmap (`scripts/miri.sh`): the global allocator, page-aligned
     // and zeroed like an anonymous mapping.
     #[cfg(miri)]
@@ -283,13 +324,7 @@ fn allocate(
         },
         Target::Node(node) => Placement::Node { node },
     };
-    registry().insert(Record {
-        start,
-        len,
-        requested: size,
-        distribution,
-        placement,
-    });
+    registry().insert(Record::new(start, len, size, distribution, placement));
     Ok(base)
 }
 

@@ -33,6 +33,7 @@
 //! ```
 
 mod allocator;
+mod cache;
 mod distribution;
 mod env;
 mod error;
@@ -53,6 +54,7 @@ pub use allocator::{
     allocation_size, omp_free, omp_malloc, omp_malloc_on_node, omp_malloc_specific,
     reset_coarse_counter,
 };
+pub use cache::{DEFAULT_CACHE_LIMIT, cached, release_cache, set_cache_limit};
 pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
 pub use numa_vec::{NumaVec, Place, Zeroable};

@@ -125,16 +125,41 @@ pub(crate) enum Placement {
     Node { node: usize },
 }
 
-/// One live allocation.
+/// One mapping of the allocator: handed out, or free in its cache for reuse.
 #[derive(Debug)]
 pub(crate) struct Record {
     pub(crate) start: usize,
     /// Mapped length (whole pages).
     pub(crate) len: usize,
-    /// Length the caller asked for.
-    pub(crate) requested: usize,
+    /// Length the caller asked for (of its current or last handout).
+    pub(crate) requested: AtomicUsize,
+    /// Bytes from the start that a handout may have written (the rest is still zero).
+    pub(crate) dirty: AtomicUsize,
+    /// Whether it is handed out (not free in the cache).
+    pub(crate) live: std::sync::atomic::AtomicBool,
     pub(crate) distribution: Distribution,
     pub(crate) placement: Placement,
+}
+
+impl Record {
+    /// A new mapping's record, handed out for `requested` bytes.
+    pub(crate) fn new(
+        start: usize,
+        len: usize,
+        requested: usize,
+        distribution: Distribution,
+        placement: Placement,
+    ) -> Self {
+        Record {
+            start,
+            len,
+            requested: AtomicUsize::new(requested),
+            dirty: AtomicUsize::new(requested),
+            live: std::sync::atomic::AtomicBool::new(true),
+            distribution,
+            placement,
+        }
+    }
 }
 
 impl Record {
@@ -897,7 +922,9 @@ mod tests {
         Record {
             start,
             len,
-            requested: len,
+            requested: AtomicUsize::new(len),
+            dirty: AtomicUsize::new(len),
+            live: std::sync::atomic::AtomicBool::new(true),
             distribution: Distribution::Coarse,
             placement: Placement::Node { node: start % 3 },
         }
