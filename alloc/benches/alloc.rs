@@ -1,13 +1,16 @@
-//! Allocator benchmarks: allocate-and-touch per policy against `std::alloc`, and the registry's
-//! footprint lookup (run once for every task the locality-aware scheduler deals).
+//! Allocator benchmarks: allocate-and-touch per policy against `std::alloc` (glibc), mimalloc
+//! and libnuma's `numa_alloc_onnode` (the C peer, loaded at run time where installed), on one
+//! thread and with every core allocating at once, and the registry's footprint lookup (run
+//! once for every task the locality-aware scheduler deals).
 //!
 //! ```text
 //! cargo bench -p numatask-alloc --bench alloc
 //! NUMATASK_TOPOLOGY=preset:opteron6172 cargo bench -p numatask-alloc --bench alloc -- lookup
 //! ```
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::alloc::{GlobalAlloc, Layout, alloc_zeroed, dealloc};
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use numatask_alloc::{
@@ -48,6 +51,33 @@ fn alloc_and_touch(c: &mut Criterion) {
                 });
             },
         );
+        group.bench_with_input(BenchmarkId::new("mimalloc", size), &size, |b, &size| {
+            let layout = Layout::from_size_align(size, 16).unwrap();
+            b.iter(|| {
+                // SAFETY: layout has a non-zero size.
+                let p = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
+                assert!(!p.is_null());
+                touch(p, size);
+                // SAFETY: allocated above with the same layout.
+                unsafe { mimalloc::MiMalloc.dealloc(black_box(p), layout) };
+            });
+        });
+        if let Some(numa) = libnuma() {
+            group.bench_with_input(
+                BenchmarkId::new("numa_alloc_onnode", size),
+                &size,
+                |b, &size| {
+                    b.iter(|| {
+                        // SAFETY: libnuma's documented entry points, on its own allocation.
+                        let p = unsafe { (numa.alloc_onnode)(size, 0) }.cast::<u8>();
+                        assert!(!p.is_null());
+                        touch(p, size);
+                        // SAFETY: as above.
+                        unsafe { (numa.free)(black_box(p).cast(), size) };
+                    });
+                },
+            );
+        }
         for d in Distribution::ALL {
             group.bench_with_input(BenchmarkId::new(d.name(), size), &size, |b, &size| {
                 b.iter(|| {
@@ -55,6 +85,90 @@ fn alloc_and_touch(c: &mut Criterion) {
                     touch(p.as_ptr(), size);
                     // SAFETY: allocated above, no reference remains.
                     unsafe { omp_free(black_box(p.as_ptr())) }.unwrap();
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+/// libnuma's allocation entry points, if the library can be loaded.
+struct LibNuma {
+    alloc_onnode: unsafe extern "C" fn(usize, i32) -> *mut libc::c_void,
+    free: unsafe extern "C" fn(*mut libc::c_void, usize),
+}
+
+fn libnuma() -> Option<LibNuma> {
+    // SAFETY: dlopen and dlsym with valid C strings; the symbols, when found, have the
+    // signatures numa.h declares (`void *numa_alloc_onnode(size_t, int)`,
+    // `void numa_free(void *, size_t)`). The library stays loaded (never dlclosed).
+    unsafe {
+        let lib = libc::dlopen(c"libnuma.so.1".as_ptr(), libc::RTLD_NOW);
+        if lib.is_null() {
+            eprintln!("numa_alloc_onnode: not available: libnuma.so.1 cannot be loaded");
+            return None;
+        }
+        let alloc = libc::dlsym(lib, c"numa_alloc_onnode".as_ptr());
+        let free = libc::dlsym(lib, c"numa_free".as_ptr());
+        if alloc.is_null() || free.is_null() {
+            return None;
+        }
+        Some(LibNuma {
+            alloc_onnode: std::mem::transmute::<
+                *mut libc::c_void,
+                unsafe extern "C" fn(usize, i32) -> *mut libc::c_void,
+            >(alloc),
+            free: std::mem::transmute::<
+                *mut libc::c_void,
+                unsafe extern "C" fn(*mut libc::c_void, usize),
+            >(free),
+        })
+    }
+}
+
+/// Every core allocating, touching and freeing its own 64 KiB blocks at once: time per
+/// block per thread (flat if the allocator scales).
+fn alloc_threads(c: &mut Criterion) {
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let size = 64 << 10;
+    let mut group = c.benchmark_group("alloc_touch_free_threads");
+    let mut counts = vec![1, all];
+    counts.dedup();
+    for threads in counts {
+        let run = |iters: u64, f: &(dyn Fn() + Sync)| -> Duration {
+            let start = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|| {
+                        for _ in 0..iters {
+                            f();
+                        }
+                    });
+                }
+            });
+            start.elapsed()
+        };
+        group.bench_function(BenchmarkId::new("std_alloc_zeroed", threads), |b| {
+            let layout = Layout::from_size_align(size, 16).unwrap();
+            b.iter_custom(|iters| {
+                run(iters, &|| {
+                    // SAFETY: layout has a non-zero size; freed below with it.
+                    let p = unsafe { alloc_zeroed(layout) };
+                    touch(p, size);
+                    // SAFETY: as above.
+                    unsafe { dealloc(black_box(p), layout) };
+                })
+            });
+        });
+        for d in Distribution::ALL {
+            group.bench_function(BenchmarkId::new(d.name(), threads), |b| {
+                b.iter_custom(|iters| {
+                    run(iters, &|| {
+                        let p = omp_malloc_specific(size, d).unwrap();
+                        touch(p.as_ptr(), size);
+                        // SAFETY: allocated above, no reference remains.
+                        unsafe { omp_free(black_box(p.as_ptr())) }.unwrap();
+                    })
                 });
             });
         }
@@ -153,5 +267,11 @@ fn registry_update(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, alloc_and_touch, registry_lookup, registry_update);
+criterion_group!(
+    benches,
+    alloc_and_touch,
+    alloc_threads,
+    registry_lookup,
+    registry_update
+);
 criterion_main!(benches);

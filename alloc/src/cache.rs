@@ -13,7 +13,10 @@
 //! to place them; it goes back to the kernel.
 //!
 //! The cache is bounded ([`set_cache_limit`], 256 MiB by default): a mapping that would take
-//! it past its limit goes back to the kernel, and [`release_cache`] returns everything.
+//! it past its limit goes back to the kernel, and [`release_cache`] returns everything but
+//! what other threads keep for themselves: each thread keeps its last few freed mappings
+//! (at most 8, of 8 MiB together), which it takes back first without a lock, and hands to the
+//! shared cache when it ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,45 +40,49 @@ pub(crate) enum Key {
     Node(usize),
 }
 
-struct Cache {
-    /// Free mappings by key and mapped length, the last freed first.
-    free: HashMap<(Key, usize), Vec<Arc<Record>>>,
-    bytes: usize,
-}
+/// Free mappings by key and mapped length, the last freed first. The cache is sharded by
+/// key and length, so that threads allocating different placements or sizes at once take
+/// different locks.
+type Shard = HashMap<(Key, usize), Vec<Arc<Record>>>;
 
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| {
-    Mutex::new(Cache {
-        free: HashMap::new(),
-        bytes: 0,
-    })
-});
+const SHARDS: usize = 16;
 
-fn cache() -> std::sync::MutexGuard<'static, Cache> {
-    CACHE.lock().unwrap_or_else(PoisonError::into_inner)
+static SHARD: LazyLock<[Mutex<Shard>; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
+
+/// Bytes the cache holds, all shards together.
+static BYTES: AtomicUsize = AtomicUsize::new(0);
+
+fn shard(key: Key, len: usize) -> std::sync::MutexGuard<'static, Shard> {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let h = BuildHasherDefault::<DefaultHasher>::default().hash_one((key, len));
+    SHARD[(h as usize) % SHARDS]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Sets how many bytes of freed memory the allocator keeps for reuse (0: none); memory cached
 /// beyond the new limit goes back to the kernel at once.
 pub fn set_cache_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::Relaxed);
-    let released = {
-        let mut c = cache();
-        let mut out = Vec::new();
-        while c.bytes > bytes {
-            let Some(key) = c.free.keys().next().copied() else {
-                break;
-            };
-            let list = c.free.get_mut(&key).expect("key from the map");
-            if let Some(r) = list.pop() {
-                c.bytes -= r.len;
-                out.push(r);
-            }
-            if c.free.get(&key).is_some_and(Vec::is_empty) {
-                c.free.remove(&key);
-            }
+    let mut released = Vec::new();
+    // The calling thread's own mappings first go back to the shared cache.
+    let _ = LOCAL.try_with(|l| {
+        for (key, r) in l.borrow_mut().0.drain(..) {
+            shard(key, r.len).entry((key, r.len)).or_default().push(r);
         }
-        out
-    };
+    });
+    for s in SHARD.iter() {
+        let mut s = s.lock().unwrap_or_else(PoisonError::into_inner);
+        s.retain(|_, list| {
+            while BYTES.load(Ordering::Relaxed) > bytes {
+                let Some(r) = list.pop() else { break };
+                BYTES.fetch_sub(r.len, Ordering::Relaxed);
+                released.push(r);
+            }
+            !list.is_empty()
+        });
+    }
     released.into_iter().for_each(crate::allocator::release);
 }
 
@@ -86,10 +93,19 @@ pub fn release_cache() {
     LIMIT.store(limit, Ordering::Relaxed);
 }
 
-/// Mappings and bytes the cache holds now.
+/// Mappings and bytes the cache holds now (the mappings: those of the shared cache and the
+/// calling thread's; the bytes: every thread's).
 pub fn cached() -> (usize, usize) {
-    let c = cache();
-    (c.free.values().map(Vec::len).sum(), c.bytes)
+    let mine = LOCAL.try_with(|l| l.borrow().0.len()).unwrap_or(0);
+    let count = mine
+        + SHARD
+            .iter()
+            .map(|s| {
+                let s = s.lock().unwrap_or_else(PoisonError::into_inner);
+                s.values().map(Vec::len).sum::<usize>()
+            })
+            .sum::<usize>();
+    (count, BYTES.load(Ordering::Relaxed))
 }
 
 /// The mapped length for a request of `len` bytes (whole pages): its size class.
@@ -113,26 +129,80 @@ pub(crate) fn key_of(record: &Record, num_nodes: usize) -> Option<Key> {
     }
 }
 
+/// Mappings a thread keeps for itself, at most: the last ones it freed, which it takes back
+/// first without a lock (a thread allocating and freeing in a loop touches no shared cache
+/// line but its records').
+const LOCAL_MAX: usize = 8;
+/// Bytes a thread keeps for itself, at most.
+const LOCAL_BYTES: usize = 8 << 20;
+
+/// A thread's own free mappings; what is left when the thread ends goes to the shared cache.
+struct Local(Vec<(Key, Arc<Record>)>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        for (key, r) in self.0.drain(..) {
+            // Its bytes are counted already.
+            shard(key, r.len).entry((key, r.len)).or_default().push(r);
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: std::cell::RefCell<Local> = const { std::cell::RefCell::new(Local(Vec::new())) };
+}
+
 /// A cached mapping of `key` and mapped length `len`, taken out of the cache.
 pub(crate) fn take(key: Key, len: usize) -> Option<Arc<Record>> {
-    let mut c = cache();
-    let list = c.free.get_mut(&(key, len))?;
+    let mine = LOCAL
+        .try_with(|l| {
+            let mut l = l.borrow_mut();
+            let i = l.0.iter().rposition(|(k, r)| *k == key && r.len == len)?;
+            Some(l.0.swap_remove(i).1)
+        })
+        .ok()
+        .flatten();
+    if let Some(r) = mine {
+        BYTES.fetch_sub(r.len, Ordering::Relaxed);
+        return Some(r);
+    }
+    let mut s = shard(key, len);
+    let list = s.get_mut(&(key, len))?;
     let r = list.pop()?;
     if list.is_empty() {
-        c.free.remove(&(key, len));
+        s.remove(&(key, len));
     }
-    c.bytes -= r.len;
+    BYTES.fetch_sub(r.len, Ordering::Relaxed);
     Some(r)
 }
 
 /// Keeps the freed `record` for reuse under `key`; gives it back if the cache is full.
 pub(crate) fn put(key: Key, record: Arc<Record>) -> Result<(), Arc<Record>> {
-    let mut c = cache();
-    if c.bytes.saturating_add(record.len) > LIMIT.load(Ordering::Relaxed) {
+    let limit = LIMIT.load(Ordering::Relaxed);
+    // Reserve the bytes first, so that threads putting at once never pass the limit together.
+    let reserved = BYTES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+        b.checked_add(record.len).filter(|&total| total <= limit)
+    });
+    if reserved.is_err() {
         return Err(record);
     }
-    c.bytes += record.len;
-    c.free.entry((key, record.len)).or_default().push(record);
+    let record = match LOCAL.try_with(|l| {
+        let mut l = l.borrow_mut();
+        let bytes: usize = l.0.iter().map(|(_, r)| r.len).sum();
+        if l.0.len() < LOCAL_MAX && bytes + record.len <= LOCAL_BYTES {
+            l.0.push((key, Arc::clone(&record)));
+            true
+        } else {
+            false
+        }
+    }) {
+        Ok(true) => return Ok(()),
+        _ => record,
+    };
+    shard(key, record.len)
+        .entry((key, record.len))
+        .or_default()
+        .push(record);
     Ok(())
 }
 

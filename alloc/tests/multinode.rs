@@ -221,3 +221,58 @@ fn every_node_can_be_chosen_explicitly_and_a_missing_node_is_an_error() {
     let err = omp_malloc_on_node(node_memory as usize + 1, 0).unwrap_err();
     assert!(err.to_string().contains("node 0 has"), "{err}");
 }
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn reused_memory_lies_where_its_policy_put_it_and_the_registry_says_so() {
+    let n = expected_nodes();
+    let len = 40 * page_size();
+    for node in 0..n {
+        let p = omp_malloc_on_node(len, node).unwrap();
+        touch(p.as_ptr(), len);
+        // SAFETY: allocated above, no reference into it remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+        // The next allocation of that node and size class takes the same mapping, zeroed,
+        // still on the node by the kernel's page locations and by the registry.
+        let q = omp_malloc_on_node(len - 100, node).unwrap();
+        assert_eq!(q, p, "node {node}: the freed mapping is reused");
+        // SAFETY: `len - 100` bytes handed out.
+        let bytes = unsafe { std::slice::from_raw_parts(q.as_ptr(), len - 100) };
+        assert!(bytes.iter().all(|&b| b == 0), "node {node}: zeroed");
+        let kernel = resident_nodes(q.as_ptr(), len - 100).unwrap();
+        assert!(
+            kernel.iter().all(|&k| k == Some(node)),
+            "node {node}: {kernel:?}"
+        );
+        assert_eq!(registry_page_nodes(q.as_ptr(), len - 100), kernel);
+        // SAFETY: allocated above, no reference into it remains.
+        unsafe { omp_free(q.as_ptr()) }.unwrap();
+    }
+    // Fine memory keeps its interleave through reuse, page by page.
+    let len = 64 * n * page_size();
+    let f = omp_malloc_specific(len, Distribution::Fine).unwrap();
+    touch(f.as_ptr(), len);
+    // SAFETY: allocated above, no reference into it remains.
+    unsafe { omp_free(f.as_ptr()) }.unwrap();
+    let g = omp_malloc_specific(len, Distribution::Fine).unwrap();
+    assert_eq!(g, f);
+    let kernel = resident_nodes(g.as_ptr(), len).unwrap();
+    let mut per_node = vec![0usize; n];
+    for node in &kernel {
+        per_node[node.expect("resident")] += 1;
+    }
+    assert_eq!(per_node, vec![64; n], "pages per node");
+    assert_eq!(registry_page_nodes(g.as_ptr(), len), kernel);
+    // SAFETY: allocated above, no reference into it remains.
+    unsafe { omp_free(g.as_ptr()) }.unwrap();
+    // Standard memory goes back to the kernel on several nodes: the next allocation's pages
+    // land where its own first touch puts them.
+    let s = omp_malloc_specific(len, Distribution::Standard).unwrap();
+    // SAFETY: allocated above, no reference into it remains.
+    unsafe { omp_free(s.as_ptr()) }.unwrap();
+    assert_eq!(
+        node_bytes(s.as_ptr(), 1).unknown(),
+        1,
+        "returned to the kernel"
+    );
+}
