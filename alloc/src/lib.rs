@@ -38,6 +38,7 @@ mod distribution;
 mod env;
 mod error;
 pub mod ffi;
+mod numa_alloc;
 mod numa_vec;
 mod registry;
 mod topology;
@@ -57,6 +58,7 @@ pub use allocator::{
 pub use cache::{DEFAULT_CACHE_LIMIT, cached, release_cache, set_cache_limit};
 pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
+pub use numa_alloc::{NumaAlloc, NumaGlobal};
 pub use numa_vec::{NumaVec, Place, Zeroable};
 pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};
 pub use topology::{
