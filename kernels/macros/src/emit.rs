@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use proc_macro2::{Span, TokenStream as Tokens};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
@@ -922,7 +922,7 @@ impl VisitMut for Rewrite<'_, '_> {
                     return;
                 }
             }
-            Expr::Binary(b) if is_assign(&b.op) => {
+            Expr::Binary(b) if crate::analyze::is_assign_op(&b.op) => {
                 if let Some(new) =
                     self.assign(&b.left.clone(), Some(&b.op.clone()), &b.right.clone(), span)
                 {
@@ -1016,27 +1016,6 @@ impl VisitMut for Rewrite<'_, '_> {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-}
-
-fn is_assign(op: &BinOp) -> bool {
-    matches!(
-        op,
-        BinOp::AddAssign(_)
-            | BinOp::SubAssign(_)
-            | BinOp::MulAssign(_)
-            | BinOp::DivAssign(_)
-            | BinOp::RemAssign(_)
-            | BinOp::BitXorAssign(_)
-            | BinOp::BitAndAssign(_)
-            | BinOp::BitOrAssign(_)
-            | BinOp::ShlAssign(_)
-            | BinOp::ShrAssign(_)
-    )
-}
-
-#[allow(dead_code)]
-fn spanned(span: Span, t: Tokens) -> Tokens {
-    quote_spanned!(span=> #t)
 }
 
 /// `e`, known before a region's loops (uniform values, scalars, read buffers at uniform
