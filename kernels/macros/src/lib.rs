@@ -633,13 +633,3 @@ mod tests {
         assert!(at.starts_with("global_id()"), "{at}");
     }
 }
-#[cfg(test)]
-mod dump {
-    #[test]
-    #[ignore = "prints an expansion, for reading"]
-    fn print_expansion() {
-        let src = std::env::var("KERNEL_SRC").unwrap_or_default();
-        let item: proc_macro2::TokenStream = src.parse().expect("tokens");
-        println!("{}", super::expand(quote::quote!(), item).expect("expands"));
-    }
-}
