@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use numatask_alloc::{
     Distribution, NodeBytes, Topology, accumulate_node_bytes, omp_free, omp_malloc_specific,
-    page_size,
+    page_size, release_cache,
 };
 
 const SIZES: [usize; 4] = [64 << 10, 1 << 20, 16 << 20, 256 << 20];
@@ -210,6 +210,9 @@ fn registry_lookup(c: &mut Criterion) {
     let real = !Topology::current().unwrap().is_synthetic();
     for touched in [true, false].into_iter().filter(|_| real) {
         let len = 1024 * page_size();
+        // A fresh mapping, not the touched one freed just before (which the cache would
+        // hand out again, its pages resident).
+        release_cache();
         let p = omp_malloc_specific(len, Distribution::Standard).unwrap();
         if touched {
             touch(p.as_ptr(), len);
