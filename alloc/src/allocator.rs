@@ -26,6 +26,7 @@ use hwlocality::memory::nodeset::NodeSet;
 use crate::cache::{self, Key};
 use crate::distribution::Distribution;
 use crate::error::AllocError;
+use crate::huge::{HUGE_PAGE, huge_pages};
 use crate::page_size;
 use crate::registry::{PageCache, Placement, Record, registry};
 use crate::topology::Topology;
@@ -244,11 +245,18 @@ fn allocate(
     distribution: Distribution,
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
-    let len = cache::class_len(check_size(topology, size, target)?, page_size());
+    let mut len = cache::class_len(check_size(topology, size, target)?, page_size());
+    // Huge pages for node-bound mappings of at least one (`huge`): 2 MiB aligned and long.
+    let huge =
+        cfg!(not(miri)) && matches!(target, Target::Node(_)) && len >= HUGE_PAGE && huge_pages()?;
+    if huge {
+        len = len.next_multiple_of(HUGE_PAGE);
+    }
     let key = match target {
         Target::FirstTouch if topology.num_nodes() == 1 => Some(Key::Standard),
         Target::FirstTouch => None,
         Target::Interleave => Some(Key::Fine),
+        Target::Node(node) if huge => Some(Key::HugeNode(node)),
         Target::Node(node) => Some(Key::Node(node)),
     };
     if let Some(record) = key.and_then(|k| cache::take(k, len)) {
@@ -287,12 +295,35 @@ fn allocate(
     let ptr = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            len,
+            // A huge-page mapping is made a huge page longer, and cut to an aligned part below.
+            if huge { len + HUGE_PAGE } else { len },
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
             0,
         )
+    };
+    #[cfg(not(miri))]
+    let ptr = if huge && ptr != libc::MAP_FAILED {
+        let raw = ptr as usize;
+        let aligned = raw.next_multiple_of(HUGE_PAGE);
+        // SAFETY: `[raw, aligned)` and `[aligned + len, raw + len + HUGE_PAGE)` lie in the
+        // mapping made just above, which nobody else has seen; what stays is `[aligned,
+        // aligned + len)`, advised for huge pages (MADV_HUGEPAGE changes only how the kernel
+        // backs it).
+        unsafe {
+            if aligned > raw {
+                unmap(raw, aligned - raw);
+            }
+            let end = raw + len + HUGE_PAGE;
+            if end > aligned + len {
+                unmap(aligned + len, end - (aligned + len));
+            }
+            libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        }
+        aligned as *mut libc::c_void
+    } else {
+        ptr
     };
     if ptr == libc::MAP_FAILED {
         return Err(AllocError::Map {
@@ -324,7 +355,9 @@ fn allocate(
         },
         Target::Node(node) => Placement::Node { node },
     };
-    registry().insert(Record::new(start, len, size, distribution, placement));
+    let mut record = Record::new(start, len, size, distribution, placement);
+    record.huge = huge;
+    registry().insert(record);
     Ok(base)
 }
 

@@ -36,8 +36,10 @@ pub(crate) enum Key {
     Standard,
     /// Interleaved over every node.
     Fine,
-    /// Wholly on this node (coarse, or on a node asked for).
+    /// Wholly on this node (coarse, or on a node asked for), base pages.
     Node(usize),
+    /// Wholly on this node, huge pages.
+    HugeNode(usize),
 }
 
 /// Free mappings by key and mapped length, the last freed first. The cache is sharded by
@@ -125,6 +127,13 @@ pub(crate) fn key_of(record: &Record, num_nodes: usize) -> Option<Key> {
         Placement::Standard(_) if num_nodes == 1 => Some(Key::Standard),
         Placement::Standard(_) => None,
         Placement::Fine { .. } => Some(Key::Fine),
+        Placement::Node { node }
+            if record.len.is_multiple_of(crate::huge::HUGE_PAGE)
+                && record.start.is_multiple_of(crate::huge::HUGE_PAGE)
+                && record.huge =>
+        {
+            Some(Key::HugeNode(node))
+        }
         Placement::Node { node } => Some(Key::Node(node)),
     }
 }

@@ -38,6 +38,7 @@ mod distribution;
 mod env;
 mod error;
 pub mod ffi;
+mod huge;
 mod numa_alloc;
 mod numa_vec;
 mod registry;
@@ -58,6 +59,7 @@ pub use allocator::{
 pub use cache::{DEFAULT_CACHE_LIMIT, cached, release_cache, set_cache_limit};
 pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
+pub use huge::{HUGE_PAGE, HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub use numa_alloc::{NumaAlloc, NumaGlobal};
 pub use numa_vec::{NumaVec, Place, Zeroable};
 pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};

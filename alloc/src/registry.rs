@@ -137,6 +137,8 @@ pub(crate) struct Record {
     pub(crate) dirty: AtomicUsize,
     /// Whether it is handed out (not free in the cache).
     pub(crate) live: std::sync::atomic::AtomicBool,
+    /// Whether it was advised for huge pages.
+    pub(crate) huge: bool,
     pub(crate) distribution: Distribution,
     pub(crate) placement: Placement,
 }
@@ -156,6 +158,7 @@ impl Record {
             requested: AtomicUsize::new(requested),
             dirty: AtomicUsize::new(requested),
             live: std::sync::atomic::AtomicBool::new(true),
+            huge: false,
             distribution,
             placement,
         }
@@ -925,6 +928,7 @@ mod tests {
             requested: AtomicUsize::new(len),
             dirty: AtomicUsize::new(len),
             live: std::sync::atomic::AtomicBool::new(true),
+            huge: false,
             distribution: Distribution::Coarse,
             placement: Placement::Node { node: start % 3 },
         }

@@ -276,3 +276,25 @@ fn reused_memory_lies_where_its_policy_put_it_and_the_registry_says_so() {
         "returned to the kernel"
     );
 }
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn huge_page_memory_lies_wholly_on_its_node() {
+    let n = expected_nodes();
+    numatask_alloc::set_huge_pages(true);
+    let len = 3 * numatask_alloc::HUGE_PAGE;
+    for node in 0..n {
+        let p = omp_malloc_on_node(len, node).unwrap();
+        assert_eq!(p.as_ptr() as usize % numatask_alloc::HUGE_PAGE, 0);
+        touch(p.as_ptr(), len);
+        let kernel = resident_nodes(p.as_ptr(), len).unwrap();
+        assert!(
+            kernel.iter().all(|&k| k == Some(node)),
+            "node {node}: {kernel:?}"
+        );
+        assert_eq!(node_bytes(p.as_ptr(), len).on(node), len as u64);
+        // SAFETY: allocated above, no reference into it remains.
+        unsafe { omp_free(p.as_ptr()) }.unwrap();
+    }
+    numatask_alloc::set_huge_pages(false);
+}
