@@ -1043,8 +1043,16 @@ impl<'a> Visit<'a> for Writes {
         visit::visit_pat_ident(self, p);
     }
     fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
-        if let Some(n) = root_name(&a.left) {
-            self.names.insert(n);
+        match root_name(&a.left) {
+            Some(n) => {
+                self.names.insert(n);
+            }
+            // A destructuring assignment (`(a, b) = ...`): every name on the left may change.
+            None => {
+                let mut r = Refs::default();
+                r.visit_expr(&a.left);
+                self.names.extend(r.names);
+            }
         }
         visit::visit_expr_assign(self, a);
     }

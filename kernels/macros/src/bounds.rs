@@ -44,6 +44,17 @@ pub(crate) struct Bounds<'b> {
 
 const MAX_DEPTH: usize = 12;
 
+/// Whether evaluating `e` before the loops cannot panic: a name, a literal, or a uniform
+/// work-item function of literals.
+fn simple(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Lit(_) => true,
+        Expr::Paren(p) => simple(&p.expr),
+        Expr::Call(c) => c.args.iter().all(|a| int(a).is_some()),
+        _ => false,
+    }
+}
+
 fn key(e: &Expr) -> String {
     e.to_token_stream().to_string()
 }
@@ -65,8 +76,9 @@ impl Bounds<'_> {
     }
 
     /// Whether `e` can be evaluated before the region's loops, with the value it has in them.
-    pub(crate) fn is_invariant(&self, e: &Expr) -> bool {
-        self.invariant(e)
+    /// Whether `e` is known before the loops and evaluating it there cannot panic.
+    pub(crate) fn is_simple_invariant(&self, e: &Expr) -> bool {
+        self.invariant(e) && simple(e)
     }
 
     fn invariant(&self, e: &Expr) -> bool {
@@ -134,7 +146,22 @@ impl Bounds<'_> {
         if v.mutable || !v.plain_let {
             return None;
         }
-        v.init.as_ref()
+        let init = v.init.as_ref()?;
+        // Its value was computed from what its initialiser read then: a mutable variable may
+        // hold something else now.
+        let mut r = crate::analyze::Refs::default();
+        r.visit_expr(init);
+        if r.names
+            .iter()
+            .any(|n| self.body.vars.get(n).is_none_or(|v| v.mutable) && !self.is_param(n))
+        {
+            return None;
+        }
+        Some(init)
+    }
+
+    fn is_param(&self, name: &str) -> bool {
+        self.invariant.contains(name) && !self.body.vars.contains_key(name)
     }
 
     /// The largest value of `e` in the region, as code; `None` where nothing can be said.
@@ -164,7 +191,7 @@ impl Bounds<'_> {
         match e {
             Expr::Paren(p) => self.max_at(&p.expr, d),
             Expr::Group(g) => self.max_at(&g.expr, d),
-            Expr::Cast(c) if self.invariant(&c.expr) => {
+            Expr::Cast(c) if self.invariant(&c.expr) && simple(&c.expr) => {
                 let e = self.group(&c.expr);
                 Some(quote!(Some((#e) as usize)))
             }
@@ -193,7 +220,7 @@ impl Bounds<'_> {
                         let (rmax, rmin) = (self.max_at(r, d)?, self.min_at(r, d));
                         Some(quote!(#b::sub(#lmax, #lmin, #rmax, #rmin)))
                     }
-                    BinOp::Div(_) => {
+                    BinOp::Div(_) if int(r).is_some_and(|v| v > 0) => {
                         let (l, r) = (self.max_at(l, d)?, self.min_at(r, d));
                         Some(quote!(#b::div(#l, #r)))
                     }
@@ -208,13 +235,12 @@ impl Bounds<'_> {
                     _ => None,
                 }
             }
+            // Only where both sides are bounded, that is built of what the analysis knows to be
+            // `usize` values: `min` is then `Ord::min`.
             Expr::MethodCall(m) if m.method == "min" && m.args.len() == 1 => {
-                let l = self.max_at(&m.receiver, d);
-                let r = self.max_at(&m.args[0], d);
-                match (l, r) {
-                    (Some(l), Some(r)) => Some(quote!(#b::min(#l, #r))),
-                    (l, r) => l.or(r),
-                }
+                let l = self.max_at(&m.receiver, d)?;
+                let r = self.max_at(&m.args[0], d)?;
+                Some(quote!(#b::min(#l, #r)))
             }
             _ => None,
         }
@@ -238,7 +264,7 @@ impl Bounds<'_> {
         match e {
             Expr::Paren(p) => self.min_at(&p.expr, d),
             Expr::Group(g) => self.min_at(&g.expr, d),
-            Expr::Cast(c) if self.invariant(&c.expr) => {
+            Expr::Cast(c) if self.invariant(&c.expr) && simple(&c.expr) => {
                 let e = self.group(&c.expr);
                 quote!(Some((#e) as usize))
             }
@@ -317,7 +343,7 @@ impl Bounds<'_> {
             }),
             (n, _)
                 if crate::UNIFORM_INTRINSICS.contains(&n)
-                    && c.args.iter().all(|a| self.invariant(a)) =>
+                    && c.args.iter().all(|a| int(a).is_some()) =>
             {
                 let e = self.group(&Expr::Call(c.clone()));
                 Some(quote!(Some(#e)))
@@ -413,8 +439,10 @@ impl Bounds<'_> {
     /// no statement changes.
     fn keyable(&self, e: &Expr) -> bool {
         match e {
+            // Of literal dimensions only: `local_id(d)` with `d` a variable changes with it.
             Expr::Call(c) => {
                 call_name(c).is_some_and(|n| crate::VARYING_INTRINSICS.contains(&n.as_str()))
+                    && c.args.iter().all(|a| int(a).is_some())
             }
             Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
                 self.body

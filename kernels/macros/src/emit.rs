@@ -535,7 +535,7 @@ impl Gen<'_> {
             krate: self.krate,
             facts: Vec::new(),
         };
-        if !b.is_invariant(e) {
+        if !b.is_simple_invariant(e) {
             return None;
         }
         let e = group_level(e, self.krate);
@@ -548,7 +548,7 @@ impl Gen<'_> {
             _ => return None,
         };
         let at = if inclusive {
-            quote!(__ls0.min((#e).saturating_add(1)))
+            quote!(__ls0.min(usize::saturating_add(#e, 1)))
         } else {
             quote!(__ls0.min(#e))
         };

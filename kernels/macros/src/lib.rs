@@ -45,6 +45,14 @@
 //!   depth-first), and a tie stays depth-first. Where a breadth-first loop would make a
 //!   variable live across regions that cannot be kept per work-item, every loop stays
 //!   depth-first. `#[kernel(depth_first)]` turns it off.
+//! - **Soundness** rests on the analyses following names as rustc resolves them: a review
+//!   that tried to break it found kernels without `unsafe` reaching unchecked accesses out of
+//!   bounds (a destructuring assignment not seen as a write; a bound rebuilt from a variable
+//!   that had changed; a fact about `local_id(d)` with `d` changing; a user type's `min`;
+//!   user names equal to the generated code's; an item in an inner block shadowing a
+//!   variable; a macro hiding an assignment or a store). Each is now refused at compile time
+//!   or left checked, with a test; what the analyses cannot see (macros, inner items, `__`
+//!   names, upper-case bindings) is refused rather than guessed.
 //! - **What did not work**: keeping a kept variable in its slot for every access (a load and
 //!   a store through the slot per use) left the tiled matrix multiply's inner loop no faster
 //!   than with every index checked; checking every index cost about half the time of the
@@ -139,8 +147,11 @@ mod prepare;
 /// with a real barrier that detects work-items reaching different barriers.
 ///
 /// Not supported: closures, `match`/`if let`/`while let` around a barrier, `?`, `async`,
-/// a `return` before a barrier under a condition that varies, and a work-item's `return`
-/// inside control flow that holds a barrier (an error says so).
+/// a `return` before a barrier under a condition that varies, a work-item's `return` inside
+/// control flow that holds a barrier, macros other than the standard library's assertions,
+/// panics and printing (the analyses cannot see what a macro does with the names it is
+/// given), items in inner blocks, upper-case variable names, and names starting with `__`
+/// (the generated code's); an error says so.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -631,5 +642,69 @@ mod tests {
             "{msg}"
         );
         assert!(at.starts_with("global_id()"), "{at}");
+    }
+
+    #[test]
+    fn what_the_analyses_cannot_follow_is_refused() {
+        // Names of the generated code.
+        let (msg, line, at) = error(
+            "fn k(y: &mut [u32]) {
+                let __items = 1usize;
+                y[global_linear_id()] = 1;
+            }",
+        );
+        assert!(
+            msg.contains("names starting with `__` are reserved"),
+            "{msg}"
+        );
+        assert_eq!(line, 2);
+        assert!(at.starts_with("__items"), "{at}");
+        let (msg, _, _) = error(
+            "fn k(y: &mut [u32]) {
+                y[__glb] = 1;
+            }",
+        );
+        assert!(msg.contains("reserved"), "{msg}");
+        // An item in an inner block could shadow a variable.
+        let (msg, line, _) = error(
+            "fn k(y: &mut [u32]) {
+                let m = 0usize;
+                {
+                    const m: usize = 32;
+                    y[m] = 1;
+                }
+            }",
+        );
+        assert!(
+            msg.contains("items (constants, functions, types) are declared at the top level"),
+            "{msg}"
+        );
+        assert_eq!(line, 4);
+        // A macro could assign or bind what the analyses follow.
+        let (msg, line, at) = error(
+            "fn k(y: &mut [u32]) {
+                let mut m = 0usize;
+                set_to!(m, local_id(0));
+                y[m] = 1;
+            }",
+        );
+        assert!(msg.contains("macro `set_to!` in a kernel"), "{msg}");
+        assert_eq!(line, 3);
+        assert!(at.starts_with("set_to"), "{at}");
+        ok("fn k(y: &mut [u32]) {
+                let v: u32 = 3;
+                assert!(v > 2, \"v is {v}\");
+                y[global_linear_id()] = v;
+            }");
+        // An upper-case name in a `let` could be a binding or a constant.
+        let (msg, line, at) = error(
+            "fn k(y: &mut [u32]) {
+                let N = local_id(0);
+                y[N] = 1;
+            }",
+        );
+        assert!(msg.contains("named in lower case"), "{msg}");
+        assert_eq!(line, 2);
+        assert!(at.starts_with("N"), "{at}");
     }
 }

@@ -50,6 +50,24 @@ pub(crate) struct Var {
     pub(crate) span: Span,
 }
 
+/// The macros a kernel may call: the standard library's that only read their arguments (and
+/// format them); the analyses see their arguments as expressions.
+const KNOWN_MACROS: &[&str] = &[
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "unreachable",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "format",
+];
+
 /// How deep helpers may call helpers.
 const MAX_INLINE_DEPTH: usize = 16;
 
@@ -378,7 +396,26 @@ impl VisitMut for Inliner<'_> {
         }
         let mut body = (*helper.block).clone();
         let mut lets: Vec<Stmt> = Vec::new();
+        let mut temps: Vec<Stmt> = Vec::new();
         let mut subst = HashMap::new();
+        // Whether an argument names one of the helper's parameters.
+        let params: HashSet<String> = helper
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|i| match i {
+                syn::FnArg::Typed(pt) => match &*pt.pat {
+                    Pat::Ident(p) => Some(p.ident.to_string()),
+                    _ => None,
+                },
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        let names_params = c.args.iter().any(|a| {
+            let mut r = crate::analyze::Refs::default();
+            r.visit_expr(a);
+            r.names.iter().any(|n| params.contains(n))
+        });
         for (input, arg) in helper.sig.inputs.iter().zip(&c.args) {
             let syn::FnArg::Typed(pt) = input else {
                 continue;
@@ -407,6 +444,15 @@ impl VisitMut for Inliner<'_> {
                     ));
                     return;
                 }
+                _ if names_params => {
+                    // Every argument is evaluated before any parameter is bound, so that an
+                    // argument naming a parameter (`h(b, a)`) reads the caller's variable.
+                    let pat = &pt.pat;
+                    let ty = &pt.ty;
+                    let tmp = Ident::new(&format!("inline_arg_{}", temps.len()), arg.span());
+                    temps.push(syn::parse_quote_spanned!(arg.span()=> let #tmp: #ty = #arg;));
+                    lets.push(syn::parse_quote_spanned!(arg.span()=> let #pat: #ty = #tmp;));
+                }
                 _ => {
                     let pat = &pt.pat;
                     let ty = &pt.ty;
@@ -415,8 +461,9 @@ impl VisitMut for Inliner<'_> {
             }
         }
         Substitute { subst: &subst }.visit_block_mut(&mut body);
-        lets.append(&mut body.stmts);
-        body.stmts = lets;
+        temps.append(&mut lets);
+        temps.append(&mut body.stmts);
+        body.stmts = temps;
         self.depth += 1;
         self.visit_block_mut(&mut body);
         self.depth -= 1;
@@ -472,6 +519,12 @@ impl Renamer {
     }
 
     fn fresh(&mut self, name: &str, span: Span) -> Ident {
+        if name.starts_with("__") {
+            self.fail(
+                span,
+                "names starting with `__` are reserved in kernels (the generated code's)",
+            );
+        }
         let mut candidate = name.to_owned();
         let mut k = 1;
         while self.used.contains(&candidate) {
@@ -497,8 +550,29 @@ impl Renamer {
     /// Binds the names of `pat` in the innermost scope (one fresh name per name, even where
     /// an or-pattern binds it twice), and records them.
     fn bind(&mut self, pat: &mut Pat, let_info: Option<(Option<Type>, Option<Expr>)>) {
+        self.bind_in(pat, let_info, true)
+    }
+
+    /// Binds `pat`'s names; in a pattern that cannot fail (`let`, `for`), an upper-case name
+    /// is refused (it could be a binding or a constant; in `match` arms it is taken as a
+    /// constant, as Rust's style has them).
+    fn bind_in(
+        &mut self,
+        pat: &mut Pat,
+        let_info: Option<(Option<Type>, Option<Expr>)>,
+        irrefutable: bool,
+    ) {
         let mut names = Vec::new();
-        collect_bindings(pat, &mut names);
+        let mut upper = Vec::new();
+        collect_bindings(pat, &mut names, &mut upper);
+        if irrefutable && let Some(&span) = upper.first() {
+            self.fail(
+                span,
+                "a kernel's variables are named in lower case (an upper-case name in a `let` \
+                 or `for` could be a binding or a constant)",
+            );
+            return;
+        }
         let plain = matches!(pat, Pat::Ident(p) if p.subpat.is_none())
             || matches!(pat, Pat::Type(t) if matches!(&*t.pat, Pat::Ident(p) if p.subpat.is_none()));
         let mut map = HashMap::new();
@@ -555,13 +629,15 @@ fn intrinsic_binding(name: &Ident) -> Error {
 
 /// The names a pattern binds: (name, mutable, span). An identifier starting with an upper-case
 /// letter is taken as a constant or unit variant, as Rust's style has them.
-fn collect_bindings(pat: &Pat, out: &mut Vec<(String, bool, Span)>) {
-    struct Collect<'o>(&'o mut Vec<(String, bool, Span)>);
+fn collect_bindings(pat: &Pat, out: &mut Vec<(String, bool, Span)>, upper: &mut Vec<Span>) {
+    struct Collect<'o>(&'o mut Vec<(String, bool, Span)>, &'o mut Vec<Span>);
     impl<'a> Visit<'a> for Collect<'_> {
         fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
             let name = p.ident.to_string();
             if !name.starts_with(|c: char| c.is_uppercase()) {
                 self.0.push((name, p.mutability.is_some(), p.ident.span()));
+            } else {
+                self.1.push(p.ident.span());
             }
             if let Some((_, sub)) = &p.subpat {
                 self.visit_pat(sub);
@@ -570,7 +646,7 @@ fn collect_bindings(pat: &Pat, out: &mut Vec<(String, bool, Span)>) {
         fn visit_expr(&mut self, _: &'a Expr) {}
         fn visit_type(&mut self, _: &'a Type) {}
     }
-    Collect(out).visit_pat(pat);
+    Collect(out, upper).visit_pat(pat);
 }
 
 struct RenamePat<'m> {
@@ -608,7 +684,16 @@ impl VisitMut for Renamer {
                     "a helper that calls barrier() is declared in the kernel's body, marked #[inline]",
                 );
             }
-            Stmt::Item(_) => {}
+            Stmt::Item(i) => {
+                // The body's top-level items are taken out before; one in an inner block
+                // could shadow a variable the analyses follow by name.
+                let span = i.span();
+                self.fail(
+                    span,
+                    "items (constants, functions, types) are declared at the top level of the \
+                     kernel's body",
+                );
+            }
             Stmt::Local(l) => {
                 if let Some(init) = &mut l.init {
                     if let Expr::Call(c) = &*init.expr
@@ -664,7 +749,7 @@ impl VisitMut for Renamer {
                 self.visit_expr_mut(&mut m.expr);
                 for arm in &mut m.arms {
                     self.scoped(|r| {
-                        r.bind(&mut arm.pat, None);
+                        r.bind_in(&mut arm.pat, None, false);
                         if let Some((_, g)) = &mut arm.guard {
                             r.visit_expr_mut(g);
                         }
@@ -709,6 +794,16 @@ impl VisitMut for Renamer {
                  `while let`",
             ),
             Expr::Path(p) => {
+                if let Some(seg) = p.path.segments.first()
+                    && seg.ident.to_string().starts_with("__")
+                {
+                    let span = seg.ident.span();
+                    self.fail(
+                        span,
+                        "names starting with `__` are reserved in kernels (the generated code's)",
+                    );
+                    return;
+                }
                 if p.qself.is_none()
                     && let Some(id) = p.path.get_ident()
                     && let Some(to) = self.lookup(&id.to_string())
@@ -758,6 +853,23 @@ impl VisitMut for Renamer {
     }
 
     fn visit_macro_mut(&mut self, m: &mut syn::Macro) {
+        if !KNOWN_MACROS.iter().any(|k| m.path.is_ident(k)) || macro_args(m).is_none() {
+            let span = m.path.span();
+            self.fail(
+                span,
+                format!(
+                    "macro `{}!` in a kernel: the analyses cannot see what a macro does with \
+                     the variables it is given; kernels take only {}",
+                    m.path.to_token_stream(),
+                    KNOWN_MACROS
+                        .iter()
+                        .map(|k| format!("`{k}!`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+            return;
+        }
         if let Some(mut args) = macro_args(m) {
             for a in args.iter_mut() {
                 self.visit_expr_mut(a);
