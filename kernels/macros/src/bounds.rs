@@ -151,17 +151,15 @@ impl Bounds<'_> {
         // hold something else now.
         let mut r = crate::analyze::Refs::default();
         r.visit_expr(init);
+        // (Names that are not the body's variables are parameters, work-item functions and
+        // items: none of them changes.)
         if r.names
             .iter()
-            .any(|n| self.body.vars.get(n).is_none_or(|v| v.mutable) && !self.is_param(n))
+            .any(|n| self.body.vars.get(n).is_some_and(|v| v.mutable))
         {
             return None;
         }
         Some(init)
-    }
-
-    fn is_param(&self, name: &str) -> bool {
-        self.invariant.contains(name) && !self.body.vars.contains_key(name)
     }
 
     /// The largest value of `e` in the region, as code; `None` where nothing can be said.
