@@ -124,14 +124,11 @@ pub unsafe fn omp_free(ptr: *mut u8) -> Result<(), AllocError> {
     {
         return Err(AllocError::UnknownPointer(addr));
     }
-    let key = Topology::current()
-        .ok()
-        .and_then(|t| cache::key_of(&record, t.num_nodes()));
-    if let Some(key) = key
-        && let Err(record) = cache::put(key, Arc::clone(&record))
-    {
-        release(record);
-    } else if key.is_none() {
+    let kept = match record.cache_key {
+        Some(key) => cache::put(key, Arc::clone(&record)),
+        None => Err(record),
+    };
+    if let Err(record) = kept {
         release(record);
     }
     Ok(())
@@ -356,7 +353,7 @@ fn allocate(
         Target::Node(node) => Placement::Node { node },
     };
     let mut record = Record::new(start, len, size, distribution, placement);
-    record.huge = huge;
+    record.cache_key = key;
     registry().insert(record);
     Ok(base)
 }

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
-use crate::registry::{Placement, Record};
+use crate::registry::Record;
 
 /// The default bound on cached bytes.
 pub const DEFAULT_CACHE_LIMIT: usize = 256 << 20;
@@ -71,7 +71,7 @@ pub fn set_cache_limit(bytes: usize) {
     // The calling thread's own mappings first go back to the shared cache.
     let _ = LOCAL.try_with(|l| {
         for (key, r) in l.borrow_mut().0.drain(..) {
-            shard(key, r.len).entry((key, r.len)).or_default().push(r);
+            push_shared(key, r);
         }
     });
     for s in SHARD.iter() {
@@ -121,23 +121,6 @@ pub(crate) fn class_len(len: usize, page: usize) -> usize {
     }
 }
 
-/// The key a freed record goes back under, if it may be cached.
-pub(crate) fn key_of(record: &Record, num_nodes: usize) -> Option<Key> {
-    match record.placement {
-        Placement::Standard(_) if num_nodes == 1 => Some(Key::Standard),
-        Placement::Standard(_) => None,
-        Placement::Fine { .. } => Some(Key::Fine),
-        Placement::Node { node }
-            if record.len.is_multiple_of(crate::huge::HUGE_PAGE)
-                && record.start.is_multiple_of(crate::huge::HUGE_PAGE)
-                && record.huge =>
-        {
-            Some(Key::HugeNode(node))
-        }
-        Placement::Node { node } => Some(Key::Node(node)),
-    }
-}
-
 /// Mappings a thread keeps for itself, at most: the last ones it freed, which it takes back
 /// first without a lock (a thread allocating and freeing in a loop touches no shared cache
 /// line but its records').
@@ -152,9 +135,14 @@ impl Drop for Local {
     fn drop(&mut self) {
         for (key, r) in self.0.drain(..) {
             // Its bytes are counted already.
-            shard(key, r.len).entry((key, r.len)).or_default().push(r);
+            push_shared(key, r);
         }
     }
+}
+
+/// Puts `r` (its bytes counted already) in the shared cache.
+fn push_shared(key: Key, r: Arc<Record>) {
+    shard(key, r.len).entry((key, r.len)).or_default().push(r);
 }
 
 thread_local! {
@@ -208,10 +196,7 @@ pub(crate) fn put(key: Key, record: Arc<Record>) -> Result<(), Arc<Record>> {
         Ok(true) => return Ok(()),
         _ => record,
     };
-    shard(key, record.len)
-        .entry((key, record.len))
-        .or_default()
-        .push(record);
+    push_shared(key, record);
     Ok(())
 }
 

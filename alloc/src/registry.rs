@@ -137,8 +137,9 @@ pub(crate) struct Record {
     pub(crate) dirty: AtomicUsize,
     /// Whether it is handed out (not free in the cache).
     pub(crate) live: std::sync::atomic::AtomicBool,
-    /// Whether it was advised for huge pages.
-    pub(crate) huge: bool,
+    /// Where it goes back in the reuse cache when freed (`None`: to the kernel), decided
+    /// when it was mapped.
+    pub(crate) cache_key: Option<crate::cache::Key>,
     pub(crate) distribution: Distribution,
     pub(crate) placement: Placement,
 }
@@ -158,7 +159,7 @@ impl Record {
             requested: AtomicUsize::new(requested),
             dirty: AtomicUsize::new(requested),
             live: std::sync::atomic::AtomicBool::new(true),
-            huge: false,
+            cache_key: None,
             distribution,
             placement,
         }
@@ -928,7 +929,7 @@ mod tests {
             requested: AtomicUsize::new(len),
             dirty: AtomicUsize::new(len),
             live: std::sync::atomic::AtomicBool::new(true),
-            huge: false,
+            cache_key: None,
             distribution: Distribution::Coarse,
             placement: Placement::Node { node: start % 3 },
         }
