@@ -868,12 +868,11 @@ impl Analyzer<'_> {
 /// ahead of the work-item loop that precedes it; functions and methods called on uniform
 /// values are taken to depend only on their arguments).
 fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
-    struct P<'a> {
+    struct P {
         mutable: HashSet<String>,
         pure: bool,
-        _b: &'a (),
     }
-    impl<'v> Visit<'v> for P<'_> {
+    impl<'v> Visit<'v> for P {
         fn visit_expr_path(&mut self, p: &'v syn::ExprPath) {
             if let Some(id) = p.path.get_ident()
                 && self.mutable.contains(&id.to_string())
@@ -891,17 +890,7 @@ fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
             visit::visit_expr_call(self, c);
         }
     }
-    let mut mutable: HashSet<String> = body
-        .local_arrays
-        .iter()
-        .map(|l| l.name.to_string())
-        .collect();
-    mutable.extend(
-        params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Written { .. } | ParamKind::Local))
-            .map(|p| p.name.to_string()),
-    );
+    let mut mutable = changing_arrays(body, params);
     mutable.extend(
         body.vars
             .iter()
@@ -911,20 +900,35 @@ fn pure(e: &Expr, body: &Body, params: &[Param]) -> bool {
     let mut p = P {
         mutable,
         pure: true,
-        _b: &(),
     };
     p.visit_expr(e);
     p.pure
 }
 
+/// The kernel's arrays whose elements change while it runs: its local arrays, local
+/// arguments and written buffers.
+pub(crate) fn changing_arrays(body: &Body, params: &[Param]) -> HashSet<String> {
+    let mut names: HashSet<String> = body
+        .local_arrays
+        .iter()
+        .map(|l| l.name.to_string())
+        .collect();
+    names.extend(
+        params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Written { .. } | ParamKind::Local))
+            .map(|p| p.name.to_string()),
+    );
+    names
+}
+
 /// Whether `e` reads local memory or a written buffer, or holds a macro.
 fn reads_memory(e: &Expr, body: &Body, params: &[Param]) -> bool {
-    struct R<'a> {
+    struct R {
         changing: HashSet<String>,
         reads: bool,
-        _b: &'a (),
     }
-    impl<'v> Visit<'v> for R<'_> {
+    impl<'v> Visit<'v> for R {
         fn visit_expr_path(&mut self, p: &'v syn::ExprPath) {
             if let Some(id) = p.path.get_ident()
                 && self.changing.contains(&id.to_string())
@@ -936,21 +940,9 @@ fn reads_memory(e: &Expr, body: &Body, params: &[Param]) -> bool {
             self.reads = true;
         }
     }
-    let mut changing: HashSet<String> = body
-        .local_arrays
-        .iter()
-        .map(|l| l.name.to_string())
-        .collect();
-    changing.extend(
-        params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Written { .. } | ParamKind::Local))
-            .map(|p| p.name.to_string()),
-    );
     let mut r = R {
-        changing,
+        changing: changing_arrays(body, params),
         reads: false,
-        _b: &(),
     };
     r.visit_expr(e);
     r.reads

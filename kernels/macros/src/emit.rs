@@ -144,7 +144,7 @@ pub(crate) fn emit(
             .filter(|p| matches!(p.kind, ParamKind::Scalar | ParamKind::Read))
             .map(|p| p.name.to_string()),
     );
-    let changing: HashSet<String> = locals.union(&written).cloned().collect();
+    let changing = crate::analyze::changing_arrays(body, params);
     let mut g = Gen {
         a,
         body,
@@ -262,7 +262,7 @@ struct Gen<'g> {
     krate: &'g Tokens,
 }
 
-impl Gen<'_> {
+impl<'g> Gen<'g> {
     fn nodes(&mut self, nodes: &[Node]) -> Tokens {
         let mut out = Tokens::new();
         for n in nodes {
@@ -528,14 +528,7 @@ impl Gen<'_> {
         } else {
             return None;
         };
-        let b = Bounds {
-            body: self.body,
-            invariant: self.invariant,
-            changing: self.changing,
-            krate: self.krate,
-            facts: Vec::new(),
-        };
-        if !b.is_simple_invariant(e) {
+        if !self.bounds(Vec::new()).is_simple_invariant(e) {
             return None;
         }
         let e = group_level(e, self.krate);
@@ -553,6 +546,17 @@ impl Gen<'_> {
             quote!(__ls0.min(#e))
         };
         Some((cond.clone(), x.clone(), at, below))
+    }
+
+    /// The range analysis of a region, knowing `facts`.
+    fn bounds(&self, facts: Vec<Fact>) -> Bounds<'g> {
+        Bounds {
+            body: self.body,
+            invariant: self.invariant,
+            changing: self.changing,
+            krate: self.krate,
+            facts,
+        }
     }
 
     /// Whether `e` is `local_id(0)`, or an immutable variable whose value is.
@@ -586,13 +590,7 @@ impl Gen<'_> {
         let mut rw = Rewrite::new(self, Mode::Item, 0);
         rw.on_return = stores.clone();
         if let Some(facts) = facts {
-            rw.bounds = Some(Bounds {
-                body: self.body,
-                invariant: self.invariant,
-                changing: self.changing,
-                krate: self.krate,
-                facts,
-            });
+            rw.bounds = Some(self.bounds(facts));
         }
         for s in stmts {
             let mut s = s.clone();
