@@ -15,7 +15,7 @@
 #   cd device-bundle && LD_LIBRARY_PATH=$PWD/lib ./fib --bench --n 30 --threads 1,2,4,8,16,32 \
 #       --omp ./fib_gomp --omp ./fib_libomp
 #
-# With --kernels, only what `run.sh kernels` needs, small enough to carry with Intel's runtime
+# With --kernels, only what `run.sh kernels` and `run.sh alloc` need, small enough to carry with Intel's runtime
 # (about 56 MiB): the kernels benches (kernels, and kernel_suite once bench/benches has it),
 # ocl_bench, the ICD loader and intel-opencl.tar.xz, packed once and kept in target/ for later
 # bundles.
@@ -63,6 +63,10 @@ if [[ ${1:-} == --kernels ]]; then
             sed -n "s/.*\"executable\":\"\([^\"]*${bench}[^\"]*\)\".*/\1/p" | head -1 |
             while read -r exe; do cp "$exe" "$out/$bench" && strip "$out/$bench"; done
     done
+    # The allocator's bench (`run.sh alloc`).
+    cargo bench -p numatask-alloc --no-run --bench alloc --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*alloc-[^"]*\)".*/\1/p' | head -1 |
+        while read -r exe; do cp "$exe" "$out/alloc_bench" && strip "$out/alloc_bench"; done
     bundle_opencl_peers
     bundle_intel_opencl
     cp scripts/device-run.sh "$out/run.sh"

@@ -7,6 +7,7 @@
 #   device-bundle/run.sh scaling    # fib 30 and 34 from 1 to all threads, twice, against the machine's own compute scaling
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 #   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
+#   device-bundle/run.sh alloc      # the allocator against glibc, mimalloc and libnuma
 #   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy, the barrier suite
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
@@ -168,8 +169,16 @@ kernels)
         ./kernel_suite --bench --threads "$L"
     fi
     ;;
+alloc)
+    # The allocator against glibc, mimalloc and libnuma (where the host has libnuma.so.1):
+    # allocate, touch, free on one thread by size, then every thread count up to all CPUs
+    # allocating its own 64 KiB blocks at once.
+    section "allocator"
+    ./alloc_bench --bench --warm-up-time 1 --measurement-time 2 alloc_touch_free 2>&1 |
+        grep -E '^alloc_touch_free|time:'
+    ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|kernels" >&2
+    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|kernels|alloc" >&2
     exit 2
     ;;
 esac

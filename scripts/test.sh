@@ -28,6 +28,12 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "unit, integration and doc tests"
 cargo test --workspace --quiet
 
+step "#[kernel] suite against its reference executor, each instruction-set version"
+# The run above used the best version this processor has; the others must give the same bits.
+for isa in baseline v3; do
+    NUMATASK_KERNEL_ISA=$isa cargo test -p numatask-kernels --test macro_suite --quiet
+done
+
 step "the examples end quietly on a closed pipe (as C programs do), not with a panic"
 # Each writes after its reader is gone (true exits at once), so it must die of SIGPIPE
 # (status 141) with nothing on stderr. (`cargo test` builds the examples with `test = true`

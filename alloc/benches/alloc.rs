@@ -132,8 +132,9 @@ fn alloc_threads(c: &mut Criterion) {
     let all = std::thread::available_parallelism().map_or(1, |n| n.get());
     let size = 64 << 10;
     let mut group = c.benchmark_group("alloc_touch_free_threads");
-    let mut counts = vec![1, all];
-    counts.dedup();
+    // 1, 2, 4, ... and every core.
+    let mut counts: Vec<usize> = (0..).map(|k| 1 << k).take_while(|&t| t < all).collect();
+    counts.push(all);
     for threads in counts {
         let run = |iters: u64, f: &(dyn Fn() + Sync)| -> Duration {
             let start = Instant::now();
@@ -157,6 +158,18 @@ fn alloc_threads(c: &mut Criterion) {
                     touch(p, size);
                     // SAFETY: as above.
                     unsafe { dealloc(black_box(p), layout) };
+                })
+            });
+        });
+        group.bench_function(BenchmarkId::new("mimalloc", threads), |b| {
+            let layout = Layout::from_size_align(size, 16).unwrap();
+            b.iter_custom(|iters| {
+                run(iters, &|| {
+                    // SAFETY: layout has a non-zero size; freed below with it.
+                    let p = unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) };
+                    touch(p, size);
+                    // SAFETY: as above.
+                    unsafe { mimalloc::MiMalloc.dealloc(black_box(p), layout) };
                 })
             });
         });

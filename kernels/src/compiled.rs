@@ -47,6 +47,12 @@ pub struct KernelInfo {
     /// where its accesses walk memory with smaller strides), rather than each work-item
     /// running the whole loop in turn.
     pub breadth_first: &'static [&'static str],
+    /// Counters of the loops inside regions that run in strips of work-items: each strip of
+    /// up to 16 consecutive work-items of dimension 0 runs each iteration for every
+    /// work-item of the strip before the next (a work-item per vector lane), the variables
+    /// the loop updates held in arrays of one element per work-item of the strip; chosen
+    /// over breadth-first where the loop updates such variables.
+    pub strips: &'static [&'static str],
     /// Bytes of the local arrays the kernel declares (`local_array`), not counting local
     /// arguments.
     pub local_bytes: usize,
@@ -81,6 +87,16 @@ impl fmt::Display for KernelInfo {
         }
         if !self.uniform.is_empty() {
             write!(f, "; once per group: {}", self.uniform.join(", "))?;
+        }
+        if !self.breadth_first.is_empty() {
+            write!(
+                f,
+                "; breadth-first loops: {}",
+                self.breadth_first.join(", ")
+            )?;
+        }
+        if !self.strips.is_empty() {
+            write!(f, "; loops in strips: {}", self.strips.join(", "))?;
         }
         if self.local_bytes > 0 {
             write!(f, "; local arrays: {} bytes", self.local_bytes)?;
@@ -420,6 +436,15 @@ macro_rules! scatter_float {
     )* };
 }
 scatter_float!(f32 => AtomicU32, u32, f64 => AtomicU64, u64);
+
+/// An array of zeros of `T`, one element per work-item of a strip: where a loop run in strips
+/// keeps the work-items' variables between its parts.
+#[doc(hidden)]
+#[inline(always)]
+pub fn lanes<T: Element, const N: usize>() -> [T; N] {
+    // SAFETY: all-zero bytes are a valid `T` (`Element: Zeroable`), hence a valid array of them.
+    unsafe { std::mem::zeroed() }
+}
 
 /// `ids[d]`, or `past` for `d` past three dimensions (OpenCL's ids and sizes there).
 #[doc(hidden)]

@@ -451,7 +451,10 @@ impl Kernel {
         reference: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
     ) -> Kernel {
         if std::env::var_os("NUMATASK_KERNEL_INFO").is_some_and(|v| v == "1") {
-            eprintln!("numatask: {info}");
+            eprintln!(
+                "numatask: {info} (running its {} version)",
+                crate::isa::kernel_isa().name()
+            );
         }
         Kernel {
             inner: Arc::new(KernelInner {

@@ -204,6 +204,8 @@ mod error;
 #[cfg_attr(loom, allow(dead_code))]
 mod event;
 #[cfg(not(loom))]
+mod isa;
+#[cfg(not(loom))]
 mod kernel;
 #[cfg(not(loom))]
 mod launch;
@@ -225,6 +227,8 @@ pub use compiled::{Expanded, KernelInfo, Scatter};
 pub use context::{Context, Limits, MAX_LOCAL_MEM, SubDevice};
 pub use error::{Error, Failure, FailureKind};
 pub use event::{Event, EventStatus, Profile};
+#[cfg(not(loom))]
+pub use isa::{Isa, kernel_isa};
 #[cfg(not(loom))]
 pub use kernel::{
     Arg, FootprintQuery, GroupArgs, Item, ItemParam, ItemParams, ItemsMut, Kernel, Local, Mode,
@@ -262,7 +266,8 @@ pub mod __internals {
 #[cfg(not(loom))]
 #[doc(hidden)]
 pub mod __rt {
-    pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, bound, pick3};
+    pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, bound, lanes, pick3};
+    pub use crate::isa::{Isa, kernel_isa};
     pub use crate::kernel::{GroupArgs, Kernel, Mode, Param, WorkGroup};
     pub use crate::oracle::{ItemCtx, OracleLocal, oracle_items};
 }

@@ -845,6 +845,64 @@ fn tiled_matrix_multiply_matches_the_serial_product() {
     }
 }
 
+/// A loop run in strips of work-items (a work-item per vector lane): each work-item weighs a
+/// column of a local tile (`tile[p * ls + lid]`, consecutive along the work-items) by
+/// `coef[p]` (the same for all), its accumulator and a typed value of the code before the
+/// loop carried between the strip's parts; any group size (full strips of 16 and a shorter
+/// last one). The tile is filled by a loop run breadth-first.
+#[kernel]
+fn strip_dot(input: &[f32], coef: &[f32], out: &mut [f32], m: u32) {
+    let tile = local_array::<f32, 1024>();
+    let lid = local_id(0);
+    let ls = local_size(0);
+    let gid = global_id(0);
+    for j in 0..m as usize {
+        tile[j * ls + lid] = input[(gid * m as usize + j) % input.len()];
+    }
+    barrier();
+    let bias: f32 = input[gid % input.len()] * 0.5;
+    let mut acc: f32 = bias;
+    for p in 0..m as usize {
+        acc += tile[p * ls + lid] * coef[p];
+    }
+    out[gid] = acc - bias;
+}
+
+#[test]
+fn loops_in_strips_give_each_work_item_its_own_order() {
+    assert_eq!(strip_dot::INFO.strips, ["p"]);
+    assert_eq!(strip_dot::INFO.breadth_first, ["j"]);
+    assert_eq!(matmul::INFO.strips, ["p"]);
+    let mut rng = Rng::new("strip_dot");
+    for case in 0..CASES * 2 {
+        let local = rng.between(1, 70);
+        let global = rng.between(1, 300);
+        let m = rng.between(1, 1024 / local);
+        let len = rng.between(1, 500);
+        let input = rng.vec(len, Rng::f32);
+        let coef = rng.vec(m, Rng::f32);
+        let (ib, cb) = (buffer(&input), buffer(&coef));
+        let range = NdRange::new([global]).local([local]);
+        let out = run_both(&strip_dot, &range, &vec![0.0f32; global], |l, o| {
+            l.arg(&ib).arg(&cb).arg(o).arg(m as u32)
+        });
+        let model = (0..global)
+            .map(|gid| {
+                let bias = input[gid % input.len()] * 0.5;
+                let acc = (0..m).fold(bias, |acc, p| {
+                    acc + input[(gid * m + p) % input.len()] * coef[p]
+                });
+                acc - bias
+            })
+            .collect();
+        check(
+            &format!("strip_dot case {case}: global {global}, local {local}, m {m}"),
+            out,
+            Some(model),
+        );
+    }
+}
+
 /// A 2-D range writing by global_linear_id: the group's items reversed through local memory.
 #[kernel]
 fn linear_2d(input: &[u32], out: &mut [u32]) {

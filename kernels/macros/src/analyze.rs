@@ -82,6 +82,9 @@ pub(crate) struct Analysis {
     pub(crate) written: HashMap<String, Written>,
     /// Each run's id → the variables it references.
     pub(crate) refs_of_run: HashMap<usize, HashSet<String>>,
+    /// Each run's id → the index of the statement of the run that is a loop to run in strips
+    /// of work-items (see `strip_loop`), where it has one.
+    pub(crate) strips: HashMap<usize, usize>,
 }
 
 pub(crate) fn analyze(body: &Body, params: &[Param], breadth_first: bool) -> syn::Result<Analysis> {
@@ -108,6 +111,7 @@ fn analyze_with(body: &Body, params: &[Param], breadth_first: bool) -> syn::Resu
         refs_of_run: HashMap::new(),
         breadth_first,
         bfo_loops: Vec::new(),
+        strips: HashMap::new(),
     };
     // Uniformity: a fixpoint, as marking one variable varying can make another vary.
     loop {
@@ -189,6 +193,7 @@ fn analyze_with(body: &Body, params: &[Param], breadth_first: bool) -> syn::Resu
         written,
         refs_of_run: a.refs_of_run,
         breadth_first: a.bfo_loops,
+        strips: a.strips,
     })
 }
 
@@ -201,6 +206,7 @@ struct Analyzer<'b> {
     /// Whether loops inside regions may run breadth-first.
     breadth_first: bool,
     bfo_loops: Vec<String>,
+    strips: HashMap<usize, usize>,
 }
 
 /// What a statement at group level is.
@@ -372,6 +378,11 @@ impl Analyzer<'_> {
             r.visit_stmt(s);
         }
         self.refs_of_run.insert(id, r.names);
+        if self.breadth_first
+            && let Some(at) = stmts.iter().position(|s| self.strip_loop(s))
+        {
+            self.strips.insert(id, at);
+        }
         Node::Run { stmts, id }
     }
 
@@ -488,15 +499,33 @@ impl Analyzer<'_> {
     /// `for` over a range the same for every work-item and known before the region, without
     /// jumps or loops inside.
     fn breadth_first_loop(&self, s: &Stmt) -> bool {
+        self.loop_votes(s)
+            .is_some_and(|(bfo, dfo, carried)| bfo > dfo + 2 * carried)
+    }
+
+    /// Whether the loop `s` (in a run) runs in strips of work-items: each strip of
+    /// consecutive work-items of dimension 0 runs the code before the loop, then each
+    /// iteration of the loop for every work-item of the strip, then the code after it. The
+    /// variables of the work-item's that the loop updates stay in arrays of one element per
+    /// work-item of the strip, on the stack, so the votes of its accesses alone decide.
+    fn strip_loop(&self, s: &Stmt) -> bool {
+        self.loop_votes(s)
+            .is_some_and(|(bfo, dfo, carried)| carried > 0 && bfo > dfo)
+    }
+
+    /// The votes of the loop `s`'s accesses for breadth-first and for depth-first order, and
+    /// the number of variables of the work-item's that it updates; `None` where the loop
+    /// cannot run breadth-first.
+    fn loop_votes(&self, s: &Stmt) -> Option<(usize, usize, usize)> {
         let Stmt::Expr(Expr::ForLoop(f), _) = s else {
-            return false;
+            return None;
         };
         let var = match &*f.pat {
             Pat::Ident(p) if p.mutability.is_none() && p.subpat.is_none() => p.ident.to_string(),
-            _ => return false,
+            _ => return None,
         };
         if !self.is_uniform(&f.expr) || reads_memory(&f.expr, self.body, self.params) {
-            return false;
+            return None;
         }
         struct Body<'a> {
             arrays: &'a HashSet<String>,
@@ -542,12 +571,13 @@ impl Analyzer<'_> {
         };
         b.visit_block(&f.body);
         if b.blocked {
-            return false;
+            return None;
         }
         let (mut bfo, mut dfo) = (0, 0);
         // A variable of the work-item's that the loop updates stays in a register when each
         // work-item runs the loop to the end, and is loaded and stored from its slot at every
-        // iteration when the loop runs breadth-first: two votes for depth-first.
+        // iteration when the loop runs breadth-first: two votes for depth-first (counted by
+        // the caller).
         let mut inside = HashSet::new();
         {
             let mut r = Refs::default();
@@ -560,26 +590,27 @@ impl Analyzer<'_> {
         }
         let mut w = Writes::default();
         w.visit_block(&f.body);
-        dfo += 2 * w
+        let carried = w
             .names
             .iter()
             .filter(|n| self.body.vars.contains_key(*n) && !inside.contains(*n))
             .count();
         for index in b.accesses {
-            let w = self.stride(index, None, 0);
-            let l = self.stride(index, Some(&var), 0);
+            let w = self.stride(index, &var, None, 0);
+            let l = self.stride(index, &var, Some(&var), 0);
             match w.cmp(&l) {
                 std::cmp::Ordering::Less => bfo += 1,
                 std::cmp::Ordering::Greater => dfo += 1,
                 std::cmp::Ordering::Equal => {}
             }
         }
-        bfo > dfo
+        Some((bfo, dfo, carried))
     }
 
     /// The stride of index `e` along the work-items of dimension 0 (`var` None) or along the
-    /// loop counter `var`: 0 the same element, 1 consecutive elements, 2 anything else.
-    fn stride(&self, e: &Expr, var: Option<&str>, depth: usize) -> u8 {
+    /// loop counter `var` (named `counter` in both cases): 0 the same element, 1 consecutive
+    /// elements, 2 anything else.
+    fn stride(&self, e: &Expr, counter: &str, var: Option<&str>, depth: usize) -> u8 {
         if depth > 8 {
             return 2;
         }
@@ -587,22 +618,23 @@ impl Analyzer<'_> {
         let lit = |e: &Expr| matches!(e, Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) if i.base10_digits() == "1");
         match e {
             Expr::Lit(_) => 0,
-            Expr::Paren(p) => self.stride(&p.expr, var, d),
-            Expr::Group(g) => self.stride(&g.expr, var, d),
-            Expr::Cast(c) => self.stride(&c.expr, var, d),
+            Expr::Paren(p) => self.stride(&p.expr, counter, var, d),
+            Expr::Group(g) => self.stride(&g.expr, counter, var, d),
+            Expr::Cast(c) => self.stride(&c.expr, counter, var, d),
             Expr::Path(p) => {
                 let Some(id) = p.path.get_ident() else {
                     return 0;
                 };
                 let name = id.to_string();
-                if var == Some(name.as_str()) {
-                    return 1;
+                if name == counter {
+                    // The loop's counter: the same for every work-item (its range is).
+                    return u8::from(var.is_some());
                 }
                 match self.body.vars.get(&name) {
                     None => 0,
                     Some(v) if !self.varying.contains(&name) && !v.mutable => 0,
                     Some(v) if !v.mutable && v.plain_let => match &v.init {
-                        Some(init) => self.stride(init, var, d),
+                        Some(init) => self.stride(init, counter, var, d),
                         None => 2,
                     },
                     Some(_) => 2,
@@ -628,7 +660,10 @@ impl Analyzer<'_> {
                 _ => 2,
             },
             Expr::Binary(b) => {
-                let (l, r) = (self.stride(&b.left, var, d), self.stride(&b.right, var, d));
+                let (l, r) = (
+                    self.stride(&b.left, counter, var, d),
+                    self.stride(&b.right, counter, var, d),
+                );
                 match b.op {
                     BinOp::Add(_) | BinOp::Sub(_) => match (l, r) {
                         (0, x) | (x, 0) => x,

@@ -154,8 +154,10 @@ pub(crate) fn emit(
         invariant: &invariant,
         changing: &changing,
         krate,
+        strips: Vec::new(),
     };
     let group_code = g.nodes(&a.nodes);
+    let strips = &g.strips;
     let mut ref_body: Vec<Stmt> = body.stmts.clone();
     let mut rw = Rewrite::new(&g, Mode::Reference, 0);
     for s in &mut ref_body {
@@ -194,6 +196,7 @@ pub(crate) fn emit(
                 uniform: &[#(#uniform_names),*],
                 recomputed: &[#(#recomputed_names),*],
                 breadth_first: &[#(#breadth_first),*],
+                strips: &[#(#strips),*],
                 local_bytes: { #(#items)* 0 #(+ #local_sizes)* },
             };
 
@@ -208,20 +211,46 @@ pub(crate) fn emit(
                     LOCAL_ARRAYS,
                     EXPANDED,
                     |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
-                        #[allow(unused_imports)]
-                        use #krate::__rt::bound::{IsIndex as _, NotIndex as _};
-                        #(#param_decls)*
-                        let __ls0 = __grp.local_size(0);
-                        let __ls1 = __grp.local_size(1);
-                        let __ls2 = __grp.local_size(2);
-                        let __items = __ls0 * __ls1 * __ls2;
-                        let [__gb0, __gb1, __gb2] = __grp.global_id([0, 0, 0]);
-                        let __glb = __grp.global_linear_id([0, 0, 0]);
-                        let __gs0 = __grp.global_size(0);
-                        let __gs1 = __grp.global_size(1);
-                        #carver
-                        #(#carve)*
-                        #group_code
+                        #[inline(always)]
+                        fn __group(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
+                            #[allow(unused_imports)]
+                            use #krate::__rt::bound::{IsIndex as _, NotIndex as _};
+                            #(#param_decls)*
+                            let __ls0 = __grp.local_size(0);
+                            let __ls1 = __grp.local_size(1);
+                            let __ls2 = __grp.local_size(2);
+                            let __items = __ls0 * __ls1 * __ls2;
+                            let [__gb0, __gb1, __gb2] = __grp.global_id([0, 0, 0]);
+                            let __glb = __grp.global_linear_id([0, 0, 0]);
+                            let __gs0 = __grp.global_size(0);
+                            let __gs1 = __grp.global_size(1);
+                            #carver
+                            #(#carve)*
+                            #group_code
+                        }
+                        // The same function compiled for x86-64-v3 and v4, run where the
+                        // processor has them (see `numatask_kernels::Isa`).
+                        #[cfg(target_arch = "x86_64")]
+                        {
+                            #[target_feature(enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe")]
+                            fn __group_v3(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
+                                __group(__grp, __args)
+                            }
+                            #[target_feature(enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe,avx512f,avx512bw,avx512cd,avx512dq,avx512vl")]
+                            fn __group_v4(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
+                                __group(__grp, __args)
+                            }
+                            match #krate::__rt::kernel_isa() {
+                                // SAFETY: `kernel_isa` returns V4 only where CPUID reports every
+                                // feature `__group_v4` is compiled with.
+                                #krate::__rt::Isa::V4 => unsafe { __group_v4(__grp, __args) },
+                                // SAFETY: as above, for V3 and `__group_v3`'s features.
+                                #krate::__rt::Isa::V3 => unsafe { __group_v3(__grp, __args) },
+                                #krate::__rt::Isa::Baseline => __group(__grp, __args),
+                            }
+                        }
+                        #[cfg(not(target_arch = "x86_64"))]
+                        __group(__grp, __args)
                     },
                     |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
                         #(#ref_param_decls)*
@@ -260,6 +289,8 @@ struct Gen<'g> {
     /// Local memory and written buffers.
     changing: &'g HashSet<String>,
     krate: &'g Tokens,
+    /// The counters of the loops run in strips, as written.
+    strips: Vec<String>,
 }
 
 impl<'g> Gen<'g> {
@@ -416,6 +447,11 @@ impl<'g> Gen<'g> {
             stores: &stores,
         };
         let Some((cond, x, at, low_holds)) = self.split(stmts) else {
+            if let Some(&at) = self.a.strips.get(&id)
+                && let Some(strips) = self.strips(stmts, at, refs, &parts)
+            {
+                return strips;
+            }
             return self.run_part(stmts, &parts, quote!(0), quote!(__ls0), Vec::new());
         };
         // The loop over dimension 0 in two, at the work-item where `cond` changes: each part
@@ -489,6 +525,188 @@ impl<'g> Gen<'g> {
                 #checked
             }
         }
+    }
+
+    /// A run whose statement `at` is a loop that runs in strips (`Analysis::strips`): the
+    /// work-items of dimension 0 in strips of `STRIP`, each strip running the statements
+    /// before the loop for each of its work-items, then each iteration of the loop for each,
+    /// then the statements after it. A variable the later parts use that the earlier ones
+    /// bind or load from its slot lives between them in an array of one element per
+    /// work-item of the strip, on the stack (no other memory aliases it, so the loop over the
+    /// strip vectorizes, each work-item in a lane); the recomputed ones are recomputed in
+    /// each part. Only the unchecked copy of the region runs in strips. `None` where the run
+    /// cannot: a `return` in it, or such a variable of a type not known to be an `Element`.
+    fn strips(
+        &mut self,
+        stmts: &[Stmt],
+        at: usize,
+        refs: &HashSet<String>,
+        parts: &Parts<'_>,
+    ) -> Option<Tokens> {
+        const STRIP: usize = 16;
+        struct HasReturn(bool);
+        impl<'v> Visit<'v> for HasReturn {
+            fn visit_expr_return(&mut self, _: &'v syn::ExprReturn) {
+                self.0 = true;
+            }
+            fn visit_item(&mut self, _: &'v syn::Item) {}
+        }
+        let mut r = HasReturn(false);
+        stmts.iter().for_each(|s| r.visit_stmt(s));
+        if r.0 {
+            return None;
+        }
+        let names_of = |ss: &[Stmt]| {
+            let mut r = Refs::default();
+            ss.iter().for_each(|s| r.visit_stmt(s));
+            r.names
+        };
+        let later = names_of(&stmts[at..]);
+        let mut pre_binds = HashSet::new();
+        for s in &stmts[..at] {
+            collect_bound(s, &mut pre_binds);
+        }
+        // The variables carried from part to part, each with its type.
+        let mut carried: Vec<(Ident, syn::Type)> = Vec::new();
+        let mut names: Vec<&String> = refs.iter().collect();
+        names.sort();
+        for v in names {
+            let Some(var) = self.body.vars.get(v) else {
+                continue;
+            };
+            let kept = self.a.expanded.contains(v);
+            let crosses =
+                pre_binds.contains(v) && later.contains(v) && !self.a.recomputed.contains(v);
+            if !kept && !crosses {
+                continue;
+            }
+            let ty = var.ty.clone()?;
+            if !kept && !primitive(&ty) {
+                return None;
+            }
+            carried.push((Ident::new(v, var.span), ty));
+        }
+        let (fast, checks) = self.run_body(stmts, parts.stores, Some(Vec::new()));
+        let (checked, _) = self.run_body(stmts, parts.stores, None);
+        let Stmt::Expr(Expr::ForLoop(lp), _) = &fast[at] else {
+            return None;
+        };
+        let (pat, iter, body) = (&lp.pat, &lp.expr, &lp.body.stmts);
+        if let Stmt::Expr(Expr::ForLoop(f), _) = &stmts[at] {
+            let counter = match &*f.pat {
+                syn::Pat::Ident(p) => self
+                    .body
+                    .vars
+                    .get(&p.ident.to_string())
+                    .map_or_else(|| p.ident.to_string(), |v| v.original.clone()),
+                _ => "_".to_owned(),
+            };
+            self.strips.push(counter);
+        }
+        let (pre, post) = (&fast[..at], &fast[at + 1..]);
+        let krate = self.krate;
+        let arrays: Vec<Ident> = carried
+            .iter()
+            .map(|(v, _)| format_ident!("__lanes_{}", v))
+            .collect();
+        let vars: Vec<&Ident> = carried.iter().map(|(v, _)| v).collect();
+        let types: Vec<Tokens> = carried.iter().map(|(_, t)| quote!([#t; #STRIP])).collect();
+        let loop_names = names_of(std::slice::from_ref(&stmts[at]));
+        let post_names: HashSet<String> = names_of(&stmts[at + 1..])
+            .into_iter()
+            .chain(
+                self.a
+                    .expanded
+                    .iter()
+                    .filter(|v| refs.contains(*v))
+                    .cloned(),
+            )
+            .collect();
+        let mut loop_binds = HashSet::new();
+        collect_bound(&stmts[at], &mut loop_binds);
+        let recompute_loop = self.recompute(&loop_names, &loop_binds);
+        let mut post_binds = HashSet::new();
+        for s in &stmts[at + 1..] {
+            collect_bound(s, &mut post_binds);
+        }
+        let recompute_post = self.recompute(&post_names, &post_binds);
+        let Parts {
+            recompute,
+            loads,
+            stores,
+        } = parts;
+        let strip = |n: Tokens| {
+            quote! {
+                #(let mut #arrays: #types = #krate::__rt::lanes();)*
+                for __lane in 0..#n {
+                    let __lx = __lx0 + __lane;
+                    let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                    #recompute
+                    #loads
+                    #(#pre)*
+                    #(#arrays[__lane] = #vars;)*
+                }
+                for #pat in #iter {
+                    for __lane in 0..#n {
+                        let __lx = __lx0 + __lane;
+                        let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                        #recompute_loop
+                        #(let mut #vars = #arrays[__lane];)*
+                        #(#body)*
+                        #(#arrays[__lane] = #vars;)*
+                    }
+                }
+                for __lane in 0..#n {
+                    let __lx = __lx0 + __lane;
+                    let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                    #recompute_post
+                    #(let mut #vars = #arrays[__lane];)*
+                    #(#post)*
+                    #stores
+                }
+            }
+        };
+        let (full, rest) = (strip(quote!(#STRIP)), strip(quote!(__n)));
+        let fast = quote! {
+            for __lz in 0..__ls2 {
+                for __ly in 0..__ls1 {
+                    let mut __lx0 = 0;
+                    while __lx0 < __ls0 {
+                        let __n = (__ls0 - __lx0).min(#STRIP);
+                        if __n == #STRIP {
+                            #full
+                        } else {
+                            #rest
+                        }
+                        __lx0 += #STRIP;
+                    }
+                }
+            }
+        };
+        let checked = quote! {
+            for __lz in 0..__ls2 {
+                for __ly in 0..__ls1 {
+                    '__item: for __lx in 0..__ls0 {
+                        let __l = __lx + __ls0 * (__ly + __ls1 * __lz);
+                        #recompute
+                        #loads
+                        #(#checked)*
+                        #stores
+                    }
+                }
+            }
+        };
+        Some(if checks.is_empty() {
+            fast
+        } else {
+            quote! {
+                if #(#checks)&&* {
+                    #fast
+                } else {
+                    #checked
+                }
+            }
+        })
     }
 
     /// The first condition of an `if` in the region that compares the local id in dimension
@@ -673,6 +891,34 @@ fn replace_cond(stmts: &[Stmt], cond: &Expr, holds: bool) -> Vec<Stmt> {
             s
         })
         .collect()
+}
+
+/// Whether `ty` is a primitive number, `bool`, or an array of them: an `Element`.
+fn primitive(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Array(a) => primitive(&a.elem),
+        syn::Type::Paren(p) => primitive(&p.elem),
+        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().is_some_and(|id| {
+            matches!(
+                id.to_string().as_str(),
+                "u8" | "u16"
+                    | "u32"
+                    | "u64"
+                    | "u128"
+                    | "usize"
+                    | "i8"
+                    | "i16"
+                    | "i32"
+                    | "i64"
+                    | "i128"
+                    | "isize"
+                    | "f32"
+                    | "f64"
+                    | "bool"
+            )
+        }),
+        _ => false,
+    }
 }
 
 fn collect_bound(s: &Stmt, out: &mut HashSet<String>) {
