@@ -1046,6 +1046,14 @@ impl<'a> Visit<'a> for Uniformity<'_> {
     fn visit_item(&mut self, _: &'a syn::Item) {}
 }
 
+/// The variables `stmts` may change: those they bind, assign, borrow mutably or call a
+/// method on.
+pub(crate) fn written_names(stmts: &[Stmt]) -> HashSet<String> {
+    let mut w = Writes::default();
+    stmts.iter().for_each(|s| w.visit_stmt(s));
+    w.names
+}
+
 /// The variables a statement run per work-item may change: those it binds, assigns, borrows
 /// mutably or calls a method on.
 #[derive(Default)]

@@ -11,7 +11,7 @@ use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Ident, ItemFn, Stmt};
 
-use crate::analyze::{Analysis, Else, Node, Refs, Written};
+use crate::analyze::{Analysis, Else, Node, Refs, Written, written_names};
 use crate::bounds::{Bounds, Fact};
 use crate::prepare::{Body, call_name, macro_args};
 use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
@@ -423,7 +423,8 @@ impl<'g> Gen<'g> {
 
     /// A run: its statements in the work-item loops. A variable kept per work-item lives in a
     /// local for the work-item's code (loaded from its slot first, unless the run declares
-    /// it) and goes back to its slot at the end, or at the work-item's `return`.
+    /// it) and goes back to its slot at the end, or at the work-item's `return`, if the run may
+    /// change it.
     fn run(&mut self, stmts: &[Stmt], id: usize) -> Tokens {
         let mut binds = HashSet::new();
         for s in stmts {
@@ -432,9 +433,12 @@ impl<'g> Gen<'g> {
         let refs = &self.a.refs_of_run[&id];
         let recompute = self.recompute(refs, &binds);
         let loads = self.loads(refs, &binds);
+        // Back to their slots: the kept variables the run may change (one it only reads
+        // still holds its slot's value).
+        let changed = written_names(stmts);
         let mut stores = Tokens::new();
         for v in &self.a.expanded {
-            if refs.contains(v) {
+            if refs.contains(v) && changed.contains(v) {
                 let id = Ident::new(v, self.body.vars[v].span);
                 let slot = slot_name(v);
                 // SAFETY: as for the load.
