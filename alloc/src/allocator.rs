@@ -9,7 +9,11 @@
 //!   huge pages enabled, the kernel may place a whole 2 MiB huge page at the first touch of one of
 //!   its base pages; the registry asks the kernel, so it reports what really happened);
 //! - **fine**: the pages are interleaved over all nodes (`MPOL_INTERLEAVE` through hwloc), with
-//!   transparent huge pages disabled so that the unit of interleaving is one base page;
+//!   transparent huge pages disabled so that the unit of interleaving is one base page; with
+//!   huge pages on ([`set_huge_pages`](crate::set_huge_pages)), a mapping of at least 2 MiB is
+//!   interleaved by huge page instead, each 2 MiB bound to the next node in turn (one memory
+//!   area of the kernel's per huge page: a process may have 65,530 by default,
+//!   `vm.max_map_count`, so about 128 GiB of such memory);
 //! - **coarse**: the whole mapping is bound (`MPOL_BIND` through hwloc) to the next node of a
 //!   process-wide round-robin counter, which [`reset_coarse_counter`] rewinds to node 0.
 //!
@@ -159,7 +163,14 @@ enum Target {
     Node(usize),
 }
 
+/// The machine's memory, asked of the system once (`sysconf` makes a system call: once per
+/// allocation, every core allocating at once queued on it).
 pub(crate) fn physical_memory() -> u64 {
+    static MEMORY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *MEMORY.get_or_init(ask_physical_memory)
+}
+
+fn ask_physical_memory() -> u64 {
     #[cfg(miri)]
     return 1 << 34;
     #[cfg(not(miri))]
@@ -243,15 +254,19 @@ fn allocate(
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
     let mut len = cache::class_len(check_size(topology, size, target)?, page_size());
-    // Huge pages for node-bound mappings of at least one (`huge`): 2 MiB aligned and long.
-    let huge =
-        cfg!(not(miri)) && matches!(target, Target::Node(_)) && len >= HUGE_PAGE && huge_pages()?;
+    // Huge pages for node-bound and interleaved mappings of at least one (`huge`): 2 MiB
+    // aligned and long.
+    let huge = cfg!(not(miri))
+        && matches!(target, Target::Node(_) | Target::Interleave)
+        && len >= HUGE_PAGE
+        && huge_pages()?;
     if huge {
         len = len.next_multiple_of(HUGE_PAGE);
     }
     let key = match target {
         Target::FirstTouch if topology.num_nodes() == 1 => Some(Key::Standard),
         Target::FirstTouch => None,
+        Target::Interleave if huge => Some(Key::HugeFine),
         Target::Interleave => Some(Key::Fine),
         Target::Node(node) if huge => Some(Key::HugeNode(node)),
         Target::Node(node) => Some(Key::Node(node)),
@@ -339,16 +354,24 @@ fn allocate(
         });
     };
     let start = ptr as usize;
-    if let Err(e) = bind(topology, start, len, target) {
+    if let Err(e) = bind(topology, start, len, target, huge) {
         // SAFETY: the mapping was made just above and has not been handed out.
         unsafe { unmap(start, len) };
         return Err(e);
     }
     let placement = match target {
         Target::FirstTouch => Placement::Standard(PageCache::new(len / page_size())),
+        // Huge units are bound by `bind`, the first to node 0.
+        Target::Interleave if huge => Placement::Fine {
+            num_nodes: topology.num_nodes(),
+            phase: (topology.num_nodes() - (start / HUGE_PAGE) % topology.num_nodes())
+                % topology.num_nodes(),
+            shift: HUGE_PAGE.trailing_zeros(),
+        },
         Target::Interleave => Placement::Fine {
             num_nodes: topology.num_nodes(),
             phase: interleave_phase(topology, start),
+            shift: crate::page_shift(),
         },
         Target::Node(node) => Placement::Node { node },
     };
@@ -381,9 +404,18 @@ fn interleave_phase(topology: &Topology, start: usize) -> usize {
     }
 }
 
-/// Applies the policy to the fresh mapping `[start, start + len)`.
-fn bind(topology: &Topology, start: usize, len: usize, target: Target) -> Result<(), AllocError> {
-    if let Target::Interleave = target {
+/// Applies the policy to the fresh mapping `[start, start + len)`; `huge`: it is made of
+/// whole huge pages, advised for them.
+fn bind(
+    topology: &Topology,
+    start: usize,
+    len: usize,
+    target: Target,
+    huge: bool,
+) -> Result<(), AllocError> {
+    if let Target::Interleave = target
+        && !huge
+    {
         // One base page is the unit of interleaving, which the registry's arithmetic relies on.
         // SAFETY: madvise on a mapping this function's caller owns; NOHUGEPAGE only changes how
         // the kernel backs it.
@@ -399,6 +431,17 @@ fn bind(topology: &Topology, start: usize, len: usize, target: Target) -> Result
         Target::FirstTouch => return Ok(()),
         Target::Interleave => {
             if topology.num_nodes() == 1 {
+                return Ok(());
+            }
+            if huge {
+                // Each huge page bound to the next node, from node 0: the interleave at
+                // huge-page granularity, exact whether or not the kernel finds a huge page
+                // for each (a base-page fallback still lands on the bound node).
+                let n = topology.num_nodes();
+                for (i, at) in (start..start + len).step_by(HUGE_PAGE).enumerate() {
+                    let os = topology.nodes()[i % n].os_index;
+                    bind_area(hw, at, HUGE_PAGE, &[os], MemoryBindingPolicy::Bind)?;
+                }
                 return Ok(());
             }
             (

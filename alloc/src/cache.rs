@@ -34,8 +34,10 @@ static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_CACHE_LIMIT);
 pub(crate) enum Key {
     /// First touch, on a machine of one node.
     Standard,
-    /// Interleaved over every node.
+    /// Interleaved over every node, base pages.
     Fine,
+    /// Interleaved over every node, huge pages.
+    HugeFine,
     /// Wholly on this node (coarse, or on a node asked for), base pages.
     Node(usize),
     /// Wholly on this node, huge pages.

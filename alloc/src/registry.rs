@@ -115,12 +115,18 @@ impl NodeBytes {
 pub(crate) enum Placement {
     /// First touch; the cache holds each page's node once the kernel reported it.
     Standard(PageCache),
-    /// Interleaved over `num_nodes` nodes: the page with virtual page number `p` is on node
-    /// `(p + phase) % num_nodes`. The kernel deals consecutive pages of a mapping to
-    /// consecutive nodes; where it starts depends on the kernel (before Linux 6.7 the index is
-    /// the page number cut to 32 bits, which differs from `p` modulo a node count that is not
-    /// a power of two), so the allocator records the node the kernel gave the first page.
-    Fine { num_nodes: usize, phase: usize },
+    /// Interleaved over `num_nodes` nodes in units of `1 << shift` bytes (a base page, or a
+    /// huge page with huge pages on): the unit with number `u` (its address `>> shift`) is on
+    /// node `(u + phase) % num_nodes`. The kernel deals consecutive base pages of a mapping
+    /// to consecutive nodes; where it starts depends on the kernel (before Linux 6.7 the index
+    /// is the page number cut to 32 bits, which differs from `p` modulo a node count that is
+    /// not a power of two), so the allocator records the node the kernel gave the first page.
+    /// Huge units are bound one by one by the allocator.
+    Fine {
+        num_nodes: usize,
+        phase: usize,
+        shift: u32,
+    },
     /// Wholly on one node.
     Node { node: usize },
 }
@@ -171,21 +177,25 @@ impl Record {
     fn accumulate(&self, lo: usize, hi: usize, out: &mut NodeBytes) {
         match &self.placement {
             Placement::Node { node } => out.add_on(*node, (hi - lo) as u64),
-            Placement::Fine { num_nodes, phase } => fine_bytes(lo, hi, *num_nodes, *phase, out),
+            Placement::Fine {
+                num_nodes,
+                phase,
+                shift,
+            } => fine_bytes(lo, hi, *num_nodes, *phase, *shift, out),
             Placement::Standard(cache) => standard_bytes(self.start, lo, hi, cache, out),
         }
     }
 }
 
-/// Exact page arithmetic for interleaved memory, `O(nodes)` whatever the range's length: the
-/// page with virtual page number `p` is on node `(p + phase) % n`. (Shifts for the page size and
-/// three divisions by `n` in all: a lookup runs for every task the scheduler deals.)
-fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, out: &mut NodeBytes) {
+/// Exact arithmetic for interleaved memory, `O(nodes)` whatever the range's length: the unit
+/// (page) with number `p` (its address `>> shift`) is on node `(p + phase) % n`. (Shifts for
+/// the unit's size and three divisions by `n` in all: a lookup runs for every task the
+/// scheduler deals.)
+fn fine_bytes(lo: usize, hi: usize, n: usize, phase: usize, shift: u32, out: &mut NodeBytes) {
     if n == 1 {
         out.add_on(0, (hi - lo) as u64);
         return;
     }
-    let shift = page_shift();
     let (first, last) = ((lo >> shift) + phase, ((hi - 1) >> shift) + phase);
     let lo = lo + (phase << shift);
     let hi = hi + (phase << shift);
@@ -900,12 +910,41 @@ mod tests {
         for (lo, hi, n) in cases {
             for phase in 0..n {
                 let mut out = NodeBytes::new(n);
-                fine_bytes(lo, hi, n, phase, &mut out);
+                fine_bytes(lo, hi, n, phase, page_shift(), &mut out);
                 // With a phase, page p is where page p + phase is without one.
                 let shifted = fine_by_pages(lo + phase * ps, hi + phase * ps, n);
                 assert_eq!(
                     out.per_node(),
                     shifted,
+                    "range {lo}..{hi} on {n} nodes, phase {phase}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fine_arithmetic_in_huge_units_matches_a_count_unit_by_unit() {
+        let unit = crate::HUGE_PAGE;
+        let shift = unit.trailing_zeros();
+        let cases = [
+            (0, 1, 2),
+            (unit - 3, unit + 3, 4),
+            (5 * unit + 77, 23 * unit + 1, 8),
+            (unit * 1000, unit * 1003, 3),
+            (17, 9 * unit - 1, 7),
+        ];
+        for (lo, hi, n) in cases {
+            for phase in 0..n {
+                let mut out = NodeBytes::new(n);
+                fine_bytes(lo, hi, n, phase, shift, &mut out);
+                let mut want = vec![0u64; n];
+                for u in lo / unit..=(hi - 1) / unit {
+                    let (a, b) = ((u * unit).max(lo), ((u + 1) * unit).min(hi));
+                    want[(u + phase) % n] += (b - a) as u64;
+                }
+                assert_eq!(
+                    out.per_node(),
+                    want,
                     "range {lo}..{hi} on {n} nodes, phase {phase}"
                 );
             }

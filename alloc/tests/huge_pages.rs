@@ -1,7 +1,7 @@
 //! Huge pages for node-bound memory: with them on, a coarse or node mapping of at least 2 MiB
 //! is 2 MiB aligned and long, placed as before, and backed by huge pages where the kernel's
-//! transparent huge pages are `always` or `madvise` (read from /proc/self/smaps); first-touch
-//! and interleaved memory keep base pages. (Alone in its test binary: it turns the
+//! transparent huge pages are `always` or `madvise` (read from /proc/self/smaps), and so is an
+//! interleaved one; first-touch memory keeps base pages. (Alone in its test binary: it turns the
 //! process-wide switch on.)
 
 use numatask_alloc::{
@@ -74,6 +74,20 @@ fn node_bound_memory_uses_huge_pages_when_asked_placed_as_before() {
     {
         assert_eq!(anon_huge_kib(s.as_ptr() as usize), 0, "base pages");
     }
+    // Interleaved memory too (on one node, wholly there).
+    let f = omp_malloc_specific(size, Distribution::Fine).unwrap();
+    assert_eq!(f.as_ptr() as usize % HUGE_PAGE, 0, "2 MiB aligned");
+    // SAFETY: `size` bytes allocated above.
+    unsafe { std::ptr::write_bytes(f.as_ptr(), 7, size) };
+    assert_eq!(node_bytes(f.as_ptr(), size).on(0), size as u64, "on node 0");
+    if kernel_allows_huge_pages() {
+        assert!(
+            anon_huge_kib(f.as_ptr() as usize) >= 2048,
+            "backed by huge pages"
+        );
+    }
+    // SAFETY: allocated above, no reference remains.
+    unsafe { omp_free(f.as_ptr()) }.unwrap();
     set_huge_pages(false);
     let off = omp_malloc_on_node(size, 0).unwrap();
     assert_ne!(off, q, "with huge pages off, not the huge-page mapping");

@@ -298,3 +298,38 @@ fn huge_page_memory_lies_wholly_on_its_node() {
     }
     numatask_alloc::set_huge_pages(false);
 }
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn fine_huge_page_memory_is_interleaved_by_huge_page_as_the_registry_says() {
+    let n = expected_nodes();
+    let huge = numatask_alloc::HUGE_PAGE;
+    numatask_alloc::set_huge_pages(true);
+    let len = 2 * n * huge + 12345;
+    let p = omp_malloc_specific(len, Distribution::Fine).unwrap();
+    numatask_alloc::set_huge_pages(false);
+    assert_eq!(p.as_ptr() as usize % huge, 0, "2 MiB aligned");
+    touch(p.as_ptr(), len);
+    let kernel = resident_nodes(p.as_ptr(), len).unwrap();
+    let per_page = huge / page_size();
+    for (page, node) in kernel.iter().enumerate() {
+        assert_eq!(
+            *node,
+            Some((page / per_page) % n),
+            "page {page}: huge page {} goes to node {}",
+            page / per_page,
+            (page / per_page) % n
+        );
+    }
+    assert_eq!(registry_page_nodes(p.as_ptr(), len), kernel);
+    // Freed and reused: the same mapping, still where it was.
+    // SAFETY: allocated above, no reference into it remains.
+    unsafe { omp_free(p.as_ptr()) }.unwrap();
+    numatask_alloc::set_huge_pages(true);
+    let q = omp_malloc_specific(len, Distribution::Fine).unwrap();
+    numatask_alloc::set_huge_pages(false);
+    assert_eq!(q, p, "the cached huge-page mapping is reused");
+    assert_eq!(resident_nodes(q.as_ptr(), len).unwrap(), kernel);
+    // SAFETY: allocated above, no reference into it remains.
+    unsafe { omp_free(q.as_ptr()) }.unwrap();
+}

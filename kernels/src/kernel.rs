@@ -375,8 +375,9 @@ impl Kernel {
         P: ItemParams,
         F: for<'v> Fn(&Item, P::Views<'v>) + Send + Sync + 'static,
     {
-        let body: Box<ItemsFn> =
-            Box::new(move |args, geometry, groups| run_items::<P, F>(&f, args, geometry, groups));
+        let body: Box<ItemsFn> = Box::new(move |args, geometry, groups| {
+            run_items_isa::<P, F>(&f, args, geometry, groups)
+        });
         Kernel {
             inner: Arc::new(KernelInner {
                 name,
@@ -1141,6 +1142,49 @@ item_params!(A 0, B 1, C 2, D 3, E 4);
 item_params!(A 0, B 1, C 2, D 3, E 4, F 5);
 item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 item_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+
+/// [`run_items`] compiled for the best instruction set the processor has (see [`Isa`]): the
+/// work-item closure is inlined into each version, so that its loop vectorizes as wide as the
+/// processor allows, as a `#[kernel]`'s work-group function does.
+///
+/// [`Isa`]: crate::Isa
+fn run_items_isa<P, F>(f: &F, args: &TaskArgs<'_>, geometry: &Geometry, groups: Range<usize>)
+where
+    P: ItemParams,
+    F: for<'v> Fn(&Item, P::Views<'v>),
+{
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe")]
+        fn v3<P, F>(f: &F, args: &TaskArgs<'_>, geometry: &Geometry, groups: Range<usize>)
+        where
+            P: ItemParams,
+            F: for<'v> Fn(&Item, P::Views<'v>),
+        {
+            run_items::<P, F>(f, args, geometry, groups)
+        }
+        #[target_feature(
+            enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe,avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+        )]
+        fn v4<P, F>(f: &F, args: &TaskArgs<'_>, geometry: &Geometry, groups: Range<usize>)
+        where
+            P: ItemParams,
+            F: for<'v> Fn(&Item, P::Views<'v>),
+        {
+            run_items::<P, F>(f, args, geometry, groups)
+        }
+        match crate::isa::kernel_isa() {
+            // SAFETY: `kernel_isa` returns V4 only where CPUID reports every feature `v4` is
+            // compiled with.
+            crate::isa::Isa::V4 => unsafe { v4::<P, F>(f, args, geometry, groups) },
+            // SAFETY: as above, for V3 and `v3`'s features.
+            crate::isa::Isa::V3 => unsafe { v3::<P, F>(f, args, geometry, groups) },
+            crate::isa::Isa::Baseline => run_items::<P, F>(f, args, geometry, groups),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    run_items::<P, F>(f, args, geometry, groups)
+}
 
 /// The work-item loops of an items kernel for the groups `groups` of one task: the arguments
 /// bound once, then each group's loops.
