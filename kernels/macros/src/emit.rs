@@ -883,6 +883,37 @@ fn replace_cond(stmts: &[Stmt], cond: &Expr, holds: bool) -> Vec<Stmt> {
         }
         fn visit_item_mut(&mut self, _: &mut syn::Item) {}
     }
+    // Then each `if` on a constant becomes the branch it takes, so that the range analysis
+    // does not see the indices of the other (`a[lid - offset]` where `lid < offset`).
+    struct Fold;
+    impl VisitMut for Fold {
+        fn visit_expr_mut(&mut self, e: &mut Expr) {
+            visit_mut::visit_expr_mut(self, e);
+            let Expr::If(i) = e else { return };
+            let mut c = &*i.cond;
+            while let Expr::Paren(p) = c {
+                c = &p.expr;
+            }
+            let Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Bool(b),
+                ..
+            }) = c
+            else {
+                return;
+            };
+            let taken: Expr = if b.value {
+                let block = &i.then_branch;
+                syn::parse_quote!(#block)
+            } else {
+                match &i.else_branch {
+                    Some((_, els)) => (**els).clone(),
+                    None => syn::parse_quote!({}),
+                }
+            };
+            *e = taken;
+        }
+        fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+    }
     let mut r = R {
         key: cond.to_token_stream().to_string(),
         holds,
@@ -892,6 +923,7 @@ fn replace_cond(stmts: &[Stmt], cond: &Expr, holds: bool) -> Vec<Stmt> {
         .map(|s| {
             let mut s = s.clone();
             r.visit_stmt_mut(&mut s);
+            Fold.visit_stmt_mut(&mut s);
             s
         })
         .collect()

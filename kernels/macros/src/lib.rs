@@ -34,7 +34,11 @@
 //!   of the loops runs when a bound fails, so an out-of-bounds work-item still panics.
 //! - **Splitting**: a region whose code compares the local id in dimension 0 with a value
 //!   known before the loop (`if lid < s`, `if lid >= offset`) runs as two loops split where
-//!   the comparison changes, each with the comparison replaced by its value; a region that is
+//!   the comparison changes, each with the comparison replaced by its value and every `if`
+//!   on it replaced by the branch it takes (else the indices of the branch a part never runs,
+//!   `a[lid - offset]` below `offset`, failed its range check and sent the whole part to the
+//!   checked copy: on one core of the 2-core VM, reduce took 10.4 ms before and 5.4 after,
+//!   scan 22.6 and 20.0); a region that is
 //!   one `if` with a uniform condition runs it once per group around two regions.
 //! - **Loop order** (seed paper 000): a `for` inside a region over a range the same for the
 //!   whole group runs breadth-first (each iteration for every work-item, the work-item loop
