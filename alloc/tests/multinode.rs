@@ -333,3 +333,32 @@ fn fine_huge_page_memory_is_interleaved_by_huge_page_as_the_registry_says() {
     // SAFETY: allocated above, no reference into it remains.
     unsafe { omp_free(q.as_ptr()) }.unwrap();
 }
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn small_allocations_and_collections_lie_on_the_node_their_policy_names() {
+    let n = expected_nodes();
+    for node in 0..n {
+        for size in [1, 64, 3000, page_size() + 1] {
+            let p = omp_malloc_on_node(size, node).unwrap();
+            touch(p.as_ptr(), size);
+            let kernel = resident_nodes(p.as_ptr(), size).unwrap();
+            assert!(
+                kernel.iter().all(|&k| k == Some(node)),
+                "{size} bytes on node {node}: {kernel:?}"
+            );
+            assert_eq!(node_bytes(p.as_ptr(), size).on(node), size as u64);
+            // SAFETY: allocated above, no reference into it remains.
+            unsafe { omp_free(p.as_ptr()) }.unwrap();
+        }
+        // A collection's buffer through the allocator type.
+        let mut v: allocator_api2::vec::Vec<u32, numatask_alloc::NumaAlloc> =
+            allocator_api2::vec::Vec::new_in(numatask_alloc::NumaAlloc::on_node(node));
+        v.extend(0..100u32);
+        let kernel = resident_nodes(v.as_ptr().cast(), 400).unwrap();
+        assert!(
+            kernel.iter().all(|&k| k == Some(node)),
+            "a Vec on node {node}: {kernel:?}"
+        );
+    }
+}
