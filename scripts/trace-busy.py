@@ -5,7 +5,8 @@
 
 A scope's body is a task that ran other tasks of its own worker while it waited. For the last
 scope of the trace, prints per time bucket the fraction of the workers' time spent in tasks
-(nested tasks counted once), the tasks started, and how many workers ran anything.
+(nested tasks counted once), the tasks started, and how many workers ran anything; then the
+gaps between a worker's tasks and, per label, how long tasks waited from ready to start.
 """
 import argparse
 import json
@@ -110,6 +111,19 @@ def main():
         n_d[1] += e["dur"]
     print("tasks by label: " + ", ".join(
         f"{k} {n} x {d / n:.2f} us" for k, (n, d) in sorted(by_label.items())))
+    # From ready (spawned with nothing to wait for, or released by a completion) to start:
+    # how long ready work waited for a worker, by label.
+    waits = {}
+    for e in tasks:
+        w = e.get("args", {}).get("wait_us")
+        if w is not None:
+            waits.setdefault(e.get("args", {}).get("task", e["name"]), []).append(w)
+    if waits:
+        print("ready to start, us (median, p90, max; tasks):")
+        for k, ws in sorted(waits.items()):
+            ws.sort()
+            q = lambda f: ws[min(len(ws) - 1, int(f * len(ws)))]
+            print(f"  {k}: {q(0.5):.1f}, {q(0.9):.1f}, {ws[-1]:.1f}; {len(ws)}")
     if a.per_worker:
         # Workers that run the same kind of task at different speeds (a shared core, memory
         # far away, a cache that others keep evicting) show here, not in the averages above.

@@ -1,6 +1,7 @@
 //! Opt-in task tracing (`NUMATASK_TRACE=file.json`): for every task, the worker and node that ran
-//! it, the queue it was dealt to and why, the distance it was stolen across, its start and end, its
-//! footprint in bytes per node and the fraction of those bytes local to the executing node.
+//! it, the queue it was dealt to and why, the distance it was stolen across, when it became ready
+//! (its `wait_us` before it started), its start and end, its footprint in bytes per node and the
+//! fraction of those bytes local to the executing node.
 //!
 //! Exported as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open:
 //! one timeline per worker, as in the core paper's Figures 8 and 10. Perfetto colours a slice by its
@@ -16,7 +17,7 @@
 //! about 270 bytes a task (485,570 tasks of `examples/fib 25 1 spawn`: 129 MB of memory, a
 //! 114 MB file): trace runs of a size to look at, not a service that runs for days.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -141,6 +142,10 @@ pub struct TaskRecord {
     /// the queue it was stolen from and the executing node (the local distance for a steal
     /// within the node).
     pub stolen_distance: Option<u32>,
+    /// When it became ready to run (spawned with nothing to wait for, or released by the
+    /// completion of what it depended on), nanoseconds since the tracer was created; `None`
+    /// for a task never queued (run at once where it was spawned).
+    pub ready_ns: Option<u64>,
     /// Start, nanoseconds since the tracer was created.
     pub start_ns: u64,
     /// End, nanoseconds since the tracer was created; `None` while the task runs.
@@ -183,7 +188,16 @@ pub struct Tracer {
     /// Number of NUMA nodes: the summary has a row for each, workers or not.
     num_nodes: usize,
     buffers: Vec<CachePadded<Mutex<Vec<TaskRecord>>>>,
+    /// When each queued task became ready, by its frame's address, until it starts: in
+    /// shards by address, as the worker that queues a task is often not the one that runs it.
+    ready: Box<[ReadyShard]>,
 }
+
+/// Ready times of queued tasks, by frame address (a shard of [`Tracer`]'s table).
+type ReadyShard = CachePadded<Mutex<HashMap<usize, u64>>>;
+
+/// Shards of [`Tracer`]'s table of ready times.
+const READY_SHARDS: usize = 64;
 
 impl fmt::Debug for Tracer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -213,7 +227,32 @@ impl Tracer {
             node_of_worker,
             num_nodes,
             buffers,
+            ready: (0..READY_SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(HashMap::new())))
+                .collect(),
         }
+    }
+
+    fn ready_shard(&self, task: usize) -> &Mutex<HashMap<usize, u64>> {
+        // Frames are 64-byte aligned: the bits above those pick the shard.
+        &self.ready[(task >> 6) % READY_SHARDS]
+    }
+
+    /// Notes that the task whose frame is at `task` is ready to run now (queued).
+    pub(crate) fn note_ready(&self, task: usize) {
+        let now = self.now_ns();
+        self.ready_shard(task)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task, now);
+    }
+
+    /// When the task whose frame is at `task` became ready, forgetting it (it starts).
+    pub(crate) fn take_ready(&self, task: usize) -> Option<u64> {
+        self.ready_shard(task)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&task)
     }
 
     /// The trace file named by `NUMATASK_TRACE`, if the variable is set and not blank (empty
@@ -413,7 +452,7 @@ impl Tracer {
             };
             write!(
                 out,
-                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"name\":\"{}\",\"cname\":\"{}\",\"cat\":\"task\",\"args\":{{\"task\":\"{}\",\"node\":{},\"queue\":\"{}\",\"stolen_distance\":{},\"footprint_bytes_per_node\":{},\"local_fraction\":{}{}}}}}",
+                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"name\":\"{}\",\"cname\":\"{}\",\"cat\":\"task\",\"args\":{{\"task\":\"{}\",\"node\":{},\"queue\":\"{}\",\"stolen_distance\":{},\"footprint_bytes_per_node\":{},\"local_fraction\":{},\"wait_us\":{}{}}}}}",
                 r.worker,
                 r.start_ns as f64 / 1000.0,
                 end_ns.saturating_sub(r.start_ns) as f64 / 1000.0,
@@ -427,6 +466,10 @@ impl Tracer {
                 footprint,
                 r.local_fraction()
                     .map_or_else(|| "null".to_owned(), |l| format!("{l:.4}")),
+                r.ready_ns.map_or_else(
+                    || "null".to_owned(),
+                    |ready| format!("{:.3}", r.start_ns.saturating_sub(ready) as f64 / 1000.0)
+                ),
                 unfinished,
             )?;
         }
@@ -562,6 +605,7 @@ mod tests {
                 reason: DealReason::LeastCost,
             },
             stolen_distance: stolen,
+            ready_ns: Some(400),
             start_ns: 1_000,
             end_ns: Some(3_500),
             footprint: footprint.map(NodeBytes::from_bytes),

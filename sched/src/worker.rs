@@ -372,9 +372,18 @@ impl WorkerThread {
         }
     }
 
+    /// When tracing, notes that `task` is ready now (the trace's wait before it starts).
+    #[inline]
+    fn note_ready(&self, task: &Task) {
+        if let Some(tracer) = self.registry.tracer.as_deref() {
+            tracer.note_ready(task.header_ptr() as usize);
+        }
+    }
+
     /// Makes a spawned task available, or runs it at once if the scheduler has no room.
     #[inline]
     pub(crate) fn push(&self, task: Task) {
+        self.note_ready(&task);
         let Err(task) = self.push_outside_policy(task) else {
             return;
         };
@@ -539,6 +548,7 @@ impl WorkerThread {
     /// goes to the overflow list (module docs), never inline.
     #[inline]
     pub(crate) fn push_released(&self, task: Task) {
+        self.note_ready(&task);
         let Err(task) = self.push_outside_policy(task) else {
             return;
         };
@@ -661,6 +671,7 @@ impl WorkerThread {
             (from < topology.num_nodes() && node < topology.num_nodes())
                 .then(|| topology.distance(node, from))
         });
+        let ready_ns = tracer.take_ready(task.header_ptr() as usize);
         let start_ns = tracer.now_ns();
         let at = tracer.start(TaskRecord {
             label,
@@ -668,6 +679,7 @@ impl WorkerThread {
             node,
             queue: origin.queue,
             stolen_distance,
+            ready_ns,
             start_ns,
             end_ns: None,
             footprint,
