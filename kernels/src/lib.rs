@@ -54,7 +54,11 @@
 //! differ between work-items get a slot per work-item. The macro also builds a reference
 //! form, each work-item on its own thread with a real barrier
 //! ([`LaunchBuilder::reference`]), which tests compare the compiled form against; and it
-//! reports what it decided ([`KernelInfo`]).
+//! reports what it decided ([`KernelInfo`]). As an OpenCL runtime compiles kernels for the
+//! processor it runs on, work-group functions (and the loops of [`Kernel::items`] closures)
+//! are compiled for the target's baseline and, on x86-64, for x86-64-v3 (AVX2) and v4
+//! (AVX-512); a launch runs the best the processor has ([`Isa`], `NUMATASK_KERNEL_ISA`), with
+//! the same results.
 //!
 //! ```
 //! use std::sync::Arc;
