@@ -1,7 +1,8 @@
 //! Compiles the C kernels of the dependent-task benchmarks (`c/sparselu_kernels.c`,
-//! `c/cholesky_kernels.c`) into a static library linked into this crate, so that numatask's
-//! drivers (`benches/sparselu.rs`, `benches/cholesky.rs`, the paper suite's SparseLU) and the
-//! C/OpenMP drivers run the same machine code and differ only by runtime. `-O3` and no
+//! `c/cholesky_kernels.c`, `c/qr_kernels.c`) into a static library linked into this crate, so
+//! that numatask's drivers (`benches/sparselu.rs`, `benches/cholesky.rs`, `benches/qr.rs`, the
+//! paper suite's SparseLU) and the C/OpenMP drivers run the same machine code and differ only
+//! by runtime. `-O3` and no
 //! `-march=native`: bench binaries are carried to other machines. `-falign-functions=64`, as
 //! `scripts/device-bundle.sh` builds the C peers' copy (`KERNEL_CFLAGS` of
 //! `scripts/lib/bench-depend.sh`): the same bytes then lie at the same offsets within 64-byte
@@ -18,12 +19,15 @@ fn main() {
         "c/sparselu.h",
         "c/cholesky_kernels.c",
         "c/cholesky.h",
+        "c/qr_kernels.c",
+        "c/qr.h",
     ] {
         println!("cargo:rerun-if-changed={file}");
     }
     cc::Build::new()
         .file("c/sparselu_kernels.c")
         .file("c/cholesky_kernels.c")
+        .file("c/qr_kernels.c")
         .include("c")
         .opt_level(3)
         // Every kernel at the start of a 64-byte line (see the module docs).

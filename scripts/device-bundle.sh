@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything the many-core measurements need into device-bundle/ (ignored by git), to be
 # carried to a machine without Rust: the release bench binaries of the numatask-bench crate
-# (fib, sparselu, cholesky and any other harness-less bench of bench/benches/), the C/OpenMP
+# (fib, sparselu, cholesky, qr and any other harness-less bench of bench/benches/), the C/OpenMP
 # peers built with gcc (libgomp) and clang (LLVM libomp), clang's libomp.so.5, which such
 # machines often lack, and scripts/device-run.sh as run.sh, the measurements behind
 # BENCHMARKS.md's summary. Where the OpenCL headers are installed here, also the kernel
@@ -97,7 +97,7 @@ clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/taskloop_omp.c" -o "$out/taskloop_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/taskloop_omp.c" -o "$out/taskloop_libomp"
 gcc -O2 -fopenmp "$c/compute_scaling.c" -o "$out/compute_scaling"
-for name in sparselu cholesky; do
+for name in sparselu cholesky qr; do
     [[ -f $c/${name}_omp.c ]] || continue
     gcc "${KERNEL_CFLAGS[@]}" -I"$c" \
         -c "$c/${name}_kernels.c" -o "$out/${name}_kernels.o"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The many-core measurements behind BENCHMARKS.md's summary, run on a machine without Rust from
 # the bundle scripts/device-bundle.sh builds (which copies this file there as run.sh):
-#   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky: numatask against libgomp and libomp
+#   device-bundle/run.sh peers      # fib scaling, SparseLU fine and coarse, Cholesky, tiled QR: numatask against libgomp and libomp
 #   device-bundle/run.sh overhead   # the paper's six benchmarks, locality-aware against work stealing; fib under both
 #   device-bundle/run.sh loops      # taskloop and its reduction against rayon and the C peers; wake-up latency against rayon
 #   device-bundle/run.sh scaling    # fib 30 and 34 from 1 to all threads, twice, against the machine's own compute scaling
@@ -35,6 +35,8 @@ peers)
     section "Cholesky with task priorities on every side, $T threads"
     ./cholesky --bench --threads "$T" --reps 5 --skip serial --priority \
         --omp ./cholesky_gomp --omp ./cholesky_libomp
+    section "tiled QR (NT=16, BS=128), $T threads"
+    ./qr --bench --threads "$T" --reps 5 --omp ./qr_gomp --omp ./qr_libomp
     ;;
 overhead)
     section "fib 30 under both schedulers"

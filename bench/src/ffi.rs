@@ -1,5 +1,5 @@
 //! The C kernels of the dependent-task benchmarks (`c/sparselu_kernels.c`,
-//! `c/cholesky_kernels.c`, compiled and linked by `build.rs`), declared once and wrapped as safe
+//! `c/cholesky_kernels.c`, `c/qr_kernels.c`, compiled and linked by `build.rs`), declared once and wrapped as safe
 //! functions on slices of `bs * bs` elements. numatask's drivers and the C/OpenMP peers call the
 //! same object code, so that the runtime is the only difference between them.
 //!
@@ -137,5 +137,56 @@ pub mod cholesky {
         let bs = side(bs, &[a.len(), b.len(), c.len()]);
         // SAFETY: bs * bs doubles each; `c` is exclusively borrowed and aliases neither input.
         unsafe { cholesky_gemm(a.as_ptr(), b.as_ptr(), c.as_mut_ptr(), bs) }
+    }
+}
+
+/// The tiled QR factorization's kernels on `f64` tiles (`c/qr.h`).
+pub mod qr {
+    use std::ffi::c_int;
+
+    use super::{int, side};
+
+    unsafe extern "C" {
+        fn qr_fill_tile(tile: *mut f64, nt: c_int, bs: c_int, ti: c_int, tj: c_int);
+        fn qr_geqrt(a: *mut f64, t: *mut f64, bs: c_int);
+        fn qr_ormqr(v: *const f64, t: *const f64, c: *mut f64, bs: c_int);
+        fn qr_tsqrt(r: *mut f64, a: *mut f64, t: *mut f64, bs: c_int);
+        fn qr_tsmqr(c1: *mut f64, c2: *mut f64, v: *const f64, t: *const f64, bs: c_int);
+    }
+
+    /// Writes tile `(ti, tj)` of the pseudo-random `nt x nt`-tile input.
+    pub fn fill(tile: &mut [f64], nt: usize, bs: usize, ti: usize, tj: usize) {
+        let b = side(bs, &[tile.len()]);
+        // SAFETY: `tile` holds bs * bs doubles; the kernel writes exactly those.
+        unsafe { qr_fill_tile(tile.as_mut_ptr(), int(nt), b, int(ti), int(tj)) }
+    }
+
+    /// Factors a diagonal tile in place (R above, V below its diagonal) and writes its `t`.
+    pub fn geqrt(a: &mut [f64], t: &mut [f64], bs: usize) {
+        let bs = side(bs, &[a.len(), t.len()]);
+        // SAFETY: bs * bs doubles each, exclusively borrowed, distinct.
+        unsafe { qr_geqrt(a.as_mut_ptr(), t.as_mut_ptr(), bs) }
+    }
+
+    /// `c = Q^T c` for the factored diagonal tile `v` and its `t`.
+    pub fn ormqr(v: &[f64], t: &[f64], c: &mut [f64], bs: usize) {
+        let bs = side(bs, &[v.len(), t.len(), c.len()]);
+        // SAFETY: bs * bs doubles each; `c` is exclusively borrowed and aliases neither input.
+        unsafe { qr_ormqr(v.as_ptr(), t.as_ptr(), c.as_mut_ptr(), bs) }
+    }
+
+    /// Factors the triangle `r` on top of the tile `a` (which becomes V) and writes `t`.
+    pub fn tsqrt(r: &mut [f64], a: &mut [f64], t: &mut [f64], bs: usize) {
+        let bs = side(bs, &[r.len(), a.len(), t.len()]);
+        // SAFETY: bs * bs doubles each, exclusively borrowed, distinct.
+        unsafe { qr_tsqrt(r.as_mut_ptr(), a.as_mut_ptr(), t.as_mut_ptr(), bs) }
+    }
+
+    /// `[c1; c2] = Q^T [c1; c2]` for the V and T of a `tsqrt`.
+    pub fn tsmqr(c1: &mut [f64], c2: &mut [f64], v: &[f64], t: &[f64], bs: usize) {
+        let bs = side(bs, &[c1.len(), c2.len(), v.len(), t.len()]);
+        // SAFETY: bs * bs doubles each; `c1` and `c2` are exclusively borrowed and alias
+        // neither each other nor the inputs.
+        unsafe { qr_tsmqr(c1.as_mut_ptr(), c2.as_mut_ptr(), v.as_ptr(), t.as_ptr(), bs) }
     }
 }

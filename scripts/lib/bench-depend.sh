@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench_depend NAME ARGS...: a dependent-task benchmark (NAME = sparselu or cholesky), numatask
+# bench_depend NAME ARGS...: a dependent-task benchmark (NAME = sparselu, cholesky or qr), numatask
 # against C/OpenMP (libgomp, LLVM libomp) in one run, all calling the same kernel object code.
 # The kernels bench/c/NAME_kernels.c are compiled once, by the compiler and with the
 # code-generation flags that bench/build.rs (the cc crate) uses for numatask's driver (gcc by default),
