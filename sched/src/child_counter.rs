@@ -101,7 +101,10 @@ pub enum ChildDone {
 /// which a finishing child reads just before its decrement). A task frame's header (`job::Header`)
 /// places the two parts on different cache lines (`PENDING_OFFSET`): a task that spawns while
 /// other workers finish its earlier children (one thread creating every task of SparseLU)
-/// would otherwise take the line back from them on every spawn, to count the spawn.
+/// would otherwise take the line back from them on every spawn, to count the spawn. For the
+/// same reason a spawn does not read the parent's `owner` (a new frame's owner is set when it
+/// runs): with one worker creating empty tasks and another running them, that read alone took
+/// a spawn from 84 - 110 ns to 160 - 194 (2-core VM).
 #[repr(C)]
 pub struct ChildCounter {
     // The owner's cells: only the owner's thread touches them.

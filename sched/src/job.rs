@@ -513,7 +513,11 @@ where
         (&raw mut (*h).parent).write(parent_ptr.as_ptr().cast_const());
         (&raw mut (*h).depth).write(parent.depth.wrapping_add(1));
         (&raw mut (*h).final_task).write(parent.final_task);
-        ChildCounter::init_at(&raw mut (*h).children, parent.children.owner());
+        // The owner is set when the task runs (`execute_heap`, `cancel_heap`), before it can
+        // have children; until then the spawning worker. (Not the parent's owner: that lies
+        // on the line its finishing children write, a miss on every spawn of a producer whose
+        // children other workers finish.)
+        ChildCounter::init_at(&raw mut (*h).children, worker.index());
         (&raw mut (*h).panic).write(PanicSlot::new());
         (&raw mut (*h).meta).write(meta);
         (&raw mut (*h).depend).write(UnsafeCell::new(None));
