@@ -30,7 +30,7 @@ use hwlocality::memory::nodeset::NodeSet;
 use crate::cache::{self, Key};
 use crate::distribution::Distribution;
 use crate::error::AllocError;
-use crate::huge::{HUGE_PAGE, huge_pages};
+use crate::huge::{HUGE_PAGE, huge_setting};
 use crate::page_size;
 use crate::registry::{PageCache, Placement, Record, registry};
 use crate::topology::Topology;
@@ -254,17 +254,23 @@ fn allocate(
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
     let mut len = cache::class_len(check_size(topology, size, target)?, page_size());
-    // Huge pages for node-bound and interleaved mappings of at least one (`huge`): 2 MiB
-    // aligned and long.
+    // Huge pages (`huge`) for mappings of at least one: 2 MiB aligned and long. Turned on, for
+    // node-bound and interleaved ones; on a machine of one node, for every policy unless
+    // turned off (nothing is placed otherwise there).
+    let one_node = topology.num_nodes() == 1;
     let huge = cfg!(not(miri))
-        && matches!(target, Target::Node(_) | Target::Interleave)
         && len >= HUGE_PAGE
-        && huge_pages()?;
+        && match huge_setting()? {
+            Some(false) => false,
+            Some(true) => one_node || matches!(target, Target::Node(_) | Target::Interleave),
+            None => one_node,
+        };
     if huge {
         len = len.next_multiple_of(HUGE_PAGE);
     }
     let key = match target {
-        Target::FirstTouch if topology.num_nodes() == 1 => Some(Key::Standard),
+        Target::FirstTouch if one_node && huge => Some(Key::HugeStandard),
+        Target::FirstTouch if one_node => Some(Key::Standard),
         Target::FirstTouch => None,
         Target::Interleave if huge => Some(Key::HugeFine),
         Target::Interleave => Some(Key::Fine),

@@ -32,8 +32,10 @@ static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_CACHE_LIMIT);
 /// What a cached mapping can be handed out as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Key {
-    /// First touch, on a machine of one node.
+    /// First touch, on a machine of one node, base pages.
     Standard,
+    /// First touch, on a machine of one node, huge pages.
+    HugeStandard,
     /// Interleaved over every node, base pages.
     Fine,
     /// Interleaved over every node, huge pages.

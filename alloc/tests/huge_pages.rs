@@ -1,7 +1,8 @@
 //! Huge pages for node-bound memory: with them on, a coarse or node mapping of at least 2 MiB
 //! is 2 MiB aligned and long, placed as before, and backed by huge pages where the kernel's
 //! transparent huge pages are `always` or `madvise` (read from /proc/self/smaps), and so is an
-//! interleaved one; first-touch memory keeps base pages. (Alone in its test binary: it turns the
+//! interleaved one; first-touch memory keeps base pages on several nodes, and uses huge pages
+//! on one. (Alone in its test binary: it turns the
 //! process-wide switch on.)
 
 use numatask_alloc::{
@@ -64,11 +65,25 @@ fn node_bound_memory_uses_huge_pages_when_asked_placed_as_before() {
             .iter()
             .all(|&b| b == 0)
     );
-    // First-touch memory keeps base pages.
+    // First-touch memory keeps base pages on several nodes (each page where it is first
+    // written); on one node, where every page lies on that node anyway, it uses huge pages.
+    let one_node = numatask_alloc::Topology::current().unwrap().num_nodes() == 1;
     let s = omp_malloc_specific(size, Distribution::Standard).unwrap();
     // SAFETY: `size` bytes allocated above.
     unsafe { std::ptr::write_bytes(s.as_ptr(), 7, size) };
-    if kernel_allows_huge_pages()
+    if one_node {
+        assert_eq!(
+            s.as_ptr() as usize % HUGE_PAGE,
+            0,
+            "2 MiB aligned on one node"
+        );
+        if kernel_allows_huge_pages() {
+            assert!(
+                anon_huge_kib(s.as_ptr() as usize) >= 2048,
+                "huge pages on one node"
+            );
+        }
+    } else if kernel_allows_huge_pages()
         && std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
             .is_ok_and(|t| t.contains("[madvise]"))
     {
