@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use crate::error::AllocError;
 
 /// `NUMATASK_HUGE_PAGES`: `1`, `true` or `on` for huge pages on node-bound and interleaved
-/// memory; `0`, `false`, `off` or unset for base pages.
+/// memory; `0`, `false` or `off` for base pages everywhere; unset (or blank), huge pages for
+/// every policy on a machine of one node and base pages on several (module docs).
 pub const HUGE_PAGES_ENV: &str = "NUMATASK_HUGE_PAGES";
 
 /// A huge page: the unit the kernel backs a huge-page mapping with on x86-64 and arm64 (4 KiB

@@ -903,6 +903,64 @@ fn loops_in_strips_give_each_work_item_its_own_order() {
     }
 }
 
+/// A loop run in strips followed, in its region, by a kept variable's declaration (it lives
+/// in the strip's last part only), and a kept variable changed through a `ref mut` binding
+/// (its new value must go back to its slot).
+#[kernel]
+fn strip_then_kept(input: &[f32], coef: &[f32], out: &mut [f32], m: u32) {
+    let tile = local_array::<f32, 1024>();
+    let lid = local_id(0);
+    let ls = local_size(0);
+    let gid = global_id(0);
+    let mut x: f32 = input[gid % input.len()];
+    for j in 0..m as usize {
+        tile[j * ls + lid] = input[(gid * m as usize + j) % input.len()];
+    }
+    barrier();
+    let mut acc: f32 = 0.0;
+    for p in 0..m as usize {
+        acc += tile[p * ls + lid] * coef[p];
+    }
+    let s: f32 = acc * 2.0 + x;
+    {
+        let ref mut r = x;
+        *r += 1.0;
+    }
+    barrier();
+    out[gid] = s + x;
+}
+
+#[test]
+fn a_kept_variable_declared_after_a_strip_loop_and_one_changed_by_ref_mut() {
+    assert_eq!(strip_then_kept::INFO.strips, ["p"]);
+    let mut rng = Rng::new("strip_then_kept");
+    for case in 0..CASES {
+        let local = rng.between(1, 40);
+        let global = rng.between(1, 200);
+        let m = rng.between(1, 1024 / local);
+        let len = rng.between(1, 300);
+        let input = rng.vec(len, Rng::f32);
+        let coef = rng.vec(m, Rng::f32);
+        let (ib, cb) = (buffer(&input), buffer(&coef));
+        let range = NdRange::new([global]).local([local]);
+        let out = run_both(&strip_then_kept, &range, &vec![0.0f32; global], |l, o| {
+            l.arg(&ib).arg(&cb).arg(o).arg(m as u32)
+        });
+        let model = (0..global)
+            .map(|gid| {
+                let x = input[gid % len];
+                let acc = (0..m).fold(0.0f32, |acc, p| acc + input[(gid * m + p) % len] * coef[p]);
+                (acc * 2.0 + x) + (x + 1.0)
+            })
+            .collect();
+        check(
+            &format!("strip_then_kept case {case}: global {global}, local {local}, m {m}"),
+            out,
+            Some(model),
+        );
+    }
+}
+
 /// A 2-D range writing by global_linear_id: the group's items reversed through local memory.
 #[kernel]
 fn linear_2d(input: &[u32], out: &mut [u32]) {

@@ -143,8 +143,10 @@ pub struct TaskRecord {
     /// within the node).
     pub stolen_distance: Option<u32>,
     /// When it became ready to run (spawned with nothing to wait for, or released by the
-    /// completion of what it depended on), nanoseconds since the tracer was created; `None`
-    /// for a task never queued (run at once where it was spawned).
+    /// completion of what it depended on) and was offered to the scheduler, nanoseconds since
+    /// the tracer was created (a task the scheduler had no room for, run at once, waited
+    /// next to nothing); `None` for a task never offered (an included task, run where it was
+    /// spawned).
     pub ready_ns: Option<u64>,
     /// Start, nanoseconds since the tracer was created.
     pub start_ns: u64,

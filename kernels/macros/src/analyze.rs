@@ -323,13 +323,14 @@ impl Analyzer<'_> {
                 Kind::Structural => self.mark_structural(s)?,
                 Kind::Group => {}
                 Kind::Item => {
-                    let mut w = Writes::default();
-                    w.visit_stmt(s);
                     // Buffers and local arrays are not variables: writing an element of one
                     // makes nothing vary.
                     let vars = &self.body.vars;
-                    self.varying
-                        .extend(w.names.into_iter().filter(|n| vars.contains_key(n)));
+                    self.varying.extend(
+                        written_names(std::slice::from_ref(s))
+                            .into_iter()
+                            .filter(|n| vars.contains_key(n)),
+                    );
                 }
             }
         }
@@ -1047,10 +1048,16 @@ impl<'a> Visit<'a> for Uniformity<'_> {
 }
 
 /// The variables `stmts` may change: those they bind, assign, borrow mutably or call a
-/// method on.
+/// method on; every variable they name where they bind by `ref mut` or take a `&raw mut`
+/// (which borrow what a pattern matches, not a name the visitor follows).
 pub(crate) fn written_names(stmts: &[Stmt]) -> HashSet<String> {
     let mut w = Writes::default();
     stmts.iter().for_each(|s| w.visit_stmt(s));
+    if w.borrows_by_pattern {
+        let mut r = Refs::default();
+        stmts.iter().for_each(|s| r.visit_stmt(s));
+        w.names.extend(r.names);
+    }
     w.names
 }
 
@@ -1059,6 +1066,8 @@ pub(crate) fn written_names(stmts: &[Stmt]) -> HashSet<String> {
 #[derive(Default)]
 struct Writes {
     names: HashSet<String>,
+    /// A `ref mut` binding or a `&raw mut` was seen.
+    borrows_by_pattern: bool,
 }
 
 fn root_name(e: &Expr) -> Option<String> {
@@ -1075,7 +1084,19 @@ fn root_name(e: &Expr) -> Option<String> {
 impl<'a> Visit<'a> for Writes {
     fn visit_pat_ident(&mut self, p: &'a syn::PatIdent) {
         self.names.insert(p.ident.to_string());
+        if p.by_ref.is_some() && p.mutability.is_some() {
+            self.borrows_by_pattern = true;
+        }
         visit::visit_pat_ident(self, p);
+    }
+    fn visit_expr_raw_addr(&mut self, r: &'a syn::ExprRawAddr) {
+        if matches!(r.mutability, syn::PointerMutability::Mut(_)) {
+            self.borrows_by_pattern = true;
+            if let Some(n) = root_name(&r.expr) {
+                self.names.insert(n);
+            }
+        }
+        visit::visit_expr_raw_addr(self, r);
     }
     fn visit_expr_assign(&mut self, a: &'a syn::ExprAssign) {
         match root_name(&a.left) {

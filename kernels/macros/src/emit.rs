@@ -566,11 +566,18 @@ impl<'g> Gen<'g> {
             r.names
         };
         let later = names_of(&stmts[at..]);
-        let mut pre_binds = HashSet::new();
+        let (mut pre_binds, mut rest_binds) = (HashSet::new(), HashSet::new());
         for s in &stmts[..at] {
             collect_bound(s, &mut pre_binds);
         }
-        // The variables carried from part to part, each with its type.
+        for s in &stmts[at..] {
+            collect_bound(s, &mut rest_binds);
+        }
+        // The variables carried from part to part, each with its type: the kept ones the run
+        // loads from their slots or declares before the loop (a kept one declared after it
+        // lives in the last part only), and the others declared before the loop and used in
+        // or after it. Each must have a value from the first part on, and a type of a few
+        // bytes (16 copies of it live on the stack).
         let mut carried: Vec<(Ident, syn::Type)> = Vec::new();
         let mut names: Vec<&String> = refs.iter().collect();
         names.sort();
@@ -579,13 +586,16 @@ impl<'g> Gen<'g> {
                 continue;
             };
             let kept = self.a.expanded.contains(v);
+            if kept && rest_binds.contains(v) && !pre_binds.contains(v) {
+                continue;
+            }
             let crosses =
                 pre_binds.contains(v) && later.contains(v) && !self.a.recomputed.contains(v);
             if !kept && !crosses {
                 continue;
             }
             let ty = var.ty.clone()?;
-            if !kept && !primitive(&ty) {
+            if !small_primitive(&ty, 64) || (pre_binds.contains(v) && var.init.is_none()) {
                 return None;
             }
             carried.push((Ident::new(v, var.span), ty));
@@ -929,11 +939,22 @@ fn replace_cond(stmts: &[Stmt], cond: &Expr, holds: bool) -> Vec<Stmt> {
         .collect()
 }
 
-/// Whether `ty` is a primitive number, `bool`, or an array of them: an `Element`.
-fn primitive(ty: &syn::Type) -> bool {
+/// Whether `ty` is a primitive number or `bool`, or an array of at most `elements` of them
+/// (its length a literal): an `Element` of at most `elements * 16` bytes.
+fn small_primitive(ty: &syn::Type, elements: usize) -> bool {
     match ty {
-        syn::Type::Array(a) => primitive(&a.elem),
-        syn::Type::Paren(p) => primitive(&p.elem),
+        syn::Type::Array(a) => {
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) = &a.len
+            else {
+                return false;
+            };
+            n.base10_parse::<usize>()
+                .is_ok_and(|n| n > 0 && n <= elements && small_primitive(&a.elem, elements / n))
+        }
+        syn::Type::Paren(p) => small_primitive(&p.elem, elements),
         syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident().is_some_and(|id| {
             matches!(
                 id.to_string().as_str(),

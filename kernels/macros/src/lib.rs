@@ -162,8 +162,8 @@ mod prepare;
 /// accumulator, then held in a vector register), and depth-first otherwise;
 /// `#[kernel(depth_first)]` keeps every loop depth-first. A variable bound before the loop
 /// in its region and used in or after the loop is carried through a strip when its type is
-/// written and is a number, `bool` or an array of them (`let mut acc: f32 = 0.0;`); any
-/// other keeps the loop depth-first.
+/// written and is a number, `bool` or an array of at most 64 of them, and it is given a value
+/// where it is declared (`let mut acc: f32 = 0.0;`); any other keeps the loop depth-first.
 /// The work-group function is compiled for the target's baseline and, on x86-64, for
 /// x86-64-v3 (AVX2, FMA) and x86-64-v4 (AVX-512) as well; a launch runs the best version the
 /// processor has (`numatask_kernels::Isa`), with the same results.
