@@ -26,7 +26,7 @@ use numatask_bench::ALLOCATOR;
 use numatask_bench::args::{self, Parser, fail};
 use numatask_bench::ffi::cholesky as kernels;
 use numatask_bench::filter::Filter;
-use numatask_bench::peer::run_omp_peer;
+use numatask_bench::peer::{c_exponent, run_omp_peer};
 use numatask_bench::runtime;
 
 /// Index of tile `(i, j)`, `i >= j`, in the packed lower triangle.
@@ -76,19 +76,6 @@ impl Matrix {
             }
         }
         c_exponent(s)
-    }
-}
-
-/// `x` as C's `printf("%.6e")` writes it.
-fn c_exponent(x: f64) -> String {
-    let s = format!("{x:.6e}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let exp: i32 = exp.parse().expect("an exponent");
-            let sign = if exp < 0 { '-' } else { '+' };
-            format!("{mantissa}e{sign}{:02}", exp.abs())
-        }
-        None => s,
     }
 }
 

@@ -27,7 +27,7 @@ use numatask_bench::ALLOCATOR;
 use numatask_bench::args::{self, Parser, fail};
 use numatask_bench::ffi::qr as kernels;
 use numatask_bench::filter::Filter;
-use numatask_bench::peer::run_omp_peer;
+use numatask_bench::peer::{c_exponent, run_omp_peer};
 use numatask_bench::runtime;
 
 /// The tiles of A (row of tiles after row of tiles) and of T, each in one arena.
@@ -104,19 +104,6 @@ fn check_factorization(input: &Matrix, factored: &Matrix) {
         worst <= 1e-10 * scale,
         "R^T R differs from A^T A by {worst:e} (largest element {scale:e})"
     );
-}
-
-/// `x` as C's `printf("%.6e")` writes it.
-fn c_exponent(x: f64) -> String {
-    let s = format!("{x:.6e}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let exp: i32 = exp.parse().expect("an exponent");
-            let sign = if exp < 0 { '-' } else { '+' };
-            format!("{mantissa}e{sign}{:02}", exp.abs())
-        }
-        None => s,
-    }
 }
 
 /// A tile operation and its tiles (indices of A's tiles, then T's).

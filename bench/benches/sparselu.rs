@@ -54,7 +54,7 @@ use numatask_bench::ALLOCATOR;
 use numatask_bench::args::{self, Parser, fail};
 use numatask_bench::ffi::sparselu as kernels;
 use numatask_bench::filter::Filter;
-use numatask_bench::peer::run_omp_peer;
+use numatask_bench::peer::{c_exponent, run_omp_peer};
 use numatask_bench::runtime;
 
 /// The block matrix: an arena of `nb * nb` block slots (only the used ones are ever touched)
@@ -245,19 +245,6 @@ fn checksum_of<'a>(blocks: impl Iterator<Item = Option<&'a [f32]>>) -> String {
         }
     }
     c_exponent(sum)
-}
-
-/// `x` as C's `printf("%.6e")` writes it.
-fn c_exponent(x: f64) -> String {
-    let s = format!("{x:.6e}");
-    match s.split_once('e') {
-        Some((mantissa, exp)) => {
-            let exp: i32 = exp.parse().expect("an exponent");
-            let sign = if exp < 0 { '-' } else { '+' };
-            format!("{mantissa}e{sign}{:02}", exp.abs())
-        }
-        None => s,
-    }
 }
 
 /// What a task body does: the real kernel, or nothing (to measure the runtime alone).

@@ -57,6 +57,20 @@ static void t_column(double *t, int j, double tau, int bs) {
     }
 }
 
+/* w = T^T w for the upper triangular t, from the bottom row up, in place (row i of the result
+ * needs rows 0..i of w, not yet overwritten). */
+static void t_transpose_times(const double *t, double *w, int bs) {
+    for (int i = bs - 1; i >= 0; i--) {
+        double *wi = &AT(w, i, 0);
+        double tii = AT(t, i, i);
+        for (int col = 0; col < bs; col++) wi[col] *= tii;
+        for (int k = 0; k < i; k++) {
+            double tki = AT(t, k, i);
+            for (int col = 0; col < bs; col++) wi[col] += tki * AT(w, k, col);
+        }
+    }
+}
+
 void qr_geqrt(double *a, double *t, int bs) {
     memset(t, 0, (size_t)bs * bs * sizeof *t);
     for (int j = 0; j < bs; j++) {
@@ -98,16 +112,7 @@ void qr_ormqr(const double *v, const double *t, double *c, int bs) {
             for (int col = 0; col < bs; col++) wi[col] += vr * AT(c, r, col);
         }
     }
-    /* W = T^T W (T upper triangular), from the bottom row up, in place. */
-    for (int i = bs - 1; i >= 0; i--) {
-        double *wi = &AT(w, i, 0);
-        double tii = AT(t, i, i);
-        for (int col = 0; col < bs; col++) wi[col] *= tii;
-        for (int k = 0; k < i; k++) {
-            double tki = AT(t, k, i);
-            for (int col = 0; col < bs; col++) wi[col] += tki * AT(w, k, col);
-        }
-    }
+    t_transpose_times(t, w, bs);
     /* C -= V W. */
     for (int r = 0; r < bs; r++) {
         double *cr = &AT(c, r, 0);
@@ -164,16 +169,7 @@ void qr_tsmqr(double *c1, double *c2, const double *v, const double *t, int bs) 
             for (int col = 0; col < bs; col++) wi[col] += vri * c2r[col];
         }
     }
-    /* W = T^T W, from the bottom row up. */
-    for (int i = bs - 1; i >= 0; i--) {
-        double *wi = &AT(w, i, 0);
-        double tii = AT(t, i, i);
-        for (int col = 0; col < bs; col++) wi[col] *= tii;
-        for (int k = 0; k < i; k++) {
-            double tki = AT(t, k, i);
-            for (int col = 0; col < bs; col++) wi[col] += tki * AT(w, k, col);
-        }
-    }
+    t_transpose_times(t, w, bs);
     /* C1 -= W; C2 -= V W. */
     for (int i = 0; i < bs; i++)
         for (int col = 0; col < bs; col++) AT(c1, i, col) -= AT(w, i, col);

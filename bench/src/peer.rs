@@ -55,3 +55,17 @@ pub fn run_omp_peer(
         }
     }
 }
+
+/// `x` as C's `printf("%.6e")` writes it: the form of the checksums the C peers print,
+/// which [`run_omp_peer`] compares with the Rust driver's.
+pub fn c_exponent(x: f64) -> String {
+    let s = format!("{x:.6e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let exp: i32 = exp.parse().expect("an exponent");
+            let sign = if exp < 0 { '-' } else { '+' };
+            format!("{mantissa}e{sign}{:02}", exp.abs())
+        }
+        None => s,
+    }
+}

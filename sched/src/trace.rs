@@ -1,6 +1,6 @@
 //! Opt-in task tracing (`NUMATASK_TRACE=file.json`): for every task, the worker and node that ran
-//! it, the queue it was dealt to and why, the distance it was stolen across, when it became ready
-//! (its `wait_us` before it started), its start and end, its footprint in bytes per node and the
+//! it, the queue it was dealt to and why, the distance it was stolen across, when a task with
+//! clauses became ready (its `wait_us` before it started), its start and end, its footprint in bytes per node and the
 //! fraction of those bytes local to the executing node.
 //!
 //! Exported as Chrome trace-event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open:
@@ -142,11 +142,11 @@ pub struct TaskRecord {
     /// the queue it was stolen from and the executing node (the local distance for a steal
     /// within the node).
     pub stolen_distance: Option<u32>,
-    /// When it became ready to run (spawned with nothing to wait for, or released by the
-    /// completion of what it depended on) and was offered to the scheduler, nanoseconds since
-    /// the tracer was created (a task the scheduler had no room for, run at once, waited
-    /// next to nothing); `None` for a task never offered (an included task, run where it was
-    /// spawned).
+    /// For a task with clauses (a label, dependences, a priority, ...): when it became ready
+    /// to run (spawned with nothing to wait for, or released by the completion of what it
+    /// depended on) and was offered to the scheduler, nanoseconds since the tracer was created
+    /// (a task the scheduler had no room for, run at once, waited next to nothing); `None`
+    /// for a task without clauses, or one never offered (an included task).
     pub ready_ns: Option<u64>,
     /// Start, nanoseconds since the tracer was created.
     pub start_ns: u64,

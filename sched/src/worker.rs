@@ -372,18 +372,9 @@ impl WorkerThread {
         }
     }
 
-    /// When tracing, notes that `task` is ready now (the trace's wait before it starts).
-    #[inline]
-    fn note_ready(&self, task: &Task) {
-        if let Some(tracer) = self.registry.tracer.as_deref() {
-            tracer.note_ready(task.header_ptr() as usize);
-        }
-    }
-
     /// Makes a spawned task available, or runs it at once if the scheduler has no room.
     #[inline]
     pub(crate) fn push(&self, task: Task) {
-        self.note_ready(&task);
         let Err(task) = self.push_outside_policy(task) else {
             return;
         };
@@ -400,6 +391,11 @@ impl WorkerThread {
     #[inline]
     fn push_outside_policy(&self, task: Task) -> Result<(), Task> {
         if task.has_meta() {
+            // When tracing, the trace's wait before it starts begins now. (Only tasks with
+            // clauses: a plain spawn's path stays one test.)
+            if let Some(tracer) = self.registry.tracer.as_deref() {
+                tracer.note_ready(task.header_ptr() as usize);
+            }
             self.push_with_meta(task)
         } else {
             Err(task)
@@ -548,7 +544,6 @@ impl WorkerThread {
     /// goes to the overflow list (module docs), never inline.
     #[inline]
     pub(crate) fn push_released(&self, task: Task) {
-        self.note_ready(&task);
         let Err(task) = self.push_outside_policy(task) else {
             return;
         };

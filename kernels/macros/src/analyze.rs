@@ -741,15 +741,7 @@ impl Analyzer<'_> {
                 self.require_uniform(&f.expr, what)?;
                 self.note_condition(&f.expr);
                 if !has_barrier_stmt(s) && !escapes(s) {
-                    let name = match &*f.pat {
-                        Pat::Ident(p) => self
-                            .body
-                            .vars
-                            .get(&p.ident.to_string())
-                            .map_or_else(|| p.ident.to_string(), |v| v.original.clone()),
-                        _ => "_".to_owned(),
-                    };
-                    self.bfo_loops.push(name);
+                    self.bfo_loops.push(counter_name(&f.pat, self.body));
                 }
                 if !matches!(&*f.pat, Pat::Ident(p) if p.subpat.is_none())
                     && !matches!(&*f.pat, Pat::Wild(_))
@@ -1045,6 +1037,17 @@ impl<'a> Visit<'a> for Uniformity<'_> {
         }
     }
     fn visit_item(&mut self, _: &'a syn::Item) {}
+}
+
+/// A `for` loop's counter as the kernel names it (`_` for a pattern), for the report.
+pub(crate) fn counter_name(pat: &Pat, body: &Body) -> String {
+    match pat {
+        Pat::Ident(p) => body
+            .vars
+            .get(&p.ident.to_string())
+            .map_or_else(|| p.ident.to_string(), |v| v.original.clone()),
+        _ => "_".to_owned(),
+    }
 }
 
 /// The variables `stmts` may change: those they bind, assign, borrow mutably or call a

@@ -11,7 +11,7 @@ use syn::visit::Visit;
 use syn::visit_mut::{self, VisitMut};
 use syn::{BinOp, Expr, Ident, ItemFn, Stmt};
 
-use crate::analyze::{Analysis, Else, Node, Refs, Written, written_names};
+use crate::analyze::{Analysis, Else, Node, Refs, Written, counter_name, written_names};
 use crate::bounds::{Bounds, Fact};
 use crate::prepare::{Body, call_name, macro_args};
 use crate::{Param, ParamKind, UNIFORM_INTRINSICS, VARYING_INTRINSICS};
@@ -607,15 +607,7 @@ impl<'g> Gen<'g> {
         };
         let (pat, iter, body) = (&lp.pat, &lp.expr, &lp.body.stmts);
         if let Stmt::Expr(Expr::ForLoop(f), _) = &stmts[at] {
-            let counter = match &*f.pat {
-                syn::Pat::Ident(p) => self
-                    .body
-                    .vars
-                    .get(&p.ident.to_string())
-                    .map_or_else(|| p.ident.to_string(), |v| v.original.clone()),
-                _ => "_".to_owned(),
-            };
-            self.strips.push(counter);
+            self.strips.push(counter_name(&f.pat, self.body));
         }
         let (pre, post) = (&fast[..at], &fast[at + 1..]);
         let krate = self.krate;
