@@ -18,7 +18,8 @@
 # With --kernels, only what `run.sh kernels` and `run.sh alloc` need, small enough to carry with Intel's runtime
 # (about 56 MiB): the kernels benches (kernels, and kernel_suite once bench/benches has it),
 # ocl_bench, the ICD loader and intel-opencl.tar.xz, packed once and kept in target/ for later
-# bundles.
+# bundles; with BUNDLE_GRAPHS=1 besides, what `run.sh graphs` needs (the dependent-task benches
+# and their C peers, about 6 MiB more).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -56,8 +57,32 @@ bundle_opencl_peers() {
 
 # shellcheck source=scripts/lib/opencl.sh
 source scripts/lib/opencl.sh
+# The C/OpenMP peers of the dependent-task benches: SparseLU's, Cholesky's and QR's kernels are
+# compiled once by gcc with the flags bench/build.rs (the cc crate) uses for numatask's driver,
+# and that one object is linked into both OpenMP peers, so that the runtime is the only
+# difference (as scripts/bench-sparselu.sh). The flags are KERNEL_CFLAGS of
+# scripts/lib/bench-depend.sh. Also clang's libomp.so.5, which such machines often lack.
+bundle_graph_peers() {
+    local c=bench/c
+    # shellcheck source=scripts/lib/bench-depend.sh
+    source scripts/lib/bench-depend.sh
+    for name in sparselu cholesky qr; do
+        [[ -f $c/${name}_omp.c ]] || continue
+        gcc "${KERNEL_CFLAGS[@]}" -I"$c" \
+            -c "$c/${name}_kernels.c" -o "$out/${name}_kernels.o"
+        gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
+            -o "$out/${name}_gomp" -lm
+        clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
+            -o "$out/${name}_libomp" -lm
+        rm "$out/${name}_kernels.o"
+    done
+    cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
+        cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
+}
 if [[ ${1:-} == --kernels ]]; then
-    for bench in kernels kernel_suite; do
+    benches=(kernels kernel_suite)
+    [[ ${BUNDLE_GRAPHS:-} == 1 ]] && benches+=(sparselu cholesky qr)
+    for bench in "${benches[@]}"; do
         [[ -f bench/benches/$bench.rs ]] || continue
         cargo bench -p numatask-bench --no-run --bench "$bench" --message-format=json 2>/dev/null |
             sed -n "s/.*\"executable\":\"\([^\"]*${bench}[^\"]*\)\".*/\1/p" | head -1 |
@@ -67,6 +92,10 @@ if [[ ${1:-} == --kernels ]]; then
     cargo bench -p numatask-alloc --no-run --bench alloc --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*alloc-[^"]*\)".*/\1/p' | head -1 |
         while read -r exe; do cp "$exe" "$out/alloc_bench" && strip "$out/alloc_bench"; done
+    if [[ ${BUNDLE_GRAPHS:-} == 1 ]]; then
+        bundle_graph_peers
+        cp scripts/trace-busy.py "$out/"
+    fi
     bundle_opencl_peers
     bundle_intel_opencl
     cp scripts/device-run.sh "$out/run.sh"
@@ -86,29 +115,13 @@ cargo bench -p numatask-bench --no-run --features bench-mimalloc --bench sparsel
     sed -n 's/.*"executable":"\([^"]*sparselu[^"]*\)".*/\1/p' | head -1 |
     while read -r exe; do cp "$exe" "$out/sparselu_mimalloc" && strip "$out/sparselu_mimalloc"; done
 c=bench/c
-# fib's and taskloop's C peers are one file each; SparseLU's and Cholesky's kernels are compiled once by gcc with the
-# flags bench/build.rs (the cc crate) uses for numatask's driver, and that one object is linked into
-# both OpenMP peers, so that the runtime is the only difference (as scripts/bench-sparselu.sh).
-# The flags are KERNEL_CFLAGS of scripts/lib/bench-depend.sh.
-# shellcheck source=scripts/lib/bench-depend.sh
-source scripts/lib/bench-depend.sh
+# fib's and taskloop's C peers are one file each.
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/fib_omp.c" -o "$out/fib_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/fib_omp.c" -o "$out/fib_libomp"
 gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' "$c/taskloop_omp.c" -o "$out/taskloop_gomp"
 clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' "$c/taskloop_omp.c" -o "$out/taskloop_libomp"
 gcc -O2 -fopenmp "$c/compute_scaling.c" -o "$out/compute_scaling"
-for name in sparselu cholesky qr; do
-    [[ -f $c/${name}_omp.c ]] || continue
-    gcc "${KERNEL_CFLAGS[@]}" -I"$c" \
-        -c "$c/${name}_kernels.c" -o "$out/${name}_kernels.o"
-    gcc -O3 -fopenmp -DRUNTIME_NAME='"libgomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
-        -o "$out/${name}_gomp" -lm
-    clang -O3 -fopenmp -DRUNTIME_NAME='"libomp"' -I"$c" "$c/${name}_omp.c" "$out/${name}_kernels.o" \
-        -o "$out/${name}_libomp" -lm
-    rm "$out/${name}_kernels.o"
-done
-cp "$(clang -print-file-name=libomp.so.5 2>/dev/null || echo /usr/lib/llvm-14/lib/libomp.so.5)" "$out/lib/" 2>/dev/null ||
-    cp /usr/lib/llvm-14/lib/libomp.so.5 "$out/lib/"
+bundle_graph_peers
 bundle_opencl_peers
 if [[ ${BUNDLE_INTEL_OPENCL:-} == 1 ]]; then
     bundle_intel_opencl

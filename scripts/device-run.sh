@@ -8,6 +8,7 @@
 #   device-bundle/run.sh coarse     # coarse SparseLU, numatask (balanced and active waiting) and the C peers in turn, 6 rounds
 #   device-bundle/run.sh diagnose   # coarse SparseLU: CPU layout, each thread's CPU time, numatask unbound, a per-worker trace
 #   device-bundle/run.sh alloc      # the allocator against glibc, mimalloc and libnuma
+#   device-bundle/run.sh graphs     # long-task graphs (SparseLU, Cholesky, QR): traces, the peers' busy share, six rounds
 #   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy, the barrier suite
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
@@ -122,6 +123,36 @@ diagnose)
         --skip empty,serial,raw,malloc --only numatask
     python3 ./trace-busy.py coarse.json --bucket-ms 20 --per-worker 2>&1 | tail -45 || true
     ;;
+graphs)
+    # Dependent-task graphs of long tasks (coarse SparseLU, Cholesky with tiles of 64 and 256,
+    # tiled QR) and fine SparseLU: first where the time goes, numatask traced (trace-busy.py:
+    # busy share, gaps between a worker's tasks, mean time per kind of task, ready to start)
+    # beside the C peers' busy share and mean task times (BENCH_TASK_STATS=1); then six rounds,
+    # each program in its own process, taking turns, checksums compared.
+    export OMP_PLACES=${OMP_PLACES:-cores} OMP_PROC_BIND=${OMP_PROC_BIND:-true}
+    progs=("sparselu --nb 50 --bs 100" "cholesky --nt 40 --bs 64" "cholesky --nt 24 --bs 256"
+        "qr --nt 16 --bs 128")
+    for p in "${progs[@]}"; do
+        read -r bin _ nt _ bs <<<"$p"
+        section "$p, $T threads: where the time goes"
+        NUMATASK_TRACE=graph.json ./$bin --bench ${p#* } --threads "$T" --reps 1 \
+            --skip empty,serial,raw,malloc,priority --only numatask
+        python3 ./trace-busy.py graph.json --bucket-ms 100000 | sed -n '/^overall/,$p'
+        for rt in gomp libomp; do
+            BENCH_TASK_STATS=1 OMP_NUM_THREADS=$T ./${bin}_$rt "$nt" "$bs" 3 2>&1 | grep stats
+        done
+    done
+    section "SparseLU fine (NB=120, BS=25), serial and $T threads"
+    ./sparselu --bench --nb 120 --bs 25 --threads "$T" --reps 5 --skip empty,raw,malloc --only numatask
+    ./sparselu --bench --nb 120 --bs 25 --threads 1 --reps 3 --skip empty,raw,malloc --only serial
+    for r in 1 2 3 4 5 6; do
+        for p in "${progs[@]}"; do
+            section "$p, round $r of 6"
+            ./${p%% *} --bench ${p#* } --threads "$T" --reps 3 --skip empty,serial,raw,malloc,priority \
+                --omp ./${p%% *}_gomp --omp ./${p%% *}_libomp | grep -v malloc
+        done
+    done
+    ;;
 kernels)
     # The kernel executor's benchmarks in OpenCL C (ocl_bench): an empty kernel's launch
     # overhead at 1 and 1024 work-groups, saxpy on 2^24 floats, and the suite of kernels with
@@ -180,7 +211,7 @@ alloc)
         grep -E '^alloc_touch_free|time:'
     ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|kernels|alloc" >&2
+    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|graphs|kernels|alloc" >&2
     exit 2
     ;;
 esac

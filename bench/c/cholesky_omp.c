@@ -8,12 +8,15 @@
  * Two memory layouts: CHOLESKY_LAYOUT=arena (the default; numatask's, so that the runtime is
  * the only difference) holds every tile in one page-aligned allocation, in the packed order of
  * TILE; CHOLESKY_LAYOUT=malloc (runtime=<r>-malloc) mallocs each tile.
- * prints: cholesky_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C */
+ * prints: cholesky_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C
+ * With BENCH_TASK_STATS=1, also the last repetition's busy share and each kernel's mean time
+ * (task_stats.h). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bench_time.h"
+#include "task_stats.h"
 #include "cholesky.h"
 
 /* Tile (i, j), i >= j, of the lower triangle. */
@@ -64,23 +67,23 @@ static long cholesky(double **m, int nt, int bs) {
         for (int k = 0; k < nt; k++) {
             double *d = TILE(m, k, k);
 #pragma omp task firstprivate(d) depend(inout: d[0:n]) priority(3 * prio)
-            cholesky_potrf(d, bs);
+            TS_TASK(0, cholesky_potrf(d, bs));
             tasks++;
             for (int i = k + 1; i < nt; i++) {
                 double *b = TILE(m, i, k);
 #pragma omp task firstprivate(d, b) depend(in: d[0:n]) depend(inout: b[0:n]) priority(2 * prio)
-                cholesky_trsm(d, b, bs);
+                TS_TASK(1, cholesky_trsm(d, b, bs));
                 tasks++;
             }
             for (int i = k + 1; i < nt; i++) {
                 double *a = TILE(m, i, k), *c = TILE(m, i, i);
 #pragma omp task firstprivate(a, c) depend(in: a[0:n]) depend(inout: c[0:n]) priority(prio)
-                cholesky_syrk(a, c, bs);
+                TS_TASK(2, cholesky_syrk(a, c, bs));
                 tasks++;
                 for (int j = k + 1; j < i; j++) {
                     double *b = TILE(m, j, k), *cc = TILE(m, i, j);
 #pragma omp task firstprivate(a, b, cc) depend(in: a[0:n], b[0:n]) depend(inout: cc[0:n])
-                    cholesky_gemm(a, b, cc, bs);
+                    TS_TASK(3, cholesky_gemm(a, b, cc, bs));
                     tasks++;
                 }
             }
@@ -124,8 +127,10 @@ int main(int argc, char **argv) {
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();
+    ts_init();
     for (int r = 0; r <= reps; r++) { /* rep 0 warms the team up */
         double **m = genmat(nt, bs);
+        ts_reset();
         double t0 = now();
         tasks = cholesky(m, nt, bs);
         double t = now() - t0;
@@ -133,6 +138,8 @@ int main(int argc, char **argv) {
         sum = checksum(m, nt, bs);
         freemat(m, nt);
     }
+    static const char *const kinds[] = {"potrf", "trsm", "syrk", "gemm"};
+    ts_report("cholesky_omp", threads, times[reps - 1], kinds, 4);
     printf("cholesky_omp runtime=%s threads=%d nt=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
            name, threads, nt, bs, tasks, median(times, reps), sum);
     return 0;

@@ -5,12 +5,15 @@
  * usage: qr_omp NT BS [REPS]
  * The tiles of A lie in one page-aligned allocation, row of tiles after row of tiles, and the
  * T factors in another (numatask's layout, so that the runtime is the only difference).
- * prints: qr_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C */
+ * prints: qr_omp runtime=<r> threads=T nt=NT bs=BS tasks=K median_s=S checksum=C
+ * With BENCH_TASK_STATS=1, also the last repetition's busy share and each kernel's mean time
+ * (task_stats.h). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bench_time.h"
+#include "task_stats.h"
 #include "qr.h"
 
 static double *alloc_tiles(int nt, int bs) {
@@ -31,23 +34,23 @@ static long qr(double *a, double *t, int nt, int bs) {
         for (int k = 0; k < nt; k++) {
             double *akk = TILE(a, k, k), *tkk = TILE(t, k, k);
 #pragma omp task firstprivate(akk, tkk) depend(inout: akk[0:n]) depend(out: tkk[0:n])
-            qr_geqrt(akk, tkk, bs);
+            TS_TASK(0, qr_geqrt(akk, tkk, bs));
             tasks++;
             for (int j = k + 1; j < nt; j++) {
                 double *akj = TILE(a, k, j);
 #pragma omp task firstprivate(akk, tkk, akj) depend(in: akk[0:n], tkk[0:n]) depend(inout: akj[0:n])
-                qr_ormqr(akk, tkk, akj, bs);
+                TS_TASK(1, qr_ormqr(akk, tkk, akj, bs));
                 tasks++;
             }
             for (int i = k + 1; i < nt; i++) {
                 double *aik = TILE(a, i, k), *tik = TILE(t, i, k);
 #pragma omp task firstprivate(akk, aik, tik) depend(inout: akk[0:n], aik[0:n]) depend(out: tik[0:n])
-                qr_tsqrt(akk, aik, tik, bs);
+                TS_TASK(2, qr_tsqrt(akk, aik, tik, bs));
                 tasks++;
                 for (int j = k + 1; j < nt; j++) {
                     double *akj = TILE(a, k, j), *aij = TILE(a, i, j);
 #pragma omp task firstprivate(akj, aij, aik, tik) depend(inout: akj[0:n], aij[0:n]) depend(in: aik[0:n], tik[0:n])
-                    qr_tsmqr(akj, aij, aik, tik, bs);
+                    TS_TASK(3, qr_tsmqr(akj, aij, aik, tik, bs));
                     tasks++;
                 }
             }
@@ -80,11 +83,13 @@ int main(int argc, char **argv) {
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();
+    ts_init();
     for (int r = 0; r <= reps; r++) { /* rep 0 warms the team up */
         double *a = alloc_tiles(nt, bs), *t = alloc_tiles(nt, bs);
         const size_t n = (size_t)bs * bs;
         for (int i = 0; i < nt; i++)
             for (int j = 0; j < nt; j++) qr_fill_tile(TILE(a, i, j), nt, bs, i, j);
+        ts_reset();
         double t0 = now();
         tasks = qr(a, t, nt, bs);
         double el = now() - t0;
@@ -93,6 +98,8 @@ int main(int argc, char **argv) {
         free(a);
         free(t);
     }
+    static const char *const kinds[] = {"geqrt", "ormqr", "tsqrt", "tsmqr"};
+    ts_report("qr_omp", threads, times[reps - 1], kinds, 4);
     printf("qr_omp runtime=%s threads=%d nt=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
            RUNTIME_NAME, threads, nt, bs, tasks, median(times, reps), sum);
     return 0;

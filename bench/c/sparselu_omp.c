@@ -11,33 +11,15 @@
  * timing and a fill-in block the next free (zero) slot; SPARSELU_LAYOUT=malloc (the row
  * `numatask-malloc`; runtime=<r>-malloc) mallocs each present block and callocs each fill-in
  * block in the creating task, as BOTS does.
- * With SPARSELU_BUSY=1 in the environment, also the last repetition's share of the threads' time
- * spent in kernels and each kernel's mean time (the numbers scripts/trace-busy.py gives for
- * numatask), to tell kernels that run slower from time between tasks. */
+ * With BENCH_TASK_STATS=1, also the last repetition's busy share and each kernel's mean time
+ * (task_stats.h), to tell kernels that run slower from time between tasks. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "bench_time.h"
 #include "sparselu.h"
-
-/* Per thread and kernel (lu0, fwd, bdiv, bmod): seconds and calls, a cache line per thread. */
-#define MAX_THREADS 512
-static struct { double s[4]; long n[4]; } __attribute__((aligned(64))) busy[MAX_THREADS];
-static int busy_on;
-
-#define KERNEL(kind, call)                                         \
-    do {                                                           \
-        if (busy_on) {                                             \
-            double t0_ = now();                                    \
-            call;                                                  \
-            int id_ = omp_get_thread_num() % MAX_THREADS;          \
-            busy[id_].s[kind] += now() - t0_;                      \
-            busy[id_].n[kind]++;                                   \
-        } else {                                                   \
-            call;                                                  \
-        }                                                          \
-    } while (0)
+#include "task_stats.h"
 
 /* The arena layout (SPARSELU_LAYOUT=arena): the slots and the next free one. NULL: malloc. */
 static float *arena;
@@ -90,13 +72,13 @@ static long sparselu(float **m, int nb, int bs) {
         for (int kk = 0; kk < nb; kk++) {
             float *diag = m[kk * nb + kk];
 #pragma omp task firstprivate(diag) depend(inout: diag[0:n])
-            KERNEL(0, sparselu_lu0(diag, bs));
+            TS_TASK(0, sparselu_lu0(diag, bs));
             tasks++;
             for (int jj = kk + 1; jj < nb; jj++) {
                 float *col = m[kk * nb + jj];
                 if (col) {
 #pragma omp task firstprivate(diag, col) depend(in: diag[0:n]) depend(inout: col[0:n])
-                    KERNEL(1, sparselu_fwd(diag, col, bs));
+                    TS_TASK(1, sparselu_fwd(diag, col, bs));
                     tasks++;
                 }
             }
@@ -104,7 +86,7 @@ static long sparselu(float **m, int nb, int bs) {
                 float *row = m[ii * nb + kk];
                 if (row) {
 #pragma omp task firstprivate(diag, row) depend(in: diag[0:n]) depend(inout: row[0:n])
-                    KERNEL(2, sparselu_bdiv(diag, row, bs));
+                    TS_TASK(2, sparselu_bdiv(diag, row, bs));
                     tasks++;
                 }
             }
@@ -117,7 +99,7 @@ static long sparselu(float **m, int nb, int bs) {
                     if (!m[ii * nb + jj]) m[ii * nb + jj] = fill_in_block(n);
                     float *inner = m[ii * nb + jj];
 #pragma omp task firstprivate(row, col, inner) depend(in: row[0:n], col[0:n]) depend(inout: inner[0:n])
-                    KERNEL(3, sparselu_bmod(row, col, inner, bs));
+                    TS_TASK(3, sparselu_bmod(row, col, inner, bs));
                     tasks++;
                 }
             }
@@ -156,11 +138,10 @@ int main(int argc, char **argv) {
     double times[100], sum = 0;
     long tasks = 0;
     int threads = omp_get_max_threads();
-    const char *busy_env = getenv("SPARSELU_BUSY");
-    busy_on = busy_env && strcmp(busy_env, "0") != 0;
+    ts_init();
     for (int r = 0; r <= reps; r++) { /* rep 0 warms the team up */
         float **m = genmat(nb, bs);
-        memset(busy, 0, sizeof busy);
+        ts_reset();
         double t0 = now();
         tasks = sparselu(m, nb, bs);
         double t = now() - t0;
@@ -168,17 +149,8 @@ int main(int argc, char **argv) {
         sum = checksum(m, nb, bs);
         freemat(m, nb);
     }
-    if (busy_on) {
-        double last = times[reps - 1], total = 0, s[4] = {0};
-        long n[4] = {0};
-        for (int t = 0; t < MAX_THREADS; t++)
-            for (int k = 0; k < 4; k++) s[k] += busy[t].s[k], n[k] += busy[t].n[k];
-        for (int k = 0; k < 4; k++) total += s[k];
-        printf("sparselu_omp busy: %.1f%% of %d threads' time in kernels (last repetition, %.3f s); "
-               "mean us lu0 %.1f fwd %.1f bdiv %.1f bmod %.1f\n",
-               100 * total / (last * threads), threads, last, n[0] ? 1e6 * s[0] / n[0] : 0,
-               n[1] ? 1e6 * s[1] / n[1] : 0, n[2] ? 1e6 * s[2] / n[2] : 0, n[3] ? 1e6 * s[3] / n[3] : 0);
-    }
+    static const char *const kinds[] = {"lu0", "fwd", "bdiv", "bmod"};
+    ts_report("sparselu_omp", threads, times[reps - 1], kinds, 4);
     printf("sparselu_omp runtime=%s threads=%d nb=%d bs=%d tasks=%ld median_s=%.6f checksum=%.6e\n",
            name, threads, nb, bs, tasks, median(times, reps), sum);
     return 0;

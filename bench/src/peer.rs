@@ -5,8 +5,8 @@ use std::process::Command;
 
 /// Runs the C/OpenMP program `bin` with `args` on `threads` threads (`OMP_PROC_BIND=true`,
 /// `OMP_PLACES=cores` unless the environment sets places) and `env`, prints its output line
-/// and, when `checksum` is given, asserts the line's `checksum=` field equals it; returns the
-/// line. A failing peer ends the bench with status 1.
+/// (and its stderr) and, when `checksum` is given, asserts the line's `checksum=` field equals
+/// it; returns the line. A failing peer ends the bench with status 1.
 pub fn run_omp_peer(
     bin: &str,
     args: &[String],
@@ -33,6 +33,8 @@ pub fn run_omp_peer(
         Ok(o) if o.status.success() => {
             let line = String::from_utf8_lossy(&o.stdout);
             print!("{line}");
+            // What a peer reports besides its line (BENCH_TASK_STATS=1) goes on as it came.
+            eprint!("{}", String::from_utf8_lossy(&o.stderr));
             if let Some(expect) = checksum {
                 let theirs = line
                     .split_whitespace()
