@@ -5,15 +5,15 @@
 //! pages; a freed mapping is kept for the next allocation of its placement and size class
 //! ([`set_cache_limit`](crate::set_cache_limit)), faulted in and where its policy put it. The
 //! policies:
-//! - **standard**: nothing is bound; each page lands where it is first touched (with transparent
-//!   huge pages enabled, the kernel may place a whole 2 MiB huge page at the first touch of one of
-//!   its base pages; the registry asks the kernel, so it reports what really happened);
+//! - **standard**: nothing is bound; each page lands where it is first touched: each 4 KiB
+//!   page with base pages (the mapping advised against transparent huge pages), each 2 MiB
+//!   with huge pages (see [`crate::huge`] for which one an allocation gets; the registry asks
+//!   the kernel, so it reports what really happened);
 //! - **fine**: the pages are interleaved over all nodes (`MPOL_INTERLEAVE` through hwloc), with
 //!   transparent huge pages disabled so that the unit of interleaving is one base page; with
-//!   huge pages on ([`set_huge_pages`](crate::set_huge_pages)), a mapping of at least 2 MiB is
-//!   interleaved by huge page instead, each 2 MiB bound to the next node in turn (one memory
-//!   area of the kernel's per huge page: a process may have 65,530 by default,
-//!   `vm.max_map_count`, so about 128 GiB of such memory);
+//!   huge pages, a mapping of at least 2 MiB is interleaved by huge page instead, each 2 MiB
+//!   bound to the next node in turn (one memory area of the kernel's per huge page: a process
+//!   may have 65,530 by default, `vm.max_map_count`, so about 128 GiB of such memory);
 //! - **coarse**: the whole mapping is bound (`MPOL_BIND` through hwloc) to the next node of a
 //!   process-wide round-robin counter, which [`reset_coarse_counter`] rewinds to node 0.
 //!
@@ -254,17 +254,18 @@ fn allocate(
     target: Target,
 ) -> Result<NonNull<u8>, AllocError> {
     let mut len = cache::class_len(check_size(topology, size, target)?, page_size());
-    // Huge pages (`huge`) for mappings of at least one: 2 MiB aligned and long. Turned on, for
-    // node-bound and interleaved ones; on a machine of one node, for every policy unless
-    // turned off (nothing is placed otherwise there).
+    // Huge pages (`huge`) for mappings of at least one: 2 MiB aligned and long. As chosen
+    // (`with_pages`, `set_huge_pages`, the environment), else on a machine of one node only
+    // (nothing is placed otherwise there); see `crate::huge`.
     let one_node = topology.num_nodes() == 1;
-    let huge = cfg!(not(miri))
-        && len >= HUGE_PAGE
-        && match huge_setting()? {
-            Some(false) => false,
-            Some(true) => one_node || matches!(target, Target::Node(_) | Target::Interleave),
-            None => one_node,
-        };
+    let choice = huge_setting()?;
+    let huge = cfg!(not(miri)) && len >= HUGE_PAGE && choice.unwrap_or(one_node);
+    // Base pages kept from the kernel's transparent huge pages: where chosen, and for the
+    // policies whose placement is per page (first touch, interleave) on several nodes.
+    let no_huge = !huge
+        && (choice == Some(false)
+            || matches!(target, Target::Interleave)
+            || (!one_node && matches!(target, Target::FirstTouch)));
     if huge {
         len = len.next_multiple_of(HUGE_PAGE);
     }
@@ -360,6 +361,14 @@ fn allocate(
         });
     };
     let start = ptr as usize;
+    if no_huge {
+        // SAFETY: madvise on the mapping made just above; NOHUGEPAGE only changes how the
+        // kernel backs it (and keeps it from merging with a neighbour that has huge pages).
+        #[cfg(not(miri))]
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE)
+        };
+    }
     if let Err(e) = bind(topology, start, len, target, huge) {
         // SAFETY: the mapping was made just above and has not been handed out.
         unsafe { unmap(start, len) };
@@ -383,6 +392,7 @@ fn allocate(
     };
     let mut record = Record::new(start, len, size, distribution, placement);
     record.cache_key = key;
+    record.huge = huge;
     registry().insert(record);
     Ok(base)
 }
@@ -411,7 +421,8 @@ fn interleave_phase(topology: &Topology, start: usize) -> usize {
 }
 
 /// Applies the policy to the fresh mapping `[start, start + len)`; `huge`: it is made of
-/// whole huge pages, advised for them.
+/// whole huge pages, advised for them (otherwise an interleaved mapping was advised against
+/// them: one base page is then the unit of interleaving, which the registry relies on).
 fn bind(
     topology: &Topology,
     start: usize,
@@ -419,17 +430,6 @@ fn bind(
     target: Target,
     huge: bool,
 ) -> Result<(), AllocError> {
-    if let Target::Interleave = target
-        && !huge
-    {
-        // One base page is the unit of interleaving, which the registry's arithmetic relies on.
-        // SAFETY: madvise on a mapping this function's caller owns; NOHUGEPAGE only changes how
-        // the kernel backs it.
-        #[cfg(not(miri))]
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, len, libc::MADV_NOHUGEPAGE)
-        };
-    }
     let Some(hw) = topology.hwloc() else {
         return Ok(());
     };

@@ -59,10 +59,13 @@ pub use allocator::{
 pub use cache::{DEFAULT_CACHE_LIMIT, cached, release_cache, set_cache_limit};
 pub use distribution::{DISTRIBUTION_ENV, Distribution};
 pub use error::AllocError;
-pub use huge::{HUGE_PAGE, HUGE_PAGES_ENV, huge_pages, set_huge_pages};
+pub use huge::{HUGE_PAGE, HUGE_PAGES_ENV, Pages, huge_pages, set_huge_pages, with_pages};
 pub use numa_alloc::{NumaAlloc, NumaGlobal};
 pub use numa_vec::{NumaVec, Place, Zeroable};
-pub use registry::{NodeBytes, accumulate_node_bytes, distribution_of, node_bytes, resident_nodes};
+pub use registry::{
+    NodeBytes, STALE_AFTER_MS, accumulate_node_bytes, distribution_of, first_touch_unit,
+    node_bytes, resident_nodes,
+};
 pub use topology::{
     Core, CoreGroup, DistanceSource, NumaNode, Pinning, Preset, TOPOLOGY_ENV, Topology,
     TopologyBuilder, TopologySource,

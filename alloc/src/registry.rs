@@ -18,9 +18,19 @@
 //! registry asks the kernel (`move_pages`) only when such a range is looked up, and caches each
 //! page's node once the kernel reports it resident: a lookup of pages all known reads the cache
 //! alone (no lock, no system call). Pages not yet resident are asked again at the next lookup,
-//! as they may have been touched since. The cache is not told when the kernel migrates a page
-//! later (automatic NUMA balancing, `migrate_pages`): [`crate::resident_nodes`] asks the kernel
-//! every time.
+//! as they may have been touched since.
+//!
+//! The kernel may move a resident page later (automatic NUMA balancing, `move_pages`,
+//! `migrate_pages`, `numactl --migrate`) without telling anyone, so on a machine of several
+//! nodes a cached answer is trusted for [`STALE_AFTER_MS`] at most: the pages are asked in
+//! segments of 2 MiB, each stamped with the time of its answer (a coarse clock, read once per
+//! lookup of first-touch memory), and a lookup that meets a segment answered longer ago asks
+//! the kernel about it again. A page moved is therefore reported on its new node by the first
+//! lookup more than 100 ms (plus the clock's tick, at most 4 ms on Linux) after the answer
+//! that last saw it, at the cost of one `move_pages` of 512 pages per segment looked up and per
+//! 100 ms. Fine and coarse memory is bound to its nodes (`mbind`), which NUMA balancing leaves
+//! where it is, so its arithmetic stays true. [`crate::resident_nodes`] asks the kernel every
+//! time.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -148,6 +158,8 @@ pub(crate) struct Record {
     pub(crate) cache_key: Option<crate::cache::Key>,
     pub(crate) distribution: Distribution,
     pub(crate) placement: Placement,
+    /// Whether it is made of huge pages (2 MiB aligned and long, advised for them).
+    pub(crate) huge: bool,
 }
 
 impl Record {
@@ -168,6 +180,7 @@ impl Record {
             cache_key: None,
             distribution,
             placement,
+            huge: false,
         }
     }
 }
@@ -248,6 +261,9 @@ fn standard_bytes(start: usize, lo: usize, hi: usize, pages: &PageCache, out: &m
     // of initialized memory, the kernel is never asked), it asks the kernel about the rest of
     // the range, whose pages it has not read yet, and reads on. Pages are cached independently
     // (a race stores the same answer twice): no lock.
+    if let Some(clock) = recheck_clock() {
+        pages.refresh_stale(start, first, last, clock);
+    }
     let mut may_ask = pages.known.load(Ordering::Relaxed) < pages.pages;
     let (first_word, last_word) = (first / LANES, last / LANES);
     let words = &pages.words[first_word..=last_word];
@@ -366,6 +382,44 @@ fn any_unknown(word: u64, from: usize, to: usize) -> bool {
     x.wrapping_sub(SPLAT) & !x & (SPLAT << 15) != 0
 }
 
+/// How long the registry trusts the node the kernel gave for a first-touch page, in
+/// milliseconds: a lookup after that asks again (module docs).
+pub const STALE_AFTER_MS: u32 = 100;
+
+/// Pages per segment of a [`PageCache`], the unit in which answers are asked and dated: 2 MiB
+/// of 4 KiB pages.
+const SEGMENT: usize = 512;
+
+/// Milliseconds of the coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`, read without a
+/// system call, a tick of 1 - 4 ms), cut to 32 bits (they wrap every 49 days; ages are taken
+/// by wrapping subtraction) and never 0, which [`PageCache`] keeps for "never asked".
+fn coarse_ms() -> u32 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; the coarse monotonic clock is always present
+    // on Linux (and on failure `ts` keeps zeros, which only makes answers look fresh).
+    #[cfg(not(miri))]
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts)
+    };
+    let ms = (ts.tv_sec as u64)
+        .wrapping_mul(1000)
+        .wrapping_add(ts.tv_nsec as u64 / 1_000_000) as u32;
+    ms.max(1)
+}
+
+/// Whether cached first-touch answers go stale, as a clock to date them by: only where the
+/// kernel places pages on several nodes (on one node, or on a synthetic topology whose
+/// nodes the kernel does not know, there is nothing a migration could change).
+fn recheck_clock() -> Option<fn() -> u32> {
+    static MULTI: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let multi = *MULTI
+        .get_or_init(|| Topology::current().is_ok_and(|t| !t.is_synthetic() && t.num_nodes() > 1));
+    multi.then_some(coarse_ms as fn() -> u32)
+}
+
 /// The node of each page of a first-touch allocation, once the kernel reported it.
 #[derive(Debug)]
 pub(crate) struct PageCache {
@@ -377,6 +431,9 @@ pub(crate) struct PageCache {
     pages: usize,
     /// How many pages are known.
     known: AtomicUsize,
+    /// Per segment of [`SEGMENT`] pages, when the kernel was last asked about all of its pages
+    /// ([`coarse_ms`]), 0 for never.
+    asked: Box<[std::sync::atomic::AtomicU32]>,
 }
 
 impl PageCache {
@@ -388,58 +445,86 @@ impl PageCache {
                 .collect(),
             pages,
             known: AtomicUsize::new(0),
+            asked: (0..pages.div_ceil(SEGMENT))
+                .map(|_| std::sync::atomic::AtomicU32::new(0))
+                .collect(),
         }
     }
 
-    /// The node index cached for page `p`, if any.
-    fn get(&self, p: usize) -> Option<usize> {
-        let lane = lane_of(self.words[p / LANES].load(Ordering::Relaxed), p);
-        (lane != UNKNOWN).then_some(lane as usize)
-    }
-
-    /// Caches node index `node` for page `p` unless the page is known already (or `node`
-    /// does not fit a lane: the page then stays unknown). Whether this call cached it.
-    fn cache(&self, p: usize, node: usize) -> bool {
-        let Ok(node) = u64::try_from(node) else {
-            return false;
-        };
-        if node >= UNKNOWN {
-            return false;
-        }
-        let shift = 16 * (p % LANES);
-        let cached = self.words[p / LANES]
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                (lane_of(w, p) == UNKNOWN).then_some((w & !(UNKNOWN << shift)) | (node << shift))
-            })
-            .is_ok();
-        if cached {
-            self.known.fetch_add(1, Ordering::Relaxed);
-        }
-        cached
-    }
-}
-
-/// Asks the kernel where the pages `pages` (indices from `start`) not yet cached are, and caches
-/// the answers of the resident ones.
-#[cold]
-fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
-    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
-    // unknown, without asking the kernel on every lookup.
-    let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
-        return;
-    };
-    let ps = page_size();
-    let missing: Vec<usize> = range.filter(|&p| pages.get(p).is_none()).collect();
-    let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
-    if let Ok(nodes) = kernel_page_nodes(&addrs) {
-        for (&p, os) in missing.iter().zip(nodes) {
-            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
-            if let Some(index) = index {
-                // Counted once per page, by whichever thread caches it first.
-                pages.cache(p, index);
+    /// Asks the kernel again about the segments of pages `first..=last` whose answers are
+    /// older than [`STALE_AFTER_MS`] by `clock` (each by the one lookup that claims it).
+    fn refresh_stale(&self, start: usize, first: usize, last: usize, clock: fn() -> u32) {
+        let now = clock();
+        for seg in first / SEGMENT..=last / SEGMENT {
+            let cell = &self.asked[seg];
+            let then = cell.load(Ordering::Relaxed);
+            if then != 0
+                && now.wrapping_sub(then) >= STALE_AFTER_MS
+                && cell
+                    .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.refresh(start, seg..=seg, now);
             }
         }
     }
+
+    /// Asks the kernel where every page of `segments` is, records each answer (a page moved
+    /// gets its new node) and dates the segments `now`.
+    #[cold]
+    fn refresh(&self, start: usize, segments: std::ops::RangeInclusive<usize>, now: u32) {
+        let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
+            return;
+        };
+        let ps = page_size();
+        let pages = segments.start() * SEGMENT..((segments.end() + 1) * SEGMENT).min(self.pages);
+        let addrs: Vec<usize> = pages.clone().map(|p| start + p * ps).collect();
+        let Ok(nodes) = kernel_page_nodes(&addrs) else {
+            return;
+        };
+        for (p, os) in pages.zip(nodes) {
+            // A page no longer resident (swapped out) keeps the node it had, if any.
+            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
+            if let Some(index) = index {
+                self.set(p, index);
+            }
+        }
+        for seg in segments {
+            self.asked[seg].store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Records node index `node` for page `p`, whatever was cached (an index that does not
+    /// fit a lane is not recorded), keeping `known` counted. Whether the entry changed.
+    fn set(&self, p: usize, node: usize) -> bool {
+        let Some(lane) = u64::try_from(node).ok().filter(|&n| n < UNKNOWN) else {
+            return false;
+        };
+        let shift = 16 * (p % LANES);
+        match self.words[p / LANES].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+            (lane_of(w, p) != lane).then_some((w & !(UNKNOWN << shift)) | (lane << shift))
+        }) {
+            Ok(old) => {
+                if lane_of(old, p) == UNKNOWN {
+                    self.known.fetch_add(1, Ordering::Relaxed);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// Asks the kernel where the pages `range` (indices from `start`) are: every page of the
+/// segments they lie in, each answer recorded and the segments dated (see
+/// [`PageCache::refresh`]).
+#[cold]
+fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
+    pages.refresh(
+        start,
+        range.start() / SEGMENT..=range.end() / SEGMENT,
+        coarse_ms(),
+    );
 }
 
 /// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no
@@ -757,6 +842,20 @@ pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, 
     kernel_page_nodes(&pages)
 }
 
+/// The unit in which first touch places the memory at `ptr`: [`HUGE_PAGE`](crate::HUGE_PAGE)
+/// for first-touch (standard) memory made of huge pages, the base page for other first-touch
+/// memory; `None` for memory placed by its policy (fine, coarse, a node) or not from this
+/// allocator. A parallel loop that first writes such memory places it best with chunks cut at
+/// multiples of it (see [`crate::huge`]).
+pub fn first_touch_unit(ptr: *const u8) -> Option<usize> {
+    let record = registry().find(ptr as usize)?;
+    match record.placement {
+        Placement::Standard(_) if record.huge => Some(crate::HUGE_PAGE),
+        Placement::Standard(_) => Some(page_size()),
+        _ => None,
+    }
+}
+
 /// The distribution an allocation was made with, if `ptr` lies in memory from this allocator.
 pub fn distribution_of(ptr: *const u8) -> Option<Distribution> {
     registry().find(ptr as usize).map(|r| r.distribution)
@@ -786,7 +885,7 @@ mod tests {
                     if r != seen {
                         seen = r;
                         (0..r % 64).for_each(|_| std::hint::spin_loop());
-                        cache.cache(0, 0);
+                        cache.set(0, 0);
                     }
                 }
             })
@@ -849,12 +948,12 @@ mod tests {
         let cache = PageCache::new(n_pages);
         for p in 0..n_pages {
             if let Some(node) = node_of(p) {
-                assert!(cache.cache(p, node));
-                assert!(!cache.cache(p, 5), "page {p} cached twice");
+                assert!(cache.set(p, node));
+                assert!(!cache.set(p, node), "page {p} changed by the same answer");
             }
         }
         assert!(
-            !cache.cache(0, UNKNOWN as usize),
+            !cache.set(0, UNKNOWN as usize),
             "a node that does not fit a lane"
         );
         // Not mapped: the kernel knows none of the unknown pages.
@@ -971,6 +1070,7 @@ mod tests {
             cache_key: None,
             distribution: Distribution::Coarse,
             placement: Placement::Node { node: start % 3 },
+            huge: false,
         }
     }
 

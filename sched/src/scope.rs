@@ -240,6 +240,11 @@ impl<'scope> Scope<'scope> {
         self.worker().registry().tracer.is_some()
     }
 
+    /// How many NUMA nodes the runtime's topology has.
+    pub(crate) fn num_nodes(&self) -> usize {
+        self.worker().registry().topology.num_nodes()
+    }
+
     /// Whether a footprint given to a task is used: by the locality-aware scheduler, or by
     /// the tracer (which records each task's bytes per node). Work stealing without a trace
     /// ignores footprints, and an optional one is not worth its allocation then.

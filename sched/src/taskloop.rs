@@ -95,6 +95,19 @@ impl Grain {
 struct Chunking {
     len: usize,
     chunks: usize,
+    /// Chunks cut at huge-page boundaries of the data instead of evenly.
+    cut: Option<PageCut>,
+}
+
+/// The huge pages a loop's slice spans: `segments` parts (the first and last possibly partial),
+/// the first boundary `first` bytes from the slice's start, one every `unit` bytes, elements of
+/// `size` bytes.
+#[derive(Clone, Copy)]
+struct PageCut {
+    segments: usize,
+    first: usize,
+    unit: usize,
+    size: usize,
 }
 
 impl Chunking {
@@ -103,13 +116,65 @@ impl Chunking {
     #[track_caller]
     fn of(len: usize, grain: Grain, s: &Scope<'_>) -> Option<Chunking> {
         let chunks = grain.chunks(len, s.num_workers());
-        (len > 0).then_some(Chunking { len, chunks })
+        (len > 0).then_some(Chunking {
+            len,
+            chunks,
+            cut: None,
+        })
+    }
+
+    /// This loop over `data`, cut at huge-page boundaries where `data` is first-touch memory
+    /// of huge pages (so that the worker that first writes a chunk places its pages, not a
+    /// neighbour whose first write lands in a huge page they share) on a runtime of several
+    /// nodes, and where the slice spans at least a huge page per worker (a shorter one keeps
+    /// its even chunks: the loop's parallelism matters more than its few pages' placement).
+    /// The chunks become the whole huge pages between boundaries, as many as the grain asked
+    /// for or fewer (one per huge page at most).
+    fn cut_at_huge_pages<T>(self, data: &[T], s: &Scope<'_>) -> Chunking {
+        let size = size_of::<T>();
+        let huge = numatask_alloc::HUGE_PAGE;
+        if s.num_nodes() < 2 || size == 0 || size > huge / 2 {
+            return self;
+        }
+        if numatask_alloc::first_touch_unit(data.as_ptr().cast()) != Some(huge) {
+            return self;
+        }
+        let start = data.as_ptr() as usize;
+        let end = start + self.len * size;
+        let first_boundary = (start / huge + 1) * huge;
+        let segments = if first_boundary < end {
+            (end - 1 - first_boundary) / huge + 2
+        } else {
+            1
+        };
+        if segments < s.num_workers().max(2) {
+            return self;
+        }
+        Chunking {
+            len: self.len,
+            chunks: self.chunks.min(segments),
+            cut: Some(PageCut {
+                segments,
+                first: first_boundary - start,
+                unit: huge,
+                size,
+            }),
+        }
     }
 
     /// Where chunk `c` starts (`len` for `c == chunks`), counted from the loop's start.
     fn bound(self, c: usize) -> usize {
-        // In u128: `len * c` overflows usize for loops near usize::MAX iterations.
-        (self.len as u128 * c as u128 / self.chunks as u128) as usize
+        match self.cut {
+            Some(cut) if c > 0 && c < self.chunks => {
+                // Boundary `j - 1` of the huge pages, `1 <= j < segments` since `chunks <=
+                // segments`; strictly increasing in `c`, and elements are at most half a
+                // huge page, so no chunk is empty. The element starting at or after it.
+                let j = (cut.segments as u128 * c as u128 / self.chunks as u128) as usize;
+                (cut.first + (j - 1) * cut.unit).div_ceil(cut.size)
+            }
+            // In u128: `len * c` overflows usize for loops near usize::MAX iterations.
+            _ => (self.len as u128 * c as u128 / self.chunks as u128) as usize,
+        }
     }
 }
 
@@ -440,6 +505,7 @@ impl<'scope> Scope<'scope> {
         let Some(chunking) = Chunking::of(data.len(), grain, self) else {
             return;
         };
+        let chunking = chunking.cut_at_huge_pages(data, self);
         self.taskgroup(|g| {
             let part = Part::whole(g, chunking);
             let meta = zip_footprint(g, data, &inputs, 0..data.len());
@@ -949,7 +1015,11 @@ mod tests {
     #[test]
     fn chunk_sizes_differ_by_at_most_one_and_cover_the_loop() {
         for (len, chunks) in [(1000, 7), (7, 7), (1, 1), (usize::MAX, 3), (1 << 40, 1000)] {
-            let c = Chunking { len, chunks };
+            let c = Chunking {
+                len,
+                chunks,
+                cut: None,
+            };
             assert_eq!((c.bound(0), c.bound(chunks)), (0, len));
             let sizes: Vec<usize> = (0..chunks).map(|i| c.bound(i + 1) - c.bound(i)).collect();
             let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());

@@ -339,3 +339,79 @@ fn numa_domain_places_bind_each_worker_to_the_cpus_of_its_node() {
         first_cpu(0)
     ));
 }
+
+/// The guest's transparent huge page setting, as the kernel shows it (`always [madvise]
+/// never`: the bracketed one is in force).
+fn thp_setting() -> String {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .unwrap_or_else(|e| format!("unreadable: {e}"))
+        .trim()
+        .to_owned()
+}
+
+/// First touch through `taskloop_mut` over the standard `NumaVec` `v`, one pinned worker per CPU (one per node in the guest): the share of the pages that lie on the node of
+/// the worker that wrote them, by the kernel.
+fn parallel_first_touch_locality(topo: &Topology, v: &mut NumaVec<u64>) -> f64 {
+    let rt = Runtime::builder()
+        .num_threads(topo.num_cores())
+        .build()
+        .expect("runtime starts");
+    let written = Mutex::new(Vec::new());
+    let base = v.as_ptr() as usize;
+    rt.scope(|s| {
+        s.taskloop_mut(
+            v,
+            numatask_sched::taskloop::Grain::Auto,
+            |s, offset, chunk| {
+                chunk.iter_mut().for_each(|x| *x = 1);
+                written
+                    .lock()
+                    .unwrap()
+                    .push((offset, chunk.len(), s.node()));
+            },
+        )
+    });
+    let ps = page_size();
+    let (mut local, mut total) = (0usize, 0usize);
+    for (offset, len, node) in written.into_inner().unwrap() {
+        // The pages that start inside the chunk (a page shared with the chunk before belongs
+        // to that one).
+        let lo = (base + offset * 8).next_multiple_of(ps);
+        let hi = base + (offset + len) * 8;
+        if lo >= hi {
+            continue;
+        }
+        let pages = numatask_alloc::resident_nodes(lo as *const u8, hi - lo).expect("move_pages");
+        let os = topo.nodes()[node].os_index;
+        local += pages.iter().filter(|&&p| p == Some(os)).count();
+        total += pages.len();
+    }
+    local as f64 / total as f64
+}
+
+#[test]
+#[ignore = "needs several NUMA nodes: run by scripts/numa-vm-test.sh"]
+fn parallel_first_touch_puts_99_percent_of_pages_on_the_writing_workers_node() {
+    let (n, topo) = guest_topology();
+    let thp = thp_setting();
+    // 8 MiB per node (four huge pages).
+    let len = n * (8 << 20) / 8;
+    // Base pages (the default on several nodes): each 4 KiB page where it is first written,
+    // whatever the kernel's transparent huge pages.
+    let mut v = NumaVec::<u64>::zeroed(len, Distribution::Standard).expect("standard memory");
+    let base = parallel_first_touch_locality(&topo, &mut v);
+    // Huge pages: each 2 MiB where it is first written, the loop cut at their boundaries.
+    let mut h = numatask_alloc::with_pages(numatask_alloc::Pages::Huge, || {
+        NumaVec::<u64>::zeroed(len, Distribution::Standard)
+    })
+    .expect("standard memory of huge pages");
+    let huge = parallel_first_touch_locality(&topo, &mut h);
+    report(&format!(
+        "nodes={n} parallel first touch (taskloop_mut, 8 MiB per node, THP '{thp}'): base pages \
+         {:.2}% local, huge pages {:.2}% local",
+        base * 100.0,
+        huge * 100.0
+    ));
+    assert!(base >= 0.99, "base pages: {:.2}% local", base * 100.0);
+    assert!(huge >= 0.99, "huge pages: {:.2}% local", huge * 100.0);
+}

@@ -616,3 +616,75 @@ fn a_traced_index_loop_names_its_tasks_taskloop() {
         );
     });
 }
+
+#[test]
+fn a_loop_over_first_touch_huge_pages_cuts_its_chunks_at_huge_page_boundaries() {
+    use numatask_alloc::{Distribution, HUGE_PAGE, NumaVec, Pages, TopologyBuilder, with_pages};
+    // A runtime of two nodes (synthetic: nothing is bound, but the loop cuts as on a real
+    // one) over first-touch memory of huge pages: chunk boundaries fall on 2 MiB addresses.
+    let topology = TopologyBuilder::synthetic("numa:2 core:1 pu:1")
+        .build()
+        .expect("synthetic topology");
+    let rt = numatask_sched::Runtime::builder()
+        .topology(std::sync::Arc::new(topology))
+        .num_threads(2)
+        .proc_bind(false)
+        .build()
+        .expect("runtime");
+    let mut huge = with_pages(Pages::Huge, || {
+        NumaVec::<u64>::zeroed(9 * HUGE_PAGE / 8, Distribution::Standard)
+    })
+    .expect("first-touch memory");
+    // From an element that is not at a boundary: the first and last chunks are partial.
+    let data = &mut huge[1000..];
+    let base = data.as_ptr() as usize;
+    let end = base + std::mem::size_of_val(data);
+    for grain in [
+        Grain::Tasks(64),
+        Grain::Tasks(3),
+        Grain::Size(1),
+        Grain::Auto,
+    ] {
+        let chunks = Mutex::new(Vec::new());
+        rt.scope(|s| {
+            s.taskloop_mut(data, grain, |_, offset, chunk| {
+                chunk.iter_mut().for_each(|x| *x += 1);
+                chunks.lock().unwrap().push((offset, chunk.len()));
+            })
+        });
+        let mut chunks = chunks.into_inner().unwrap();
+        chunks.sort_unstable();
+        let boundaries = (base / HUGE_PAGE + 1..=(end - 1) / HUGE_PAGE).count();
+        let wanted = match grain {
+            Grain::Tasks(n) => n.min(boundaries + 1),
+            _ => boundaries + 1,
+        };
+        assert_eq!(
+            chunks.len(),
+            wanted,
+            "{grain:?}: one chunk per huge page at most"
+        );
+        for &(offset, _) in &chunks[1..] {
+            assert_eq!(
+                (base + offset * 8) % HUGE_PAGE,
+                0,
+                "{grain:?}: a chunk at {offset}"
+            );
+        }
+        let covered: usize = chunks.iter().map(|&(_, len)| len).sum();
+        assert_eq!(covered, data.len());
+    }
+    assert!(data.iter().all(|&x| x == 4), "every element once per loop");
+    // Base pages: the chunks are cut evenly, as the grain says.
+    let mut base_pages = with_pages(Pages::Base, || {
+        NumaVec::<u64>::zeroed(9 * HUGE_PAGE / 8, Distribution::Standard)
+    })
+    .expect("first-touch memory");
+    let count = AtomicUsize::new(0);
+    rt.scope(|s| {
+        s.taskloop_mut(&mut base_pages, Grain::Tasks(64), |_, _, _| {
+            count.fetch_add(1, Ordering::Relaxed);
+        })
+    });
+    assert_eq!(count.into_inner(), 64);
+}
