@@ -403,7 +403,12 @@ fn first_touch_memory_gets_base_pages_or_aligned_huge_pages_as_chosen() {
     let n = expected_nodes();
     let thp =
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
-    report(&format!("nodes={n} transparent huge pages: {}", thp.trim()));
+    let balancing = std::fs::read_to_string("/proc/sys/kernel/numa_balancing").unwrap_or_default();
+    report(&format!(
+        "nodes={n} transparent huge pages: {}; automatic NUMA balancing: {}",
+        thp.trim(),
+        balancing.trim()
+    ));
     // The default on several nodes, small or large: advised against huge pages, so that no
     // huge page is faulted in, nor the mapping merged with a neighbour that has them.
     for len in [3 * page_size(), 3 * HUGE_PAGE + 5] {
