@@ -1,34 +1,5 @@
-//! Huge pages (2 MiB) or base pages (4 KiB), per allocation, by environment, or by default.
-//!
-//! A mapping of at least 2 MiB with huge pages is aligned to 2 MiB, a multiple of 2 MiB long,
-//! and advised to the kernel for them (`MADV_HUGEPAGE`, where transparent huge pages are
-//! `always` or `madvise`): fewer page faults and TLB misses, and no huge page ever spans two
-//! allocations, or an allocation and another mapping. How each policy places huge pages:
-//! - **coarse** (or one node asked for): wholly on its node, as with base pages;
-//! - **fine**: interleaved by huge page, each 2 MiB bound to the next node in turn, as the
-//!   registry says;
-//! - **standard**: first touch in 2 MiB units: the first write into a huge page places all of
-//!   it. A parallel loop that initializes such memory ([`taskloop_mut`] and
-//!   [`taskloop_zip`] of the scheduler) cuts its chunks at huge-page boundaries, so that each
-//!   worker still first-touches the pages it later uses.
-//!
-//! With base pages, a standard or fine mapping is advised against huge pages
-//! (`MADV_NOHUGEPAGE`): with transparent huge pages `always`, as distributions ship their
-//! kernels, the kernel would otherwise fault first-touch memory in 2 MiB units (a neighbour's
-//! first write placing a page meant for another node), interleave by 2 MiB instead of by page,
-//! and merge a mapping with the one next to it (a thread stack, say) into one area where a
-//! huge page can cross the boundary.
-//!
-//! Which one, the first that says: [`with_pages`] for the allocations made inside it;
-//! [`set_huge_pages`]; `NUMATASK_HUGE_PAGES` (`1` huge, `0` base). Otherwise, on a machine of
-//! one node every mapping of at least 2 MiB uses huge pages (every page of every policy lies on
-//! that node, so they change no placement; streaming `y = a * x + y` over 64 MiB arrays took
-//! 8.6 to 9.0 ms with base pages and 6.5 to 7.5 with huge pages on one core of the 2-core VM),
-//! and on several nodes every mapping uses base pages, so that first touch places each 4 KiB
-//! page where it is first written, as users of `OMP_DATA_DISTRIBUTION=standard` expect.
-//!
-//! [`taskloop_mut`]: https://docs.rs/numatask-sched/latest/numatask_sched/struct.Scope.html#method.taskloop_mut
-//! [`taskloop_zip`]: https://docs.rs/numatask-sched/latest/numatask_sched/struct.Scope.html#method.taskloop_zip
+//! Huge pages (2 MiB) or base pages (4 KiB), per allocation, by environment, or by default:
+//! see [`Pages`].
 
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -38,7 +9,7 @@ use crate::error::AllocError;
 
 /// `NUMATASK_HUGE_PAGES`: `1`, `true` or `on` for huge pages on every mapping of at least
 /// 2 MiB; `0`, `false` or `off` for base pages everywhere; unset (or blank), huge pages on a
-/// machine of one node and base pages on several (module docs).
+/// machine of one node and base pages on several (see [`Pages`]).
 pub const HUGE_PAGES_ENV: &str = "NUMATASK_HUGE_PAGES";
 
 /// A huge page: the unit the kernel backs a huge-page mapping with on x86-64 and arm64 (4 KiB
@@ -57,12 +28,39 @@ pub fn set_huge_pages(on: bool) {
 /// Whether huge pages were turned on for every mapping of at least 2 MiB: as
 /// [`set_huge_pages`] set it, else as `NUMATASK_HUGE_PAGES` says (read once; an invalid value
 /// is an error naming it). Unset, it is `false`, and only a machine of one node uses huge
-/// pages (see the module docs). [`with_pages`] overrides it on its thread.
+/// pages (see [`Pages`]). [`with_pages`] overrides it on its thread.
 pub fn huge_pages() -> Result<bool, AllocError> {
     Ok(huge_setting()? == Some(true))
 }
 
-/// The page size for one allocation (see [`with_pages`]).
+/// Huge pages (2 MiB) or base pages (4 KiB), per allocation, by environment, or by default.
+///
+/// A mapping of at least 2 MiB with huge pages is aligned to 2 MiB, a multiple of 2 MiB long,
+/// and advised to the kernel for them (`MADV_HUGEPAGE`, where transparent huge pages are
+/// `always` or `madvise`): fewer page faults and TLB misses, and no huge page ever spans two
+/// allocations, or an allocation and another mapping. How each policy places huge pages:
+/// - **coarse** (or one node asked for): wholly on its node, as with base pages;
+/// - **fine**: interleaved by huge page, each 2 MiB bound to the next node in turn, as the
+///   registry says;
+/// - **standard**: first touch in 2 MiB units: the first write into a huge page places all of
+///   it. A parallel loop that initializes such memory (`taskloop_mut` and `taskloop_zip` of
+///   the scheduler) cuts its chunks at huge-page boundaries, so that each
+///   worker still first-touches the pages it later uses.
+///
+/// With base pages, a standard or fine mapping is advised against huge pages
+/// (`MADV_NOHUGEPAGE`): with transparent huge pages `always`, as distributions ship their
+/// kernels, the kernel would otherwise fault first-touch memory in 2 MiB units (a neighbour's
+/// first write placing a page meant for another node), interleave by 2 MiB instead of by page,
+/// and merge a mapping with the one next to it (a thread stack, say) into one area where a
+/// huge page can cross the boundary.
+///
+/// Which one, the first that says: [`with_pages`] for the allocations made inside it;
+/// [`set_huge_pages`]; `NUMATASK_HUGE_PAGES` (`1` huge, `0` base). Otherwise, on a machine of
+/// one node every mapping of at least 2 MiB uses huge pages (every page of every policy lies on
+/// that node, so they change no placement; streaming `y = a * x + y` over 64 MiB arrays took
+/// 8.6 to 9.0 ms with base pages and 6.5 to 7.5 with huge pages on one core of the 2-core VM),
+/// and on several nodes every mapping uses base pages, so that first touch places each 4 KiB
+/// page where it is first written, as users of `OMP_DATA_DISTRIBUTION=standard` expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pages {
     /// Base pages (4 KiB): first touch places each one.

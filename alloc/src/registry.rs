@@ -846,7 +846,7 @@ pub fn resident_nodes(ptr: *const u8, len: usize) -> Result<Vec<Option<usize>>, 
 /// for first-touch (standard) memory made of huge pages, the base page for other first-touch
 /// memory; `None` for memory placed by its policy (fine, coarse, a node) or not from this
 /// allocator. A parallel loop that first writes such memory places it best with chunks cut at
-/// multiples of it (see [`crate::huge`]).
+/// multiples of it (see [`Pages`](crate::Pages)).
 pub fn first_touch_unit(ptr: *const u8) -> Option<usize> {
     let record = registry().find(ptr as usize)?;
     match record.placement {

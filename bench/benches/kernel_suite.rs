@@ -104,8 +104,9 @@ fn scan(input: &[f32], out: &mut [f32], sums: &mut [f32]) {
     }
 }
 
-/// `out = transpose(input)`, `input` `w` wide and `h` high, through a 16x17 local tile.
-#[kernel]
+/// `out = transpose(input)`, `input` `w` wide and `h` high, through a 16x17 local tile. Each
+/// element of `out` is written by one work-item: declared disjoint, plain stores, as in C.
+#[kernel(unsafe(disjoint(out)))]
 fn transpose(input: &[f32], out: &mut [f32], w: u32, h: u32) {
     let tile = local_array::<f32, { 16 * 17 }>();
     let lx = local_id(0);

@@ -716,28 +716,43 @@ fn work_item_dependent_loops_inside_a_region() {
 
 /// Transpose through a padded local tile (no two work-items of a column on one bank), the
 /// store scattered: each work-item writes an element another one loaded. An edge group may
-/// not be square: its work-items then cover the transposed block in strides.
-#[kernel]
-fn transpose(input: &[f32], out: &mut [f32], width: u32, height: u32) {
-    let tile = local_array::<f32, { TILE * (TILE + 1) }>();
-    let w = width as usize;
-    let h = height as usize;
-    let lx = local_id(0);
-    let ly = local_id(1);
-    tile[ly * (TILE + 1) + lx] = input[global_id(1) * w + global_id(0)];
-    barrier();
-    let first_column = group_id(0) * enqueued_local_size(0);
-    let first_row = group_id(1) * enqueued_local_size(1);
-    let mut c = ly;
-    while c < local_size(0) {
-        let mut r = lx;
-        while r < local_size(1) {
-            out[(first_column + c) * h + first_row + r] = tile[r * (TILE + 1) + c];
-            r += local_size(0);
+/// not be square: its work-items then cover the transposed block in strides. Twice: with the
+/// scattered store atomic (`transpose`), and declared disjoint, plain loads and stores
+/// (`transpose_disjoint`).
+macro_rules! transpose_kernel {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        fn $name(input: &[f32], out: &mut [f32], width: u32, height: u32) {
+            let tile = local_array::<f32, { TILE * (TILE + 1) }>();
+            let w = width as usize;
+            let h = height as usize;
+            let lx = local_id(0);
+            let ly = local_id(1);
+            tile[ly * (TILE + 1) + lx] = input[global_id(1) * w + global_id(0)];
+            barrier();
+            let first_column = group_id(0) * enqueued_local_size(0);
+            let first_row = group_id(1) * enqueued_local_size(1);
+            let mut c = ly;
+            while c < local_size(0) {
+                let mut r = lx;
+                while r < local_size(1) {
+                    out[(first_column + c) * h + first_row + r] = tile[r * (TILE + 1) + c];
+                    r += local_size(0);
+                }
+                c += local_size(1);
+            }
         }
-        c += local_size(1);
-    }
+    };
 }
+
+transpose_kernel!(
+    #[kernel]
+    transpose
+);
+transpose_kernel!(
+    #[kernel(unsafe(disjoint(out)))]
+    transpose_disjoint
+);
 
 #[test]
 fn transpose_through_a_padded_tile_is_exact() {
@@ -748,20 +763,22 @@ fn transpose_through_a_padded_tile_is_exact() {
         let data = rng.vec(w * h, Rng::f32);
         let input = buffer(&data);
         let range = NdRange::new([w, h]).local([side, side]);
-        let out = run_both(&transpose, &range, &vec![0.25f32; w * h], |l, o| {
-            l.arg(&input).arg(o).arg(w as u32).arg(h as u32)
-        });
         let mut model = vec![0.0f32; w * h];
         for y in 0..h {
             for x in 0..w {
                 model[x * h + y] = data[y * w + x];
             }
         }
-        check(
-            &format!("transpose case {case}: {w}x{h}, local {side}x{side}"),
-            out,
-            Some(model),
-        );
+        for k in [&*transpose, &*transpose_disjoint] {
+            let out = run_both(k, &range, &vec![0.25f32; w * h], |l, o| {
+                l.arg(&input).arg(o).arg(w as u32).arg(h as u32)
+            });
+            check(
+                &format!("{} case {case}: {w}x{h}, local {side}x{side}", k.name()),
+                out,
+                Some(model.clone()),
+            );
+        }
     }
 }
 

@@ -65,6 +65,9 @@ pub(crate) enum Written {
     Own { dim0: bool },
     /// At any element (atomically).
     Shared,
+    /// At any element, which the kernel promises no other work-item touches
+    /// (`#[kernel(unsafe(disjoint(name)))]`): plain loads and stores.
+    Disjoint,
 }
 
 pub(crate) struct Analysis {

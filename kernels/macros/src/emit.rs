@@ -84,6 +84,11 @@ pub(crate) fn emit(
                         }
                     }
                     Written::Shared => quote!(let #n = __args.shared_mut::<#t>(#i);),
+                    Written::Disjoint => quote! {
+                        // SAFETY: the kernel's `unsafe(disjoint(..))` promise: no element of
+                        // this buffer is accessed by two work-items of a launch.
+                        let #n = unsafe { __args.owned_mut::<#t>(#i) };
+                    },
                 };
                 param_decls.push(d.clone());
                 ref_param_decls.push(d);
