@@ -6,7 +6,8 @@
 A scope's body is a task that ran other tasks of its own worker while it waited. For the last
 scope of the trace, prints per time bucket the fraction of the workers' time spent in tasks
 (nested tasks counted once), the tasks started, and how many workers ran anything; then the
-gaps between a worker's tasks and, per label, how long tasks waited from ready to start.
+gaps between a worker's tasks, when the panel tasks of a factorization (lu0, potrf, geqrt)
+started, and, per label, how long tasks waited from ready to start.
 """
 import argparse
 import json
@@ -109,6 +110,16 @@ def main():
         n_d = by_label.setdefault(label, [0, 0.0])
         n_d[0] += 1
         n_d[1] += e["dur"]
+    # The critical path's progress: when the panel's tasks of a quarter, half, three quarters
+    # and all of the steps started (the labels of the factorizations' panel tasks; the C
+    # peers print the same with BENCH_TASK_STATS=1).
+    for panel in ("lu0", "potrf", "geqrt"):
+        starts = sorted(e["ts"] - t0 for e in tasks
+                        if e.get("args", {}).get("task", e["name"]) == panel)
+        if starts:
+            p = len(starts)
+            print(f"{panel} starts at 1/4 1/2 3/4 last of {p} steps, ms " + " ".join(
+                f"{starts[(p * q + 3) // 4 - 1] / 1e3:.2f}" for q in range(1, 5)))
     print("tasks by label: " + ", ".join(
         f"{k} {n} x {d / n:.2f} us" for k, (n, d) in sorted(by_label.items())))
     # From ready (spawned with nothing to wait for, or released by a completion) to start:

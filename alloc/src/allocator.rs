@@ -279,6 +279,19 @@ fn allocate(
         Target::Node(node) => Some(Key::Node(node)),
     };
     if let Some(record) = key.and_then(|k| cache::take(k, len)) {
+        if no_huge && choice == Some(false) {
+            // Base pages chosen: a mapping made under another choice was not advised.
+            // SAFETY: madvise on a mapping of ours (registered, out of the cache, not live);
+            // NOHUGEPAGE only changes how the kernel backs it.
+            #[cfg(not(miri))]
+            unsafe {
+                libc::madvise(
+                    record.start as *mut libc::c_void,
+                    record.len,
+                    libc::MADV_NOHUGEPAGE,
+                )
+            };
+        }
         // What earlier handouts may have written goes back to zero; the rest still is.
         let dirty = record.dirty.load(Ordering::Relaxed);
         // SAFETY: the mapping is ours (registered, taken out of the cache, not live: nobody

@@ -48,19 +48,21 @@ pub fn huge_pages() -> Result<bool, AllocError> {
 ///   worker still first-touches the pages it later uses.
 ///
 /// With base pages, a standard or fine mapping is advised against huge pages
-/// (`MADV_NOHUGEPAGE`): with transparent huge pages `always`, as distributions ship their
-/// kernels, the kernel would otherwise fault first-touch memory in 2 MiB units (a neighbour's
-/// first write placing a page meant for another node), interleave by 2 MiB instead of by page,
-/// and merge a mapping with the one next to it (a thread stack, say) into one area where a
-/// huge page can cross the boundary.
+/// (`MADV_NOHUGEPAGE`; every mapping, when base pages are chosen explicitly): with transparent
+/// huge pages `always`, as distributions ship their kernels, the kernel would otherwise fault
+/// first-touch memory in 2 MiB units (a neighbour's first write placing a page meant for
+/// another node), interleave by 2 MiB instead of by page, and merge a mapping with the one next
+/// to it (a thread stack, say) into one area where a huge page can cross the boundary. A coarse
+/// mapping left to the default may still get the kernel's huge pages: it lies wholly on its
+/// node either way.
 ///
 /// Which one, the first that says: [`with_pages`] for the allocations made inside it;
 /// [`set_huge_pages`]; `NUMATASK_HUGE_PAGES` (`1` huge, `0` base). Otherwise, on a machine of
 /// one node every mapping of at least 2 MiB uses huge pages (every page of every policy lies on
 /// that node, so they change no placement; streaming `y = a * x + y` over 64 MiB arrays took
 /// 8.6 to 9.0 ms with base pages and 6.5 to 7.5 with huge pages on one core of the 2-core VM),
-/// and on several nodes every mapping uses base pages, so that first touch places each 4 KiB
-/// page where it is first written, as users of `OMP_DATA_DISTRIBUTION=standard` expect.
+/// and on several nodes base pages, so that first touch places each 4 KiB page where it is
+/// first written, as users of `OMP_DATA_DISTRIBUTION=standard` expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pages {
     /// Base pages (4 KiB): first touch places each one.
@@ -79,6 +81,8 @@ thread_local! {
 /// [`set_huge_pages`], `NUMATASK_HUGE_PAGES` or the default say: the choice for one allocation,
 /// or a few, by whichever API makes them ([`omp_malloc`](crate::omp_malloc),
 /// [`NumaVec`](crate::NumaVec), [`NumaAlloc`](crate::NumaAlloc)). Nests; the innermost wins.
+/// The choice is the calling thread's: tasks that `f` spawns allocate under it only if they
+/// run on this thread.
 ///
 /// ```
 /// use numatask_alloc::{Distribution, NumaVec, Pages, with_pages};

@@ -22,13 +22,13 @@
 //!
 //! The kernel may move a resident page later (automatic NUMA balancing, `move_pages`,
 //! `migrate_pages`, `numactl --migrate`) without telling anyone, so on a machine of several
-//! nodes a cached answer is trusted for [`STALE_AFTER_MS`] at most: the pages are asked in
-//! segments of 2 MiB, each stamped with the time of its answer (a coarse clock, read once per
-//! lookup of first-touch memory), and a lookup that meets a segment answered longer ago asks
-//! the kernel about it again. A page moved is therefore reported on its new node by the first
-//! lookup more than 100 ms (plus the clock's tick, at most 4 ms on Linux) after the answer
-//! that last saw it, at the cost of one `move_pages` of 512 pages per segment looked up and per
-//! 100 ms. Fine and coarse memory is bound to its nodes (`mbind`), which NUMA balancing leaves
+//! nodes a cached answer is trusted for [`STALE_AFTER_MS`] at most: the pages are dated in
+//! segments of 512 (2 MiB of 4 KiB pages), each stamped with the time of its oldest answer (a
+//! coarse clock, read once per lookup of first-touch memory), and a lookup that meets a segment
+//! answered longer ago asks the kernel about all of its pages again. A page moved is therefore
+//! reported on its new node by the first lookup more than 100 ms (plus the clock's tick, at
+//! most 4 ms on Linux) after the answer that last saw it, at the cost of one `move_pages` of 512
+//! pages per segment looked up and per 100 ms. Fine and coarse memory is bound to its nodes (`mbind`), which NUMA balancing leaves
 //! where it is, so its arithmetic stays true. [`crate::resident_nodes`] asks the kernel every
 //! time.
 
@@ -386,8 +386,8 @@ fn any_unknown(word: u64, from: usize, to: usize) -> bool {
 /// milliseconds: a lookup after that asks again (module docs).
 pub const STALE_AFTER_MS: u32 = 100;
 
-/// Pages per segment of a [`PageCache`], the unit in which answers are asked and dated: 2 MiB
-/// of 4 KiB pages.
+/// Pages per segment of a [`PageCache`], the unit in which answers are dated and asked again:
+/// 512 pages, 2 MiB of 4 KiB pages.
 const SEGMENT: usize = 512;
 
 /// Milliseconds of the coarse monotonic clock (`CLOCK_MONOTONIC_COARSE`, read without a
@@ -458,8 +458,9 @@ impl PageCache {
         for seg in first / SEGMENT..=last / SEGMENT {
             let cell = &self.asked[seg];
             let then = cell.load(Ordering::Relaxed);
+            // Signed: another thread may have dated the segment after this one read the clock.
             if then != 0
-                && now.wrapping_sub(then) >= STALE_AFTER_MS
+                && now.wrapping_sub(then) as i32 >= STALE_AFTER_MS as i32
                 && cell
                     .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
@@ -470,7 +471,9 @@ impl PageCache {
     }
 
     /// Asks the kernel where every page of `segments` is, records each answer (a page moved
-    /// gets its new node) and dates the segments `now`.
+    /// gets its new node) and dates the segments `now`. A lookup's [`ask_kernel`] may record
+    /// a newer answer meanwhile, which this one's older answer can overwrite: corrected by the
+    /// next refresh, within the bound.
     #[cold]
     fn refresh(&self, start: usize, segments: std::ops::RangeInclusive<usize>, now: u32) {
         let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
@@ -494,6 +497,11 @@ impl PageCache {
         }
     }
 
+    /// Whether page `p`'s node is known.
+    fn is_known(&self, p: usize) -> bool {
+        lane_of(self.words[p / LANES].load(Ordering::Relaxed), p) != UNKNOWN
+    }
+
     /// Records node index `node` for page `p`, whatever was cached (an index that does not
     /// fit a lane is not recorded), keeping `known` counted. Whether the entry changed.
     fn set(&self, p: usize, node: usize) -> bool {
@@ -515,16 +523,36 @@ impl PageCache {
     }
 }
 
-/// Asks the kernel where the pages `range` (indices from `start`) are: every page of the
-/// segments they lie in, each answer recorded and the segments dated (see
-/// [`PageCache::refresh`]).
+/// Asks the kernel where the pages `range` (indices from `start`) not known yet are, and records
+/// the answers of the resident ones. A segment whose first pages become known is dated now
+/// (every known page's answer is then at least as new as its segment's date, which is what
+/// [`PageCache::refresh_stale`] relies on).
 #[cold]
 fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
-    pages.refresh(
-        start,
-        range.start() / SEGMENT..=range.end() / SEGMENT,
-        coarse_ms(),
-    );
+    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
+    // unknown, without asking the kernel on every lookup.
+    let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
+        return;
+    };
+    let ps = page_size();
+    let missing: Vec<usize> = range.filter(|&p| !pages.is_known(p)).collect();
+    let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
+    let now = coarse_ms();
+    if let Ok(nodes) = kernel_page_nodes(&addrs) {
+        for (&p, os) in missing.iter().zip(nodes) {
+            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
+            if let Some(index) = index
+                && pages.set(p, index)
+            {
+                let _ = pages.asked[p / SEGMENT].compare_exchange(
+                    0,
+                    now,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+    }
 }
 
 /// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no
@@ -902,6 +930,50 @@ mod tests {
         }
         stop.store(true, Ordering::Relaxed);
         other.join().unwrap();
+    }
+
+    #[test]
+    fn segments_are_asked_again_once_their_answers_are_older_than_the_bound() {
+        // Clocks the test sets: a segment dated 1000 is fresh until 1000 + the bound.
+        fn at_1050() -> u32 {
+            1050
+        }
+        fn at_bound() -> u32 {
+            1000 + STALE_AFTER_MS
+        }
+        fn before() -> u32 {
+            999
+        }
+        let cache = PageCache::new(3 * SEGMENT);
+        // Not mapped: the kernel answers nothing, and the known pages keep their nodes.
+        let start = 1 << 40;
+        cache.set(0, 1);
+        cache.set(SEGMENT, 2);
+        cache.asked[0].store(1000, Ordering::Relaxed);
+        cache.asked[1].store(1000, Ordering::Relaxed);
+        cache.refresh_stale(start, 0, 2 * SEGMENT - 1, at_1050);
+        assert_eq!(
+            cache.asked[0].load(Ordering::Relaxed),
+            1000,
+            "fresh: not asked"
+        );
+        // A date after the reader's clock (another thread dated it since) is fresh too.
+        cache.refresh_stale(start, 0, SEGMENT - 1, before);
+        assert_eq!(cache.asked[0].load(Ordering::Relaxed), 1000);
+        // Stale: asked again and dated, only the segments of the range; a segment never
+        // asked (no page known) stays undated.
+        cache.refresh_stale(start, 0, 3 * SEGMENT - 1, at_bound);
+        let dates: Vec<u32> = cache
+            .asked
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(dates, [1000 + STALE_AFTER_MS, 1000 + STALE_AFTER_MS, 0]);
+        assert_eq!(
+            cache.known.load(Ordering::Relaxed),
+            2,
+            "nothing forgotten or counted twice"
+        );
     }
 
     #[test]

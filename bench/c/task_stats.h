@@ -3,7 +3,9 @@
  * BENCH_TASK_STATS=1 in the environment, each task's kernel is timed, and after the last
  * repetition one line on stderr gives the threads' busy share of that repetition, each
  * thread's share, and the mean microseconds per task of each kind:
- *   NAME stats: busy 87.1% of 16 threads (0.1412 s); per thread 91 88 ...%; mean us potrf 120.3 ...
+ *   NAME stats: busy 87.1% of 16 threads (0.1412 s); per thread 91 88 ...%; mean us potrf 120.3
+ *   ...; potrf starts at 1/4 1/2 3/4 last of 40 steps, ms 12.50 40.10 75.20 118.00
+ * the last part the critical path's progress: when the panel's tasks (kind 0) started.
  * Off (the default), a task costs one predictable branch more. */
 #ifndef NUMATASK_TASK_STATS_H
 #define NUMATASK_TASK_STATS_H
@@ -23,20 +25,41 @@ static struct {
 } __attribute__((aligned(64))) ts_busy[TS_MAX_THREADS];
 static int ts_on;
 
+/* The start of each task of kind 0 (the panel's: lu0, potrf, geqrt), in seconds from the
+ * repetition's start, in the order they ran: the critical path's progress. */
+enum { TS_MAX_PANEL = 4096 };
+static double ts_panel[TS_MAX_PANEL];
+static int ts_panels;
+static double ts_t0;
+
 /* Reads BENCH_TASK_STATS; call once before the first repetition. */
 static void ts_init(void) {
     const char *v = getenv("BENCH_TASK_STATS");
     ts_on = v && *v && strcmp(v, "0") != 0;
 }
 
-/* Forgets the counts; call before each repetition, so that the report is the last one's. */
-static void ts_reset(void) { memset(ts_busy, 0, sizeof ts_busy); }
+/* Forgets the counts; call right before each repetition's timing starts, so that the report
+ * is the last one's. */
+static void ts_reset(void) {
+    memset(ts_busy, 0, sizeof ts_busy);
+    ts_panels = 0;
+    ts_t0 = now();
+}
+
+/* Notes the start of a panel task (kind 0) at `t`. */
+static void ts_panel_start(double t) {
+    int i;
+#pragma omp atomic capture
+    i = ts_panels++;
+    if (i < TS_MAX_PANEL) ts_panel[i] = t - ts_t0;
+}
 
 /* Runs `call`, timing it as a task of kind `kind` (0 .. TS_MAX_KINDS - 1) when on. */
 #define TS_TASK(kind, call)                                        \
     do {                                                           \
         if (ts_on) {                                               \
             double t0_ = now();                                    \
+            if ((kind) == 0) ts_panel_start(t0_);                  \
             call;                                                  \
             int id_ = omp_get_thread_num() % TS_MAX_THREADS;       \
             ts_busy[id_].s[kind] += now() - t0_;                   \
@@ -66,6 +89,13 @@ static void ts_report(const char *name, int threads, double secs, const char *co
     fprintf(stderr, "%%; mean us");
     for (int k = 0; k < nkinds; k++)
         fprintf(stderr, " %s %.1f", kinds[k], n[k] ? 1e6 * s[k] / n[k] : 0);
+    /* When the panel tasks of a quarter, half, three quarters and all of the steps had
+     * started, in ms (the order they started in is the steps' order). */
+    int p = ts_panels < TS_MAX_PANEL ? ts_panels : TS_MAX_PANEL;
+    if (p > 0) {
+        fprintf(stderr, "; %s starts at 1/4 1/2 3/4 last of %d steps, ms", kinds[0], p);
+        for (int q = 1; q <= 4; q++) fprintf(stderr, " %.2f", 1e3 * ts_panel[(p * q + 3) / 4 - 1]);
+    }
     fprintf(stderr, "\n");
 }
 

@@ -50,7 +50,10 @@ use crate::unwind::{Payload, drop_contained, drop_payload};
 
 /// How a taskloop cuts its iterations into chunks, each run by one call of the body: the
 /// `grainsize` and `num_tasks` clauses of OpenMP's `taskloop`. Chunks never hold zero
-/// iterations, and their sizes differ by at most one.
+/// iterations, and their sizes differ by at most one, except in a loop over a slice of
+/// first-touch memory of huge pages on a runtime of several nodes, whose chunks are runs of
+/// whole huge pages (at most one chunk per huge page; see `numatask_alloc::Pages`), so that
+/// each chunk's first writer places its pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Grain {
     /// Eight chunks per worker (at most one per iteration): fine enough that the parts idle
@@ -99,12 +102,14 @@ struct Chunking {
     cut: Option<PageCut>,
 }
 
-/// The huge pages a loop's slice spans: `segments` parts (the first and last possibly partial),
-/// the first boundary `first` bytes from the slice's start, one every `unit` bytes, elements of
-/// `size` bytes.
+/// The huge pages a loop's slice spans, as whole pages: `pages` of them, the boundary between
+/// the first and the second `first` bytes from the slice's start, one every `unit` bytes after
+/// it, elements of `size` bytes. A part at either end shorter than half a huge page is merged
+/// into its neighbour, so that a page of the cut holds between half a huge page and one and
+/// a half.
 #[derive(Clone, Copy)]
 struct PageCut {
-    segments: usize,
+    pages: usize,
     first: usize,
     unit: usize,
     size: usize,
@@ -128,37 +133,26 @@ impl Chunking {
     /// neighbour whose first write lands in a huge page they share) on a runtime of several
     /// nodes, and where the slice spans at least a huge page per worker (a shorter one keeps
     /// its even chunks: the loop's parallelism matters more than its few pages' placement).
-    /// The chunks become the whole huge pages between boundaries, as many as the grain asked
-    /// for or fewer (one per huge page at most).
+    /// The chunks become runs of whole huge pages (see [`PageCut`]), as many as the grain
+    /// asked for or fewer (one per huge page at most), as even as whole pages allow.
     fn cut_at_huge_pages<T>(self, data: &[T], s: &Scope<'_>) -> Chunking {
         let size = size_of::<T>();
-        let huge = numatask_alloc::HUGE_PAGE;
-        if s.num_nodes() < 2 || size == 0 || size > huge / 2 {
+        let unit = numatask_alloc::HUGE_PAGE;
+        if s.num_nodes() < 2 || size == 0 || size > unit / 2 {
             return self;
         }
-        if numatask_alloc::first_touch_unit(data.as_ptr().cast()) != Some(huge) {
+        if numatask_alloc::first_touch_unit(data.as_ptr().cast()) != Some(unit) {
             return self;
         }
         let start = data.as_ptr() as usize;
-        let end = start + self.len * size;
-        let first_boundary = (start / huge + 1) * huge;
-        let segments = if first_boundary < end {
-            (end - 1 - first_boundary) / huge + 2
-        } else {
-            1
-        };
-        if segments < s.num_workers().max(2) {
-            return self;
-        }
-        Chunking {
-            len: self.len,
-            chunks: self.chunks.min(segments),
-            cut: Some(PageCut {
-                segments,
-                first: first_boundary - start,
-                unit: huge,
-                size,
-            }),
+        let bytes = self.len * size;
+        match PageCut::of(start, bytes, unit, size) {
+            Some(cut) if cut.pages >= s.num_workers().max(2) => Chunking {
+                len: self.len,
+                chunks: self.chunks.min(cut.pages),
+                cut: Some(cut),
+            },
+            _ => self,
         }
     }
 
@@ -166,10 +160,9 @@ impl Chunking {
     fn bound(self, c: usize) -> usize {
         match self.cut {
             Some(cut) if c > 0 && c < self.chunks => {
-                // Boundary `j - 1` of the huge pages, `1 <= j < segments` since `chunks <=
-                // segments`; strictly increasing in `c`, and elements are at most half a
-                // huge page, so no chunk is empty. The element starting at or after it.
-                let j = (cut.segments as u128 * c as u128 / self.chunks as u128) as usize;
+                // The start of page `j` of the cut, `1 <= j < pages` since `chunks <= pages`,
+                // strictly increasing in `c`: the element starting at or after its boundary.
+                let j = (cut.pages as u128 * c as u128 / self.chunks as u128) as usize;
                 (cut.first + (j - 1) * cut.unit).div_ceil(cut.size)
             }
             // In u128: `len * c` overflows usize for loops near usize::MAX iterations.
@@ -713,6 +706,42 @@ fn zip_footprint<T, I: ZipInputs>(
     })
 }
 
+impl PageCut {
+    /// The cut of `bytes` bytes at address `start` into huge pages of `unit` bytes, elements of
+    /// `size` bytes (`0 < size <= unit / 2`); `None` when it spans a single page.
+    fn of(start: usize, bytes: usize, unit: usize, size: usize) -> Option<PageCut> {
+        let end = start + bytes;
+        // The boundaries strictly inside the slice: `first_boundary + k * unit`, `k < inside`.
+        let first_boundary = (start / unit + 1) * unit;
+        if first_boundary >= end {
+            return None;
+        }
+        let inside = (end - 1 - first_boundary) / unit + 1;
+        let last_boundary = first_boundary + (inside - 1) * unit;
+        // Partial pages at the ends shorter than half a page go with their neighbours: drop
+        // the boundary that separates them (each end at most once, and one boundary stays
+        // for the other end only if there are two).
+        let mut kept = first_boundary..=last_boundary;
+        if first_boundary - start < unit / 2 {
+            kept = first_boundary + unit..=last_boundary;
+        }
+        if end - last_boundary < unit / 2 {
+            kept = *kept.start()..=last_boundary.saturating_sub(unit);
+        }
+        if kept.is_empty() {
+            return None;
+        }
+        // Each kept boundary lies at least half a page (at least an element) from either end,
+        // so its element index is in `1..len`.
+        Some(PageCut {
+            pages: (kept.end() - kept.start()) / unit + 2,
+            first: kept.start() - start,
+            unit,
+            size,
+        })
+    }
+}
+
 /// How many more times a part of a loop splits before it runs its chunks in place.
 #[derive(Clone, Copy)]
 struct Splits {
@@ -1010,6 +1039,51 @@ mod tests {
         assert_eq!(Grain::Auto.chunks(1000, 4), 32);
         assert_eq!(Grain::Auto.chunks(10, 4), 10);
         assert_eq!(Grain::Auto.chunks(0, 4), 0, "an empty loop runs no chunk");
+    }
+
+    #[test]
+    fn a_cut_at_huge_pages_covers_the_loop_in_runs_of_whole_pages_none_empty() {
+        // Small units, so that every shape is cheap: slices of every length and alignment,
+        // elements that divide the unit and elements that do not.
+        let unit = 64;
+        for size in [1, 3, 8, 24, 32] {
+            for start in (0..2 * unit).step_by(size.min(5)) {
+                for len in 1..(6 * unit / size) {
+                    let bytes = len * size;
+                    let Some(cut) = PageCut::of(start, bytes, unit, size) else {
+                        // One page: no boundary, or only ones within half a page of an end.
+                        continue;
+                    };
+                    for chunks in 1..=cut.pages {
+                        let c = Chunking {
+                            len,
+                            chunks,
+                            cut: Some(cut),
+                        };
+                        let bounds: Vec<usize> = (0..=chunks).map(|i| c.bound(i)).collect();
+                        let what = format!("size {size} start {start} len {len} chunks {chunks}");
+                        assert_eq!((bounds[0], bounds[chunks]), (0, len), "{what}");
+                        for pair in bounds.windows(2) {
+                            assert!(pair[0] < pair[1], "{what}: an empty chunk in {bounds:?}");
+                        }
+                        for &b in &bounds[1..chunks] {
+                            // At the first element starting at or after a boundary.
+                            let at = start + b * size;
+                            assert!(at % unit < size, "{what}: bound {b} at {at}");
+                        }
+                        // Every chunk is at least half a page (the element around a boundary
+                        // aside), and with one chunk per page, at most a page and a half.
+                        for pair in bounds.windows(2) {
+                            let chunk = (pair[1] - pair[0]) * size;
+                            assert!(chunk + size > unit / 2, "{what}: {bounds:?}");
+                            if chunks == cut.pages {
+                                assert!(chunk < 3 * unit / 2 + size, "{what}: {bounds:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

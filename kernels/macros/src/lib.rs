@@ -148,8 +148,9 @@ mod prepare;
 /// are then read and written plainly too, so that the loops over work-items vectorize (a
 /// 4096 x 4096 transpose through a local tile took 4 - 11% less time on one core of the 2-core
 /// VM, its column reads of the tile gathers, its stores vectors), and a broken promise
-/// is a data race, undefined behaviour, as `unsafe` says. Every index is bounds-checked; a kernel opts out with `unsafe { x.get_unchecked(i) }` on a read
-/// buffer. A panic fails the launch's event.
+/// is a data race, undefined behaviour, as `unsafe` says. Every index is bounds-checked; a
+/// kernel opts out with `unsafe { x.get_unchecked(i) }` on a read buffer. A panic fails the
+/// launch's event.
 ///
 /// **What it generates**: the work-group function runs each region (the code between
 /// barriers) as loops over the group's work-items, dimension 0 innermost; control flow with a
@@ -369,9 +370,11 @@ fn expand(attr: Tokens, item: Tokens) -> syn::Result<Tokens> {
     let body = prepare::prepare(&f.block, &params)?;
     let mut analysis = analyze::analyze(&body, &params, options.breadth_first)?;
     for name in &options.disjoint {
-        analysis
-            .written
-            .insert(name.to_string(), analyze::Written::Disjoint);
+        // Only what would be atomic: a buffer written at the work-item's own element keeps
+        // its view (and the launch check that makes `global_id(0)` the work-item's own).
+        if let Some(w @ analyze::Written::Shared) = analysis.written.get_mut(&name.to_string()) {
+            *w = analyze::Written::Disjoint;
+        }
     }
     let out = emit::emit(&f, &params, &body, &analysis, &krate);
     // A debugging aid: the generated code, one file per kernel, for rustfmt and reading.
@@ -556,6 +559,23 @@ mod tests {
         assert!(msg.starts_with("#[kernel] takes no arguments"), "{msg}");
         let (msg, _, _) = error_with("unsafe(disjoint())", src);
         assert_eq!(msg, "`disjoint` names no buffer");
+        // A buffer written at the work-item's own element keeps its view and the launch check
+        // that makes `global_id(0)` its own; a scattered one loses its atomics.
+        let own = "fn k(y: &mut [f32], z: &mut [f32]) {
+                y[global_id(0)] = 1.0;
+                z[group_id(0)] = 2.0;
+            }";
+        let item: proc_macro2::TokenStream = own.parse().expect("tokens");
+        let out = expand(quote!(unsafe(disjoint(y, z))), item)
+            .expect("compiles")
+            .to_string();
+        assert!(out.contains("global_size (1) == 1"), "{out}");
+        assert!(!out.contains("shared_mut"), "{out}");
+        assert_eq!(
+            out.matches("owned_mut").count(),
+            4,
+            "y and z, compiled and reference: {out}"
+        );
     }
 
     #[test]
