@@ -141,6 +141,12 @@ graphs)
         for rt in gomp libomp; do
             BENCH_TASK_STATS=1 OMP_NUM_THREADS=$T ./${bin}_$rt "$nt" "$bs" 3 2>&1 | grep stats
         done
+        if [[ $bin == cholesky ]]; then
+            # numatask with every task run oldest first (the order of libgomp's team queue).
+            NUMATASK_TRACE=graph.json ./$bin --bench ${p#* } --threads "$T" --reps 1 --fifo \
+                --skip empty,serial,raw,malloc --only numatask
+            python3 ./trace-busy.py graph.json --bucket-ms 100000 | sed -n '/^overall/,$p'
+        fi
     done
     section "SparseLU fine (NB=120, BS=25), serial and $T threads"
     ./sparselu --bench --nb 120 --bs 25 --threads "$T" --reps 5 --skip empty,raw,malloc --only numatask
@@ -150,6 +156,10 @@ graphs)
             section "$p, round $r of 6"
             ./${p%% *} --bench ${p#* } --threads "$T" --reps 3 --skip empty,serial,raw,malloc,priority \
                 --omp ./${p%% *}_gomp --omp ./${p%% *}_libomp | grep -v malloc
+            if [[ $p == cholesky* ]]; then
+                ./cholesky --bench ${p#* } --threads "$T" --reps 3 --fifo \
+                    --skip empty,serial,raw,malloc,priority
+            fi
         done
     done
     ;;

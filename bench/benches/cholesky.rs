@@ -130,11 +130,15 @@ fn cholesky_serial(m: &mut Matrix) -> u64 {
 /// first, then its solves, then the diagonal updates, then the rest.
 const PRIORITIES: [u32; 4] = [3, 2, 1, 0];
 
-/// Cholesky with the safe API: the body of the OpenMP `single`. `prio`: give the tasks the
-/// [`PRIORITIES`] (else priority 0).
-fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, prio: bool) -> u64 {
+/// The priorities of `--fifo`: every task 1, so that all go through the runtime's pool-wide
+/// list of tasks with a priority, oldest first (the order of libgomp's team queue).
+const FIFO: [u32; 4] = [1; 4];
+
+/// Cholesky with the safe API: the body of the OpenMP `single`, each kind of task with its
+/// priority of `prio` (potrf, trsm, syrk, gemm).
+fn cholesky_numatask<'scope>(s: &Scope<'scope>, m: &'scope mut Matrix, prio: [u32; 4]) -> u64 {
     let bs = m.bs;
-    let [p_potrf, p_trsm, p_syrk, p_gemm] = PRIORITIES.map(|p| if prio { p } else { 0 });
+    let [p_potrf, p_trsm, p_syrk, p_gemm] = prio;
     let tiles = Blocks::new(&mut m.tiles, bs * bs).expect("tiles");
     let tasks = for_each_task(m.nt, |op| {
         let spawned = match op {
@@ -186,6 +190,7 @@ struct Args {
     skip: Vec<String>,
     schedulers: Vec<SchedulerKind>,
     priority: bool,
+    fifo: bool,
 }
 
 /// Every flag [`parse_args`] accepts (keep the two together).
@@ -204,6 +209,9 @@ usage: cholesky [--bench] [OPTIONS]
   --priority        give the tasks priorities (potrf 3, trsm 2, syrk 1, gemm 0) on every
                     side, and set OMP_MAX_TASK_PRIORITY=3 unless it is set (default off;
                     smoke run on)
+  --fifo            numatask's tasks all with priority 1, run oldest first from the pool-wide
+                    list (the order of libgomp's team queue; the row numatask-fifo); sets
+                    OMP_MAX_TASK_PRIORITY as --priority does (default off)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
 ";
@@ -226,6 +234,7 @@ fn parse_args() -> Result<Args, String> {
             vec![SchedulerKind::WorkStealing]
         },
         priority: smoke,
+        fifo: false,
     };
     let mut p = Parser::new(USAGE);
     while let Some(flag) = p.next()? {
@@ -239,6 +248,7 @@ fn parse_args() -> Result<Args, String> {
             "--skip" => args.skip = p.list()?,
             "--scheduler" => args.schedulers = p.list()?,
             "--priority" => args.priority = true,
+            "--fifo" => args.fifo = true,
             _ => p.other()?,
         }
     }
@@ -281,7 +291,7 @@ fn report(name: &str, threads: usize, args: &Args, (d, tasks, checksum): &(Durat
 
 fn main() {
     let args = parse_args().unwrap_or_else(|e| fail("cholesky", e));
-    if args.priority && std::env::var_os("OMP_MAX_TASK_PRIORITY").is_none() {
+    if (args.priority || args.fifo) && std::env::var_os("OMP_MAX_TASK_PRIORITY").is_none() {
         // SAFETY: no other thread runs yet (no runtime is built before this).
         unsafe { std::env::set_var("OMP_MAX_TASK_PRIORITY", "3") };
     }
@@ -298,9 +308,15 @@ fn main() {
     let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
         for &kind in &args.schedulers {
+            let fifo = if args.fifo { "-fifo" } else { "" };
             let name = match kind {
-                SchedulerKind::WorkStealing => format!("numatask{ALLOCATOR}"),
-                other => format!("numatask[{other}]{ALLOCATOR}"),
+                SchedulerKind::WorkStealing => format!("numatask{fifo}{ALLOCATOR}"),
+                other => format!("numatask[{other}]{fifo}{ALLOCATOR}"),
+            };
+            let prio = match (args.fifo, args.priority) {
+                (true, _) => FIFO,
+                (false, true) => PRIORITIES,
+                (false, false) => [0; 4],
             };
             if !wants(&name) {
                 continue;
@@ -310,7 +326,7 @@ fn main() {
                 runtime::runtime_builder("cholesky", threads, kind, several_runtimes),
             );
             let r = time_reps(&args, place, |m| {
-                rt.scope(|s| cholesky_numatask(s, m, args.priority))
+                rt.scope(|s| cholesky_numatask(s, m, prio))
             });
             assert_eq!(
                 &r.2, expect,
