@@ -139,7 +139,7 @@ graphs)
             --skip empty,serial,raw,malloc,priority --only numatask
         python3 ./trace-busy.py graph.json --bucket-ms 100000 | sed -n '/^overall/,$p'
         for rt in gomp libomp; do
-            BENCH_TASK_STATS=1 OMP_NUM_THREADS=$T ./${bin}_$rt "$nt" "$bs" 3 2>&1 | grep stats
+            BENCH_TASK_STATS=1 OMP_NUM_THREADS=$T ./${bin}_$rt "$nt" "$bs" 2 2>&1 | grep stats
         done
         if [[ $bin == cholesky ]]; then
             # numatask with every task run oldest first (the order of libgomp's team queue).
@@ -154,10 +154,10 @@ graphs)
     for r in 1 2 3 4 5 6; do
         for p in "${progs[@]}"; do
             section "$p, round $r of 6"
-            ./${p%% *} --bench ${p#* } --threads "$T" --reps 3 --skip empty,serial,raw,malloc,priority \
+            ./${p%% *} --bench ${p#* } --threads "$T" --reps 2 --skip empty,serial,raw,malloc,priority \
                 --omp ./${p%% *}_gomp --omp ./${p%% *}_libomp | grep -v malloc
             if [[ $p == cholesky* ]]; then
-                ./cholesky --bench ${p#* } --threads "$T" --reps 3 --fifo \
+                ./cholesky --bench ${p#* } --threads "$T" --reps 2 --fifo \
                     --skip empty,serial,raw,malloc,priority
             fi
         done
