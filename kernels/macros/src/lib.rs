@@ -80,6 +80,12 @@
 //!   every `k`; the accumulator's votes keep it depth-first. Run in strips it vectorizes;
 //!   on one core of the 2-core VM it took 122 ms compiled for SSE2 and 66 ms for AVX-512
 //!   (64 - 69 ms depth-first with AVX-512: the tile loads from memory bound it there).
+//!   Non-temporal stores (`movnti`, then a fence at the end of the groups) for every plain
+//!   store of 4 bytes: the 4096 x 4096 transpose through a tile took 28 - 32 ms on one core
+//!   of the 2-core VM instead of 44 (no read for ownership of the lines it fills), but the
+//!   scan's output loop no longer vectorized (22 ms against 19) and axpy, which reads `y`
+//!   before writing it, took 200 ms against 14: not kept; a form that helps needs vector
+//!   non-temporal stores of whole aligned lines, and a buffer the kernel does not read.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as Tokens;
