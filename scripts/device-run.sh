@@ -128,14 +128,33 @@ graphs)
     # tiled QR) and fine SparseLU: first where the time goes, numatask traced (trace-busy.py:
     # busy share, gaps between a worker's tasks, mean time per kind of task, ready to start)
     # beside the C peers' busy share and mean task times (BENCH_TASK_STATS=1); then six rounds,
-    # each program in its own process, taking turns, checksums compared.
+    # each program in its own process, taking turns, checksums compared; the large Cholesky
+    # (about 10 s a round on 16 cores) last, in rounds of its own, ROUNDS_LARGE of them
+    # (default 6).
     export OMP_PLACES=${OMP_PLACES:-cores} OMP_PROC_BIND=${OMP_PROC_BIND:-true}
-    progs=("sparselu --nb 50 --bs 100" "cholesky --nt 40 --bs 64" "cholesky --nt 24 --bs 256"
-        "qr --nt 16 --bs 128")
-    for p in "${progs[@]}"; do
+    progs=("sparselu --nb 50 --bs 100" "cholesky --nt 40 --bs 64" "qr --nt 16 --bs 128")
+    large="cholesky --nt 24 --bs 256"
+    round() { # program and options: numatask's row and the C peers' (and numatask --fifo)
+        local p=$1
+        if [[ $p == cholesky* ]]; then
+            # No serial run of its own (14 s for the large one): the rows are checked against
+            # each other.
+            ./cholesky --bench ${p#* } --threads "$T" --reps 2 --no-serial \
+                --skip empty,serial,raw,malloc,priority --omp ./cholesky_gomp --omp ./cholesky_libomp |
+                grep -v malloc
+            ./cholesky --bench ${p#* } --threads "$T" --reps 2 --fifo --no-serial \
+                --skip empty,serial,raw,malloc,priority
+        else
+            ./${p%% *} --bench ${p#* } --threads "$T" --reps 2 --skip empty,serial,raw,malloc,priority \
+                --omp ./${p%% *}_gomp --omp ./${p%% *}_libomp | grep -v malloc
+        fi
+    }
+    for p in "${progs[@]}" "$large"; do
         read -r bin _ nt _ bs <<<"$p"
         section "$p, $T threads: where the time goes"
-        NUMATASK_TRACE=graph.json ./$bin --bench ${p#* } --threads "$T" --reps 1 \
+        extra=()
+        [[ $bin == cholesky ]] && extra=(--no-serial)
+        NUMATASK_TRACE=graph.json ./$bin --bench ${p#* } --threads "$T" --reps 1 "${extra[@]}" \
             --skip empty,serial,raw,malloc,priority --only numatask
         python3 ./trace-busy.py graph.json --bucket-ms 100000 | sed -n '/^overall/,$p'
         for rt in gomp libomp; do
@@ -144,7 +163,7 @@ graphs)
         if [[ $bin == cholesky ]]; then
             # numatask with every task run oldest first (the order of libgomp's team queue).
             NUMATASK_TRACE=graph.json ./$bin --bench ${p#* } --threads "$T" --reps 1 --fifo \
-                --skip empty,serial,raw,malloc --only numatask
+                --no-serial --skip empty,serial,raw,malloc --only numatask
             python3 ./trace-busy.py graph.json --bucket-ms 100000 | sed -n '/^overall/,$p'
         fi
     done
@@ -154,13 +173,12 @@ graphs)
     for r in 1 2 3 4 5 6; do
         for p in "${progs[@]}"; do
             section "$p, round $r of 6"
-            ./${p%% *} --bench ${p#* } --threads "$T" --reps 2 --skip empty,serial,raw,malloc,priority \
-                --omp ./${p%% *}_gomp --omp ./${p%% *}_libomp | grep -v malloc
-            if [[ $p == cholesky* ]]; then
-                ./cholesky --bench ${p#* } --threads "$T" --reps 2 --fifo \
-                    --skip empty,serial,raw,malloc,priority
-            fi
+            round "$p"
         done
+    done
+    for r in $(seq "${ROUNDS_LARGE:-6}"); do
+        section "$large, round $r of ${ROUNDS_LARGE:-6}"
+        round "$large"
     done
     ;;
 kernels)

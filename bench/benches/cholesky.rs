@@ -191,6 +191,7 @@ struct Args {
     schedulers: Vec<SchedulerKind>,
     priority: bool,
     fifo: bool,
+    no_serial: bool,
 }
 
 /// Every flag [`parse_args`] accepts (keep the two together).
@@ -212,6 +213,8 @@ usage: cholesky [--bench] [OPTIONS]
   --fifo            numatask's tasks all with priority 1, run oldest first from the pool-wide
                     list (the order of libgomp's team queue; the row numatask-fifo); sets
                     OMP_MAX_TASK_PRIORITY as --priority does (default off)
+  --no-serial       no serial run: each row's checksum is checked against the first row's
+                    (for large matrices; default off)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
 ";
@@ -235,6 +238,7 @@ fn parse_args() -> Result<Args, String> {
         },
         priority: smoke,
         fifo: false,
+        no_serial: false,
     };
     let mut p = Parser::new(USAGE);
     while let Some(flag) = p.next()? {
@@ -249,6 +253,7 @@ fn parse_args() -> Result<Args, String> {
             "--scheduler" => args.schedulers = p.list()?,
             "--priority" => args.priority = true,
             "--fifo" => args.fifo = true,
+            "--no-serial" => args.no_serial = true,
             _ => p.other()?,
         }
     }
@@ -300,11 +305,24 @@ fn main() {
     numatask::alloc::Topology::current().unwrap_or_else(|e| fail("cholesky", e));
     let filter = Filter::new(args.only.as_deref(), &args.skip);
     let wants = |name: &str| filter.wants(name);
-    let serial = time_reps(&args, place, cholesky_serial);
-    if wants("serial") {
+    // The serial run gives the checksum every other row must reproduce; timed only when its
+    // row is wanted. With --no-serial, the first row's checksum instead.
+    let mut expect = if wants("serial") {
+        let serial = time_reps(&args, place, cholesky_serial);
         report("serial", 1, &args, &serial);
-    }
-    let expect = &serial.2;
+        Some(serial.2)
+    } else if args.no_serial {
+        None
+    } else {
+        let mut m = Matrix::generate(args.nt, args.bs, place);
+        cholesky_serial(&mut m);
+        Some(m.checksum())
+    };
+    let against = if args.no_serial {
+        "the first row"
+    } else {
+        "the serial run"
+    };
     let several_runtimes = args.threads.len() * args.schedulers.len() > 1;
     for &threads in &args.threads {
         for &kind in &args.schedulers {
@@ -328,16 +346,23 @@ fn main() {
             let r = time_reps(&args, place, |m| {
                 rt.scope(|s| cholesky_numatask(s, m, prio))
             });
+            let expect = expect.get_or_insert_with(|| r.2.clone());
             assert_eq!(
                 &r.2, expect,
-                "{name} with {threads} threads: checksum differs from the serial run"
+                "{name} with {threads} threads: checksum differs from {against}"
             );
             report(&name, threads, &args, &r);
         }
         for bin in &args.omp {
             let peer_args =
                 [args.nt, args.bs, args.reps, usize::from(args.priority)].map(|v| v.to_string());
-            run_omp_peer(bin, &peer_args, threads, Some(expect), &[]);
+            let line = run_omp_peer(bin, &peer_args, threads, expect.as_deref(), &[]);
+            if expect.is_none() {
+                expect = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("checksum="))
+                    .map(str::to_owned);
+            }
             filter.ran_peer();
         }
     }
