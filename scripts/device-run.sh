@@ -186,7 +186,8 @@ kernels)
     # overhead at 1 and 1024 work-groups, saxpy on 2^24 floats, and the suite of kernels with
     # barriers and local memory (matmul, reduce, scan, transpose, axpy with and without a
     # barrier, as bench/c/ocl_bench.c defines them; about 25 s for pocl at 1 thread on 2 cores,
-    # less for Intel's), for pocl (the host's, from /etc/OpenCL/vendors) and Intel's CPU
+    # less for Intel's; ONLY=suite for the suite alone), for pocl (the host's, from
+    # /etc/OpenCL/vendors) and Intel's CPU
     # runtime (intel-opencl.tar.xz of the bundle, unpacked into intel-opencl/), each runtime
     # alone in its process. Thread counts are set as scripts/bench-kernels.sh explains: pocl's
     # compute units follow POCL_MAX_PTHREAD_COUNT (POCL_CPU_MAX_CU_COUNT from pocl 4 on);
@@ -213,7 +214,7 @@ kernels)
             pocl) env=(POCL_MAX_PTHREAD_COUNT="$t" POCL_CPU_MAX_CU_COUNT="$t") ;;
             intel-cpu) env=(OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t") ;;
             esac
-            if ! env "${env[@]}" ./ocl_bench --platform "$peer" --threads "$t" --only all,suite 2>&1; then
+            if ! env "${env[@]}" ./ocl_bench --platform "$peer" --threads "$t" --only "${ONLY:-all,suite}" 2>&1; then
                 echo "$peer: not available or failed with $t threads (above)"
                 break
             fi
