@@ -6,8 +6,9 @@
 A scope's body is a task that ran other tasks of its own worker while it waited. For the last
 scope of the trace, prints per time bucket the fraction of the workers' time spent in tasks
 (nested tasks counted once), the tasks started, and how many workers ran anything; then the
-gaps between a worker's tasks, when the panel tasks of a factorization (lu0, potrf, geqrt)
-started, and, per label, how long tasks waited from ready to start.
+gaps between a worker's tasks, how much of the idle time some task was ready and not started,
+when the panel tasks of a factorization (lu0, potrf, geqrt) started, and, per label, how long
+tasks waited from ready to start.
 """
 import argparse
 import json
@@ -104,6 +105,38 @@ def main():
         print(f"gaps between a worker's tasks (us): median {q(0.5):.2f}, p90 {q(0.9):.2f}, "
               f"p99 {q(0.99):.2f}, max {gaps[-1]:.2f}; {sum(gaps) / 1e3:.1f} ms in all, "
               f"{sum(g for g in gaps if g > 50) / 1e3:.1f} ms of it in gaps over 50 us")
+    # Work left waiting while workers were idle: over the scope, the integral of
+    # min(idle workers, tasks ready but not started) (a task's ready time is its start less
+    # its wait). Where this is a large share of the idle time, released work was not found or
+    # its finder not woken soon enough; where small, the graph had nothing more to run.
+    changes = []
+    for e in tasks:
+        w = e.get("args", {}).get("wait_us")
+        if w is not None and w > 0:
+            changes.append((max(t0, e["ts"] - w), 0, 1))
+            changes.append((e["ts"], 0, -1))
+    for merged in busy_spans.values():
+        for s0, s1 in merged:
+            changes.append((s0, 1, 1))
+            changes.append((s1, 1, -1))
+    if any(c[1] == 0 for c in changes):
+        changes.sort()
+        ready = busy_now = 0
+        last = t0
+        lost = idle = 0.0
+        for t, kind, d in changes:
+            t = min(max(t, t0), t1)
+            span = t - last
+            idle_workers = len(workers) - busy_now
+            idle += span * idle_workers
+            lost += span * min(idle_workers, ready)
+            last = t
+            if kind == 0:
+                ready += d
+            else:
+                busy_now += d
+        print(f"idle while a task was ready: {lost / 1e3:.1f} ms of {idle / 1e3:.1f} ms of idle "
+              f"worker time ({100.0 * lost / idle if idle else 0.0:.0f}%)")
     by_label = {}
     for e in tasks:
         label = e.get("args", {}).get("task", e["name"])
