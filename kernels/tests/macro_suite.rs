@@ -2288,3 +2288,65 @@ fn a_kept_variable_set_after_its_declaration_compiles_and_matches() {
     check("deferred_init", out, Some(model));
     assert_eq!(deferred_init::INFO.bytes_per_item, 4);
 }
+
+/// A region that tests the local id for equality with a value of the group (one work-item
+/// writes the group's total, as a scan's last does), and for inequality. The value may lie
+/// past the group (no work-item matches), and an edge group is smaller.
+#[kernel]
+fn equal_to_one_item(out: &mut [u32], sums: &mut [u32], pick: u32) {
+    let lid = local_id(0);
+    let k = (group_id(0) * pick as usize) % (local_size(0) + 2);
+    let v = (global_id(0) * 7 + 1) as u32;
+    out[global_id(0)] = v;
+    if lid == k {
+        sums[group_id(0)] = v;
+    }
+    if k != lid {
+        out[global_id(0)] = v + 1;
+    }
+}
+
+#[test]
+fn a_region_cut_around_the_one_work_item_an_equality_picks_matches_its_model() {
+    let mut rng = Rng::new("equal_to_one_item");
+    for case in 0..CASES {
+        let local = rng.pick(&[1, 2, 3, 16, 37, 64]);
+        let global = rng.between(1, 300);
+        let pick = rng.between(0, 9) as u32;
+        let groups = global.div_ceil(local);
+        let range = NdRange::new([global]).local([local]);
+        let sums = buffer(&vec![0u32; groups]);
+        let out = run_both(&equal_to_one_item, &range, &vec![0u32; global], |l, o| {
+            l.arg(o).arg(&sums).arg(pick)
+        });
+        let mut model = vec![0u32; global];
+        // `local_size(0)` is the group's own: an edge group's is smaller.
+        for (g, (start, size)) in groups_of(global, local).into_iter().enumerate() {
+            let k = (g * pick as usize) % (size + 2);
+            for lid in 0..size {
+                let v = ((start + lid) * 7 + 1) as u32;
+                model[start + lid] = if lid == k { v } else { v + 1 };
+            }
+        }
+        check(
+            &format!("equal_to_one_item case {case}: {global} in groups of {local}, pick {pick}"),
+            out,
+            Some(model),
+        );
+        let got = ctx()
+            .queue()
+            .read(&sums, 0..groups)
+            .unwrap()
+            .wait()
+            .unwrap();
+        for (g, (start, size)) in groups_of(global, local).into_iter().enumerate() {
+            let k = (g * pick as usize) % (size + 2);
+            let want = if k < size {
+                ((start + k) * 7 + 1) as u32
+            } else {
+                0
+            };
+            assert_eq!(got[g], want, "case {case}: group {g}'s sum");
+        }
+    }
+}
