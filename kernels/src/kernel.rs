@@ -240,6 +240,10 @@ pub struct FootprintQuery {
 }
 
 type GroupFn = dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync;
+/// A `#[kernel]`'s work-group function over a run of groups (the executor calls it once per
+/// task), so that choosing its instruction set and calling it happen once per task, and the
+/// loop over the groups runs inside the compiled function.
+type GroupsFn = dyn Fn(&GroupRun<'_>) + Send + Sync;
 /// The loops of an items kernel over a run of groups (the executor calls it once per task).
 type ItemsFn = dyn Fn(&TaskArgs<'_>, &Geometry, Range<usize>) + Send + Sync;
 type FootprintFn = dyn Fn(&FootprintQuery) -> Option<Range<usize>> + Send + Sync;
@@ -275,6 +279,54 @@ pub(crate) enum Body {
     /// An items kernel's loops, called once per task with its groups: the arguments are
     /// checked and bound once per task, not per group.
     Items(Box<ItemsFn>),
+    /// A `#[kernel]`'s work-group function, called once per task with its groups.
+    Compiled(Box<GroupsFn>),
+}
+
+/// The groups of one task of a launch, for a `#[kernel]`'s work-group function to run:
+/// [`GroupRun::for_each`] gives each group's ids and arguments in turn, its local memory
+/// zeroed.
+#[doc(hidden)]
+pub struct GroupRun<'a> {
+    pub(crate) geometry: &'a Geometry,
+    pub(crate) groups: Range<usize>,
+    pub(crate) args: &'a [ArgValue],
+    pub(crate) modes: &'a [ParamKind],
+    pub(crate) local: *mut u8,
+    pub(crate) local_offsets: &'a [usize],
+    pub(crate) scratch_offset: usize,
+    pub(crate) arena_bytes: usize,
+}
+
+impl GroupRun<'_> {
+    /// Calls `f` for each group of the run, in order.
+    #[inline(always)]
+    pub fn for_each(&self, mut f: impl FnMut(&WorkGroup<'_>, &GroupArgs<'_>)) {
+        for g in self.groups.clone() {
+            let id = self.geometry.group_id(g);
+            let group = WorkGroup {
+                geometry: self.geometry,
+                id,
+                size: self.geometry.group_size(id),
+            };
+            if self.arena_bytes > 0 {
+                // SAFETY: the arena has `arena_bytes` bytes, this thread's while the run lasts;
+                // zero is a valid value of every element type (`Element: Zeroable`).
+                unsafe { self.local.write_bytes(0, self.arena_bytes) };
+            }
+            let args = GroupArgs {
+                args: self.args,
+                modes: self.modes,
+                group: &group,
+                local: self.local,
+                local_offsets: self.local_offsets,
+                scratch_offset: self.scratch_offset,
+                arena_bytes: self.arena_bytes,
+                taken: Cell::new(0),
+            };
+            f(&group, &args);
+        }
+    }
 }
 
 /// Keeps the binding methods of [`ItemParam`] to this crate: a view that hands out `&mut` to
@@ -448,7 +500,7 @@ impl Kernel {
         params: Vec<Param>,
         local_arrays: &'static [usize],
         expanded: &'static [usize],
-        group: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
+        groups: impl Fn(&GroupRun<'_>) + Send + Sync + 'static,
         reference: impl Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync + 'static,
     ) -> Kernel {
         if std::env::var_os("NUMATASK_KERNEL_INFO").is_some_and(|v| v == "1") {
@@ -461,7 +513,7 @@ impl Kernel {
             inner: Arc::new(KernelInner {
                 name: info.name,
                 params,
-                body: Arc::new(Body::Groups(Box::new(group))),
+                body: Arc::new(Body::Compiled(Box::new(groups))),
                 footprint: None,
                 compiled: Some(Arc::new(Compiled {
                     scratch: Scratch {

@@ -16,7 +16,7 @@
 //!
 //! [`TaskBuilder::prefer_worker`]: numatask_sched::TaskBuilder::prefer_worker
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -29,7 +29,8 @@ use crate::command::BufferUse;
 use crate::context::ContextInner;
 use crate::error::{Error, Failure, FailureKind};
 use crate::kernel::{
-    Arg, ArgValue, Body, FootprintQuery, GroupArgs, Kernel, Mode, ParamKind, TaskArgs, WorkGroup,
+    Arg, ArgValue, Body, FootprintQuery, GroupArgs, GroupRun, Kernel, Mode, ParamKind, TaskArgs,
+    WorkGroup,
 };
 use crate::ndrange::{Geometry, NdRange};
 
@@ -411,6 +412,21 @@ impl Launch {
         let f = match &*self.kernel.inner.body {
             Body::Items(f) => f,
             Body::Groups(f) => return self.run_group_fn(f, groups),
+            Body::Compiled(f) => {
+                let scratch_offset = self.local_bytes.next_multiple_of(LOCAL_ALIGN);
+                return with_arena(self.arena_bytes, |arena| {
+                    f(&GroupRun {
+                        geometry: &self.geometry,
+                        groups,
+                        args: &self.args,
+                        modes: &self.modes,
+                        local: arena,
+                        local_offsets: &self.local_offsets,
+                        scratch_offset: scratch_offset.min(self.arena_bytes),
+                        arena_bytes: self.arena_bytes,
+                    })
+                });
+            }
         };
         let args = TaskArgs {
             args: &self.args,
@@ -427,30 +443,17 @@ impl Launch {
     ) {
         let scratch_offset = self.local_bytes.next_multiple_of(LOCAL_ALIGN);
         with_arena(self.arena_bytes, |arena| {
-            for g in groups {
-                let id = self.geometry.group_id(g);
-                let group = WorkGroup {
-                    geometry: &self.geometry,
-                    id,
-                    size: self.geometry.group_size(id),
-                };
-                if self.arena_bytes > 0 {
-                    // SAFETY: the arena has `arena_bytes` bytes; zero is a valid value of every
-                    // element type (`Element: Zeroable`).
-                    unsafe { arena.write_bytes(0, self.arena_bytes) };
-                }
-                let args = GroupArgs {
-                    args: &self.args,
-                    modes: &self.modes,
-                    group: &group,
-                    local: arena,
-                    local_offsets: &self.local_offsets,
-                    scratch_offset: scratch_offset.min(self.arena_bytes),
-                    arena_bytes: self.arena_bytes,
-                    taken: Cell::new(0),
-                };
-                f(&group, &args);
+            GroupRun {
+                geometry: &self.geometry,
+                groups,
+                args: &self.args,
+                modes: &self.modes,
+                local: arena,
+                local_offsets: &self.local_offsets,
+                scratch_offset: scratch_offset.min(self.arena_bytes),
+                arena_bytes: self.arena_bytes,
             }
+            .for_each(f)
         })
     }
 }

@@ -272,6 +272,6 @@ pub mod __internals {
 pub mod __rt {
     pub use crate::compiled::{Carver, LocalArray, OwnedMut, SharedMut, bound, lanes, pick3};
     pub use crate::isa::{Isa, kernel_isa};
-    pub use crate::kernel::{GroupArgs, Kernel, Mode, Param, WorkGroup};
+    pub use crate::kernel::{GroupArgs, GroupRun, Kernel, Mode, Param, WorkGroup};
     pub use crate::oracle::{ItemCtx, OracleLocal, oracle_items};
 }

@@ -81,6 +81,12 @@ impl Bounds<'_> {
         self.invariant(e) && simple(e)
     }
 
+    /// Whether `e` is the same for every work-item of the group and its value can be taken
+    /// once before the loops.
+    pub(crate) fn is_invariant(&self, e: &Expr) -> bool {
+        self.invariant(e)
+    }
+
     fn invariant(&self, e: &Expr) -> bool {
         struct I<'a, 'b> {
             b: &'a Bounds<'b>,

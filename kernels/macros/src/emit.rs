@@ -215,7 +215,7 @@ pub(crate) fn emit(
                     ::std::vec![#(#param_list),*],
                     LOCAL_ARRAYS,
                     EXPANDED,
-                    |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
+                    |__run: &#krate::__rt::GroupRun<'_>| {
                         #[inline(always)]
                         fn __group(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
                             #[allow(unused_imports)]
@@ -233,29 +233,37 @@ pub(crate) fn emit(
                             #(#carve)*
                             #group_code
                         }
-                        // The same function compiled for x86-64-v3 and v4, run where the
-                        // processor has them (see `numatask_kernels::Isa`).
+                        // The task's groups, one after the other, in one function: compiled
+                        // also for x86-64-v3 and v4, run where the processor has them (see
+                        // `numatask_kernels::Isa`), chosen once per task.
+                        #[inline(always)]
+                        fn __groups(__run: &#krate::__rt::GroupRun<'_>) {
+                            __run.for_each(
+                                #[inline(always)]
+                                |__grp, __args| __group(__grp, __args),
+                            )
+                        }
                         #[cfg(target_arch = "x86_64")]
                         {
                             #[target_feature(enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe")]
-                            fn __group_v3(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
-                                __group(__grp, __args)
+                            fn __groups_v3(__run: &#krate::__rt::GroupRun<'_>) {
+                                __groups(__run)
                             }
                             #[target_feature(enable = "avx,avx2,fma,bmi1,bmi2,f16c,lzcnt,movbe,avx512f,avx512bw,avx512cd,avx512dq,avx512vl")]
-                            fn __group_v4(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
-                                __group(__grp, __args)
+                            fn __groups_v4(__run: &#krate::__rt::GroupRun<'_>) {
+                                __groups(__run)
                             }
                             match #krate::__rt::kernel_isa() {
                                 // SAFETY: `kernel_isa` returns V4 only where CPUID reports every
-                                // feature `__group_v4` is compiled with.
-                                #krate::__rt::Isa::V4 => unsafe { __group_v4(__grp, __args) },
-                                // SAFETY: as above, for V3 and `__group_v3`'s features.
-                                #krate::__rt::Isa::V3 => unsafe { __group_v3(__grp, __args) },
-                                #krate::__rt::Isa::Baseline => __group(__grp, __args),
+                                // feature `__groups_v4` is compiled with.
+                                #krate::__rt::Isa::V4 => unsafe { __groups_v4(__run) },
+                                // SAFETY: as above, for V3 and `__groups_v3`'s features.
+                                #krate::__rt::Isa::V3 => unsafe { __groups_v3(__run) },
+                                #krate::__rt::Isa::Baseline => __groups(__run),
                             }
                         }
                         #[cfg(not(target_arch = "x86_64"))]
-                        __group(__grp, __args)
+                        __groups(__run)
                     },
                     |__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>| {
                         #(#ref_param_decls)*
@@ -455,7 +463,7 @@ impl<'g> Gen<'g> {
             loads: &loads,
             stores: &stores,
         };
-        let Some((cond, x, at, low_holds)) = self.split(stmts) else {
+        let Some((cond, x, at, holds)) = self.split(stmts) else {
             if let Some(&at) = self.a.strips.get(&id)
                 && let Some(strips) = self.strips(stmts, at, refs, &parts)
             {
@@ -463,9 +471,50 @@ impl<'g> Gen<'g> {
             }
             return self.run_part(stmts, &parts, quote!(0), quote!(__ls0), Vec::new());
         };
+        let k = x.to_token_stream().to_string();
+        let low_holds = match holds {
+            Holds::Below(low_holds) => low_holds,
+            Holds::At(at_holds) => {
+                // `x == e` (or `!=`): the loop in three, below, at and above the work-item
+                // `e`, each with `cond` known and the bounds it gives to the local id.
+                let off = replace_cond(stmts, &cond, !at_holds);
+                let on = replace_cond(stmts, &cond, at_holds);
+                let low = self.run_part(
+                    &off,
+                    &parts,
+                    quote!(0),
+                    quote!(__split),
+                    vec![(k.clone(), Some(quote!(__split.checked_sub(1))), None)],
+                );
+                let mid = self.run_part(
+                    &on,
+                    &parts,
+                    quote!(__split),
+                    quote!(__next),
+                    vec![(
+                        k.clone(),
+                        Some(quote!(Some(__split))),
+                        Some(quote!(Some(__split))),
+                    )],
+                );
+                let high = self.run_part(
+                    &off,
+                    &parts,
+                    quote!(__next),
+                    quote!(__ls0),
+                    vec![(k, None, Some(quote!(Some(__next))))],
+                );
+                return quote!({
+                    let __split: usize = #at;
+                    let __next: usize = __ls0.min(__split.saturating_add(1));
+                    #low
+                    #mid
+                    #high
+                });
+            }
+        };
         // The loop over dimension 0 in two, at the work-item where `cond` changes: each part
         // with `cond` known, and the bound it gives to the local id.
-        let k = x.to_token_stream().to_string();
         let low = replace_cond(stmts, &cond, low_holds);
         let high = replace_cond(stmts, &cond, !low_holds);
         let low = self.run_part(
@@ -722,11 +771,11 @@ impl<'g> Gen<'g> {
 
     /// The first condition of an `if` in the region that compares the local id in dimension
     /// 0 with a value known before the loop: (the condition, the id's expression, where the
-    /// loop splits, whether the condition holds below the split).
-    fn split(&self, stmts: &[Stmt]) -> Option<(Expr, Expr, Tokens, bool)> {
+    /// loop splits, where the condition holds).
+    fn split(&self, stmts: &[Stmt]) -> Option<(Expr, Expr, Tokens, Holds)> {
         struct F<'a, 'g> {
             g: &'a Gen<'g>,
-            found: Option<(Expr, Expr, Tokens, bool)>,
+            found: Option<(Expr, Expr, Tokens, Holds)>,
         }
         impl<'v> Visit<'v> for F<'_, '_> {
             fn visit_expr_if(&mut self, i: &'v syn::ExprIf) {
@@ -747,7 +796,7 @@ impl<'g> Gen<'g> {
         f.found
     }
 
-    fn split_at(&self, cond: &Expr) -> Option<(Expr, Expr, Tokens, bool)> {
+    fn split_at(&self, cond: &Expr) -> Option<(Expr, Expr, Tokens, Holds)> {
         let Expr::Binary(c) = cond else { return None };
         // As `x OP e`, `x` the local id.
         let (x, e, op, flipped) = if self.is_local_id0(&c.left, 0) {
@@ -757,16 +806,23 @@ impl<'g> Gen<'g> {
         } else {
             return None;
         };
-        if !self.bounds(Vec::new()).is_simple_invariant(e) {
+        // An equality's value may be any expression of the group's (`local_size(0) - 1`): it
+        // is evaluated once before the loops, and the parts' bounds are given by `__split`.
+        let bounds = self.bounds(Vec::new());
+        let equality = matches!(op, BinOp::Eq(_) | BinOp::Ne(_));
+        if !(bounds.is_simple_invariant(e) || equality && bounds.is_invariant(e)) {
             return None;
         }
         let e = group_level(e, self.krate);
-        // `x < e` holds below `e`; `x <= e` below `e + 1`; `x >= e` and `x > e` above.
-        let (below, inclusive) = match (op, flipped) {
-            (BinOp::Lt(_), false) | (BinOp::Gt(_), true) => (true, false),
-            (BinOp::Le(_), false) | (BinOp::Ge(_), true) => (true, true),
-            (BinOp::Ge(_), false) | (BinOp::Le(_), true) => (false, false),
-            (BinOp::Gt(_), false) | (BinOp::Lt(_), true) => (false, true),
+        // `x < e` holds below `e`; `x <= e` below `e + 1`; `x >= e` and `x > e` above; `x ==
+        // e` at `e` only, `x != e` everywhere but.
+        let (holds, inclusive) = match (op, flipped) {
+            (BinOp::Lt(_), false) | (BinOp::Gt(_), true) => (Holds::Below(true), false),
+            (BinOp::Le(_), false) | (BinOp::Ge(_), true) => (Holds::Below(true), true),
+            (BinOp::Ge(_), false) | (BinOp::Le(_), true) => (Holds::Below(false), false),
+            (BinOp::Gt(_), false) | (BinOp::Lt(_), true) => (Holds::Below(false), true),
+            (BinOp::Eq(_), _) => (Holds::At(true), false),
+            (BinOp::Ne(_), _) => (Holds::At(false), false),
             _ => return None,
         };
         let at = if inclusive {
@@ -774,7 +830,7 @@ impl<'g> Gen<'g> {
         } else {
             quote!(__ls0.min(#e))
         };
-        Some((cond.clone(), x.clone(), at, below))
+        Some((cond.clone(), x.clone(), at, holds))
     }
 
     /// The range analysis of a region, knowing `facts`.
@@ -871,6 +927,15 @@ struct Parts<'p> {
     recompute: &'p Tokens,
     loads: &'p Tokens,
     stores: &'p Tokens,
+}
+
+/// Where a split condition on the local id holds: below the split point (`Below(true)`) or
+/// above it (`Below(false)`); at the split point alone (`At(true)`, `==`) or everywhere but
+/// (`At(false)`, `!=`).
+#[derive(Clone, Copy)]
+enum Holds {
+    Below(bool),
+    At(bool),
 }
 
 /// `stmts` with every occurrence of the condition `cond` replaced by `holds`.
