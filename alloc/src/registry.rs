@@ -476,18 +476,12 @@ impl PageCache {
     /// next refresh, within the bound.
     #[cold]
     fn refresh(&self, start: usize, segments: std::ops::RangeInclusive<usize>, now: u32) {
-        let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
-            return;
-        };
-        let ps = page_size();
         let pages = segments.start() * SEGMENT..((segments.end() + 1) * SEGMENT).min(self.pages);
-        let addrs: Vec<usize> = pages.clone().map(|p| start + p * ps).collect();
-        let Ok(nodes) = kernel_page_nodes(&addrs) else {
+        let Some(nodes) = resident_node_indices(start, pages.clone()) else {
             return;
         };
-        for (p, os) in pages.zip(nodes) {
+        for (p, index) in pages.zip(nodes) {
             // A page no longer resident (swapped out) keeps the node it had, if any.
-            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
             if let Some(index) = index {
                 self.set(p, index);
             }
@@ -529,30 +523,43 @@ impl PageCache {
 /// [`PageCache::refresh_stale`] relies on).
 #[cold]
 fn ask_kernel(start: usize, range: std::ops::RangeInclusive<usize>, pages: &PageCache) {
-    // On a synthetic topology the kernel's nodes are not the topology's: first-touch pages stay
-    // unknown, without asking the kernel on every lookup.
-    let Some(topo) = Topology::current().ok().filter(|t| !t.is_synthetic()) else {
+    let missing: Vec<usize> = range.filter(|&p| !pages.is_known(p)).collect();
+    let now = coarse_ms();
+    let Some(nodes) = resident_node_indices(start, missing.iter().copied()) else {
         return;
     };
-    let ps = page_size();
-    let missing: Vec<usize> = range.filter(|&p| !pages.is_known(p)).collect();
-    let addrs: Vec<usize> = missing.iter().map(|&p| start + p * ps).collect();
-    let now = coarse_ms();
-    if let Ok(nodes) = kernel_page_nodes(&addrs) {
-        for (&p, os) in missing.iter().zip(nodes) {
-            let index = os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os));
-            if let Some(index) = index
-                && pages.set(p, index)
-            {
-                let _ = pages.asked[p / SEGMENT].compare_exchange(
-                    0,
-                    now,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
+    for (&p, index) in missing.iter().zip(nodes) {
+        if let Some(index) = index
+            && pages.set(p, index)
+        {
+            let _ = pages.asked[p / SEGMENT].compare_exchange(
+                0,
+                now,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
     }
+}
+
+/// The topology index of the node of each page `pages` (indices from `start`), `None` for one
+/// not resident; `None` for all when the kernel cannot be asked: on a synthetic topology (whose
+/// nodes the kernel does not know: first-touch pages stay unknown, without asking the kernel on
+/// every lookup), or when `move_pages` fails.
+fn resident_node_indices(
+    start: usize,
+    pages: impl Iterator<Item = usize>,
+) -> Option<Vec<Option<usize>>> {
+    let topo = Topology::current().ok().filter(|t| !t.is_synthetic())?;
+    let ps = page_size();
+    let addrs: Vec<usize> = pages.map(|p| start + p * ps).collect();
+    let nodes = kernel_page_nodes(&addrs).ok()?;
+    Some(
+        nodes
+            .into_iter()
+            .map(|os| os.and_then(|os| topo.nodes().iter().position(|n| n.os_index == os)))
+            .collect(),
+    )
 }
 
 /// The OS node of each page (`None` when the page is not resident), from `move_pages(2)` with no

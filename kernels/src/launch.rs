@@ -412,21 +412,7 @@ impl Launch {
         let f = match &*self.kernel.inner.body {
             Body::Items(f) => f,
             Body::Groups(f) => return self.run_group_fn(f, groups),
-            Body::Compiled(f) => {
-                let scratch_offset = self.local_bytes.next_multiple_of(LOCAL_ALIGN);
-                return with_arena(self.arena_bytes, |arena| {
-                    f(&GroupRun {
-                        geometry: &self.geometry,
-                        groups,
-                        args: &self.args,
-                        modes: &self.modes,
-                        local: arena,
-                        local_offsets: &self.local_offsets,
-                        scratch_offset: scratch_offset.min(self.arena_bytes),
-                        arena_bytes: self.arena_bytes,
-                    })
-                });
-            }
+            Body::Compiled(f) => return self.with_group_run(groups, |run| f(run)),
         };
         let args = TaskArgs {
             args: &self.args,
@@ -441,9 +427,14 @@ impl Launch {
         f: &(dyn Fn(&WorkGroup<'_>, &GroupArgs<'_>) + Send + Sync),
         groups: Range<usize>,
     ) {
+        self.with_group_run(groups, |run| run.for_each(f))
+    }
+
+    /// Calls `run` with groups `groups` of this launch and this thread's arena.
+    fn with_group_run<R>(&self, groups: Range<usize>, run: impl FnOnce(&GroupRun<'_>) -> R) -> R {
         let scratch_offset = self.local_bytes.next_multiple_of(LOCAL_ALIGN);
         with_arena(self.arena_bytes, |arena| {
-            GroupRun {
+            run(&GroupRun {
                 geometry: &self.geometry,
                 groups,
                 args: &self.args,
@@ -452,8 +443,7 @@ impl Launch {
                 local_offsets: &self.local_offsets,
                 scratch_offset: scratch_offset.min(self.arena_bytes),
                 arena_bytes: self.arena_bytes,
-            }
-            .for_each(f)
+            })
         })
     }
 }

@@ -83,11 +83,7 @@ impl Bounds<'_> {
 
     /// Whether `e` is the same for every work-item of the group and its value can be taken
     /// once before the loops.
-    pub(crate) fn is_invariant(&self, e: &Expr) -> bool {
-        self.invariant(e)
-    }
-
-    fn invariant(&self, e: &Expr) -> bool {
+    pub(crate) fn invariant(&self, e: &Expr) -> bool {
         struct I<'a, 'b> {
             b: &'a Bounds<'b>,
             ok: bool,

@@ -810,7 +810,7 @@ impl<'g> Gen<'g> {
         // is evaluated once before the loops, and the parts' bounds are given by `__split`.
         let bounds = self.bounds(Vec::new());
         let equality = matches!(op, BinOp::Eq(_) | BinOp::Ne(_));
-        if !(bounds.is_simple_invariant(e) || equality && bounds.is_invariant(e)) {
+        if !(bounds.is_simple_invariant(e) || equality && bounds.invariant(e)) {
             return None;
         }
         let e = group_level(e, self.krate);
