@@ -15,6 +15,7 @@
 //! `kernels transpose n=N impl=I threads=T local=16 median_ms=.. gbps=.. reps=R`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 #[path = "../../examples/common/sigpipe.rs"]
@@ -143,6 +144,8 @@ struct Args {
     n: usize,
     transpose_n: usize,
     scheduler: SchedulerKind,
+    /// Tasks per worker of every launch (`None`: the executor's choice).
+    tasks_per_worker: Option<usize>,
 }
 
 const USAGE: &str = "\
@@ -155,6 +158,7 @@ usage: kernel_suite [--bench] [OPTIONS]
   --n N             reduce, scan and axpy's length, a multiple of 256 (default 2^24; smoke 2^12)
   --tr-n N          transpose's side, a multiple of 16 (default 4096; smoke 64)
   --scheduler S     NUMATASK_SCHEDULER name (default ws)
+  --tasks-per-worker N  tasks per worker of every launch, 0 for the executor's choice (default 0)
   --platform P      ignored (the OpenCL peers' option)
   --bench           measure (cargo bench passes it); without it, a quick smoke run
   -h, --help        print this text
@@ -179,6 +183,7 @@ fn parse_args() -> Result<Args, String> {
         n: if smoke { 1 << 12 } else { 1 << 24 },
         transpose_n: if smoke { 64 } else { 4096 },
         scheduler: SchedulerKind::WorkStealing,
+        tasks_per_worker: None,
     };
     let mut p = Parser::new(USAGE);
     while let Some(flag) = p.next()? {
@@ -207,6 +212,9 @@ fn parse_args() -> Result<Args, String> {
                     .value()?
                     .parse()
                     .map_err(|e| format!("--scheduler: {e}"))?
+            }
+            "--tasks-per-worker" => {
+                a.tasks_per_worker = Some(p.whole(0, 1 << 16)?).filter(|&t| t > 0)
             }
             "--platform" => {
                 p.value()?;
@@ -261,8 +269,16 @@ fn read(q: &Queue, b: &Buffer<f32>) -> Vec<f32> {
         .unwrap_or_else(|e| fail("kernel_suite", e))
 }
 
+/// Tasks per launch (`--tasks-per-worker` times the threads of the row), 0 for the executor's
+/// choice.
+static TASKS: AtomicUsize = AtomicUsize::new(0);
+
 fn run(q: &Queue, k: &Kernel, range: NdRange, args: Vec<numatask::kernels::Arg>) {
     let mut l = q.launch(k, range);
+    let tasks = TASKS.load(Ordering::Relaxed);
+    if tasks > 0 {
+        l = l.tasks(tasks);
+    }
     for a in args {
         l = l.arg(a);
     }
@@ -297,7 +313,16 @@ fn main() {
         SchedulerKind::WorkStealing => "numatask".to_owned(),
         other => format!("numatask[{other}]"),
     };
+    let name = match args.tasks_per_worker {
+        Some(t) => format!("{name}-{t}-tasks-per-worker"),
+        None => name,
+    };
     for &threads in &args.threads {
+        TASKS.store(
+            args.tasks_per_worker
+                .map_or(0, |t| t.saturating_mul(threads)),
+            Ordering::Relaxed,
+        );
         let rt = runtime::build(
             "kernel_suite",
             runtime::runtime_builder("kernel_suite", threads, args.scheduler, true),
