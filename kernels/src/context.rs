@@ -4,11 +4,11 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use numatask_alloc::{Distribution, Place};
 use numatask_sched::depend::DepTracker;
-use numatask_sched::{Places, Runtime};
+use numatask_sched::{Places, Runtime, WaitPolicy};
 
 use crate::buffer::{Buffer, Element};
 use crate::command::Command;
@@ -62,6 +62,8 @@ pub(crate) struct ContextInner {
     /// bytes that stand for queues and events (see [`virtual_address`]).
     pub(crate) tracker: DepTracker<Command>,
     pub(crate) epoch: Instant,
+    /// How long a thread waiting for one of its events stays awake (the runtime's wait policy).
+    pub(crate) wait_spin: Duration,
     /// Where new buffers go unless told otherwise.
     pub(crate) place: Place,
     /// The runtimes of the sub-devices, one per NUMA node, made on first use.
@@ -120,6 +122,11 @@ impl Context {
 
     fn make(runtime: RuntimeRef, limits: Limits) -> Result<Context, Error> {
         let place = Place::Distributed(Distribution::from_env()?);
+        let policy = match &runtime {
+            RuntimeRef::Global(rt) => rt.settings().wait_policy,
+            RuntimeRef::Shared(rt) => rt.settings().wait_policy,
+        };
+        let wait_spin = wait_spin(policy);
         Ok(Context {
             inner: Arc::new(ContextInner {
                 id: NEXT_CONTEXT.fetch_add(1, Ordering::Relaxed),
@@ -127,6 +134,7 @@ impl Context {
                 limits,
                 tracker: DepTracker::new(),
                 epoch: Instant::now(),
+                wait_spin,
                 place,
                 sub_devices: OnceLock::new(),
             }),
@@ -278,6 +286,21 @@ impl fmt::Debug for SubDevice {
             .field("node", &self.node)
             .field("workers", &self.runtime.num_workers())
             .finish()
+    }
+}
+
+/// How long a thread waiting for an event stays awake before it sleeps, under the runtime's
+/// `OMP_WAIT_POLICY`: `passive`, not at all (a brief spin only); `active`, until the command
+/// ends; `balanced` (the default), 2 ms, about as long as a kernel on cached data runs on a
+/// many-core machine. Waking a sleeping thread takes tens of microseconds (up to a hundred in
+/// a virtual machine), which was 10 - 25% of such a launch from the host's view when the
+/// waiter slept after 50 µs; awake, the waiter yields its core between looks, so a worker
+/// sharing the core loses little.
+fn wait_spin(policy: WaitPolicy) -> Duration {
+    match policy {
+        WaitPolicy::Passive => Duration::ZERO,
+        WaitPolicy::Balanced => Duration::from_millis(2),
+        WaitPolicy::Active => Duration::MAX,
     }
 }
 

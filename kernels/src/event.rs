@@ -92,6 +92,8 @@ pub struct EventState {
     /// `"kernel 'saxpy'"`, `"read"`, ... (for failures and `Debug`).
     pub(crate) command: String,
     epoch: Instant,
+    /// How long a waiter stays awake before it sleeps (its context's choice).
+    spin: Duration,
     inner: Mutex<Inner>,
     done: Condvar,
     /// Nanoseconds since `epoch`, plus 1 (0: not yet): queued, submitted, started, ended.
@@ -106,26 +108,27 @@ struct Inner {
     wakers: Vec<Waker>,
 }
 
-/// How long a waiter stays awake before it sleeps: about as long as a kernel on cached data
-/// runs on a many-core machine. Waking a sleeping thread takes tens of microseconds (up to a
-/// hundred in a virtual machine), which was 10 - 25% of such a launch from the host's view
-/// when the waiter slept after 50 µs; awake, the waiter yields its core between looks, so a
-/// worker sharing the core loses little.
-const SPIN: Duration = Duration::from_millis(2);
-
 const QUEUED: usize = 0;
 const SUBMITTED: usize = 1;
 const STARTED: usize = 2;
 const ENDED: usize = 3;
 
 impl EventState {
-    /// A queued event of `command`, stamped now; `epoch` is its context's creation.
-    pub fn new(context: u64, epoch: Instant, address: usize, command: String) -> Arc<Self> {
+    /// A queued event of `command`, stamped now; `epoch` is its context's creation, `spin`
+    /// how long its waiters stay awake before they sleep.
+    pub fn new(
+        context: u64,
+        epoch: Instant,
+        spin: Duration,
+        address: usize,
+        command: String,
+    ) -> Arc<Self> {
         let state = Arc::new(EventState {
             context,
             address,
             command,
             epoch,
+            spin,
             inner: Mutex::new(Inner {
                 status: EventStatus::Queued,
                 wakers: Vec::new(),
@@ -230,9 +233,9 @@ impl EventState {
     /// Blocks until the command ended; its outcome.
     pub fn wait(&self) -> Result<(), Failure> {
         // A short command ends within a millisecond or two: wait that long awake before
-        // sleeping (see `SPIN`; `spin_until` yields the core after a brief spin, so that a
-        // worker sharing it runs the command meanwhile).
-        spin_until(SPIN, || self.ended.load(Ordering::Acquire));
+        // sleeping (its context's choice, `wait_spin`; `spin_until` yields the core after a brief spin, so that
+        // a worker sharing it runs the command meanwhile).
+        spin_until(self.spin, || self.ended.load(Ordering::Acquire));
         let mut inner = self.lock();
         loop {
             match &inner.status {

@@ -257,7 +257,7 @@ impl Queue {
     /// A new event for a command called `name`.
     fn event(&self, name: String) -> Arc<EventState> {
         let c = self.context();
-        EventState::new(c.id, c.epoch, virtual_address(), name)
+        EventState::new(c.id, c.epoch, c.wait_spin, virtual_address(), name)
     }
 
     fn check_events(&self, wait: &[Event]) -> Result<(), Error> {

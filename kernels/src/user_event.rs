@@ -23,7 +23,13 @@ pub struct UserEvent {
 impl UserEvent {
     pub(crate) fn new(context: &Context) -> UserEvent {
         let c = &context.inner;
-        let state = EventState::new(c.id, c.epoch, virtual_address(), "user event".to_owned());
+        let state = EventState::new(
+            c.id,
+            c.epoch,
+            c.wait_spin,
+            virtual_address(),
+            "user event".to_owned(),
+        );
         let slot = Arc::new(Mutex::new(None));
         let command = Command::new(
             Arc::clone(&state),

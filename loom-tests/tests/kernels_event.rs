@@ -22,7 +22,13 @@ use numatask_kernels::{EventStatus, Failure, FailureKind};
 use numatask_loom_tests::model;
 
 fn event() -> Arc<EventState> {
-    EventState::new(0, Instant::now(), 0, "kernel 'k'".to_owned())
+    EventState::new(
+        0,
+        Instant::now(),
+        Duration::ZERO,
+        0,
+        "kernel 'k'".to_owned(),
+    )
 }
 
 fn panicked() -> Failure {
