@@ -13,7 +13,8 @@
 //!
 //! A launch ([`Queue::launch`]) checks its [`NdRange`] and arguments when it is enqueued (an
 //! [`Error`] then, and nothing is queued), and becomes tasks of consecutive work-groups,
-//! [`TASKS_PER_WORKER`] per worker by default. Each task's footprint is the part of each
+//! up to [`TASKS_PER_WORKER`] per worker by default (fewer where that would leave fewer than
+//! 16 groups to a task). Each task's footprint is the part of each
 //! buffer argument its groups touch (a block partition of each buffer over the groups, unless
 //! the kernel gives its own, [`Kernel::with_footprint`]), its largest written part marked as
 //! the one that decides: under the locality-aware scheduler (`NUMATASK_SCHEDULER=locality`)

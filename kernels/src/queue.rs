@@ -666,8 +666,9 @@ impl LaunchBuilder<'_> {
         self
     }
 
-    /// Divides the groups into `n` tasks (default: [`TASKS_PER_WORKER`](crate::TASKS_PER_WORKER)
-    /// per worker, at most one per group).
+    /// Divides the groups into `n` tasks, at most one per group (default: up to
+    /// [`TASKS_PER_WORKER`](crate::TASKS_PER_WORKER) per worker, fewer where that would leave
+    /// fewer than 16 groups to a task, down to four per worker).
     pub fn tasks(mut self, n: usize) -> Self {
         self.tasks = Some(n);
         self
