@@ -10,6 +10,7 @@
 #   device-bundle/run.sh alloc      # the allocator against glibc, mimalloc and libnuma
 #   device-bundle/run.sh graphs     # long-task graphs (SparseLU, Cholesky, QR): traces, the peers' busy share, six rounds
 #   device-bundle/run.sh kernels    # OpenCL peers of the kernel executor (pocl, Intel's CPU runtime): launch overhead, saxpy, the barrier suite
+#   device-bundle/run.sh suite-turns  # the #[kernel] suite and Intel's runtime taking turns per thread count
 # Each part runs in well under ten minutes on 32 cores. THREADS overrides the worker count (default: every CPU).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
@@ -239,8 +240,31 @@ alloc)
     ./alloc_bench --bench --warm-up-time 1 --measurement-time 2 alloc_touch_free 2>&1 |
         grep -E '^alloc_touch_free|time:'
     ;;
+suite-turns)
+    # The #[kernel] suite against Intel's CPU runtime alone, the two taking turns at each
+    # thread count (16 down to 1), ROUNDS times (default 2): on a host whose speed drifts
+    # within minutes, rows of one turn compare better than the kernels part's, which runs each
+    # runtime at every count in one block. About a minute a round on 16 cores.
+    if [[ ! -x ./ocl_bench || ! -x ./kernel_suite || ! -f intel-opencl.tar.xz ]]; then
+        echo "suite-turns needs ocl_bench, kernel_suite and intel-opencl.tar.xz in the bundle" >&2
+        exit 2
+    fi
+    if [[ ! -e intel-opencl/libintelocl.so ]]; then
+        mkdir -p intel-opencl && xz -dc intel-opencl.tar.xz | tar xf - -C intel-opencl
+    fi
+    mkdir -p opencl-vendors
+    echo "$PWD/intel-opencl/libintelocl.so" >opencl-vendors/intel-cpu.icd
+    for r in $(seq "${ROUNDS:-2}"); do
+        for t in $(printf '%s\n' 16 8 4 2 1 | awk -v t="$T" '$1 <= t'); do
+            section "round $r, $t threads"
+            OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t" \
+                ./ocl_bench --platform intel-cpu --threads "$t" --only suite 2>/dev/null | grep '^kernels'
+            ./kernel_suite --bench --threads "$t" | grep '^kernels'
+        done
+    done
+    ;;
 *)
-    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|graphs|kernels|alloc" >&2
+    echo "usage: run.sh peers|overhead|loops|scaling|coarse|diagnose|graphs|kernels|suite-turns|alloc" >&2
     exit 2
     ;;
 esac
