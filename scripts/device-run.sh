@@ -18,6 +18,15 @@ export LD_LIBRARY_PATH=$PWD/lib
 T=${THREADS:-$(nproc)}
 part=${1:-peers}
 section() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
+# Intel's CPU runtime from the bundle's intel-opencl.tar.xz (unpacked once into intel-opencl/),
+# named by an .icd file in opencl-vendors/ for OCL_ICD_VENDORS.
+intel_icd() {
+    if [[ -f intel-opencl.tar.xz && ! -e intel-opencl/libintelocl.so ]]; then
+        mkdir -p intel-opencl && xz -dc intel-opencl.tar.xz | tar xf - -C intel-opencl
+    fi
+    mkdir -p opencl-vendors
+    echo "$PWD/intel-opencl/libintelocl.so" >opencl-vendors/intel-cpu.icd
+}
 section "machine"
 lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|NUMA node\(s\)|L3 cache)' || true
 case $part in
@@ -199,11 +208,7 @@ kernels)
         echo "no ocl_bench in this bundle (it was built without the OpenCL headers)" >&2
         exit 2
     fi
-    if [[ -f intel-opencl.tar.xz && ! -e intel-opencl/libintelocl.so ]]; then
-        mkdir -p intel-opencl && xz -dc intel-opencl.tar.xz | tar xf - -C intel-opencl
-    fi
-    mkdir -p opencl-vendors
-    echo "$PWD/intel-opencl/libintelocl.so" >opencl-vendors/intel-cpu.icd
+    intel_icd
     for peer in pocl intel-cpu; do
         if [[ $peer == intel-cpu && ! -e intel-opencl/libintelocl.so ]]; then
             echo "intel-cpu: not available: no intel-opencl.tar.xz in the bundle (BUNDLE_INTEL_OPENCL=1)"
@@ -249,11 +254,7 @@ suite-turns)
         echo "suite-turns needs ocl_bench, kernel_suite and intel-opencl.tar.xz in the bundle" >&2
         exit 2
     fi
-    if [[ ! -e intel-opencl/libintelocl.so ]]; then
-        mkdir -p intel-opencl && xz -dc intel-opencl.tar.xz | tar xf - -C intel-opencl
-    fi
-    mkdir -p opencl-vendors
-    echo "$PWD/intel-opencl/libintelocl.so" >opencl-vendors/intel-cpu.icd
+    intel_icd
     for r in $(seq "${ROUNDS:-2}"); do
         for t in $(printf '%s\n' 16 8 4 2 1 | awk -v t="$T" '$1 <= t'); do
             section "round $r, $t threads"

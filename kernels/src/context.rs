@@ -122,11 +122,7 @@ impl Context {
 
     fn make(runtime: RuntimeRef, limits: Limits) -> Result<Context, Error> {
         let place = Place::Distributed(Distribution::from_env()?);
-        let policy = match &runtime {
-            RuntimeRef::Global(rt) => rt.settings().wait_policy,
-            RuntimeRef::Shared(rt) => rt.settings().wait_policy,
-        };
-        let wait_spin = wait_spin(policy);
+        let wait_spin = wait_spin(runtime.get().settings().wait_policy);
         Ok(Context {
             inner: Arc::new(ContextInner {
                 id: NEXT_CONTEXT.fetch_add(1, Ordering::Relaxed),
@@ -304,12 +300,18 @@ fn wait_spin(policy: WaitPolicy) -> Duration {
     }
 }
 
-impl ContextInner {
-    pub(crate) fn runtime(&self) -> &Runtime {
-        match &self.runtime {
+impl RuntimeRef {
+    fn get(&self) -> &Runtime {
+        match self {
             RuntimeRef::Global(rt) => rt,
             RuntimeRef::Shared(rt) => rt,
         }
+    }
+}
+
+impl ContextInner {
+    pub(crate) fn runtime(&self) -> &Runtime {
+        self.runtime.get()
     }
 }
 

@@ -472,20 +472,34 @@ impl<'g> Gen<'g> {
             return self.run_part(stmts, &parts, quote!(0), quote!(__ls0), Vec::new());
         };
         let k = x.to_token_stream().to_string();
+        // The work-items below `__split`, and those from `from` to the end, each part with
+        // `cond` known, and the bound that gives to the local id.
+        let below = |stmts: &[Stmt]| {
+            self.run_part(
+                stmts,
+                &parts,
+                quote!(0),
+                quote!(__split),
+                vec![(k.clone(), Some(quote!(__split.checked_sub(1))), None)],
+            )
+        };
+        let above = |stmts: &[Stmt], from: Tokens| {
+            self.run_part(
+                stmts,
+                &parts,
+                from.clone(),
+                quote!(__ls0),
+                vec![(k.clone(), None, Some(quote!(Some(#from))))],
+            )
+        };
         let low_holds = match holds {
             Holds::Below(low_holds) => low_holds,
             Holds::At(at_holds) => {
                 // `x == e` (or `!=`): the loop in three, below, at and above the work-item
-                // `e`, each with `cond` known and the bounds it gives to the local id.
+                // `e`.
                 let off = replace_cond(stmts, &cond, !at_holds);
                 let on = replace_cond(stmts, &cond, at_holds);
-                let low = self.run_part(
-                    &off,
-                    &parts,
-                    quote!(0),
-                    quote!(__split),
-                    vec![(k.clone(), Some(quote!(__split.checked_sub(1))), None)],
-                );
+                let low = below(&off);
                 let mid = self.run_part(
                     &on,
                     &parts,
@@ -497,13 +511,7 @@ impl<'g> Gen<'g> {
                         Some(quote!(Some(__split))),
                     )],
                 );
-                let high = self.run_part(
-                    &off,
-                    &parts,
-                    quote!(__next),
-                    quote!(__ls0),
-                    vec![(k, None, Some(quote!(Some(__next))))],
-                );
+                let high = above(&off, quote!(__next));
                 return quote!({
                     let __split: usize = #at;
                     let __next: usize = __ls0.min(__split.saturating_add(1));
@@ -513,24 +521,9 @@ impl<'g> Gen<'g> {
                 });
             }
         };
-        // The loop over dimension 0 in two, at the work-item where `cond` changes: each part
-        // with `cond` known, and the bound it gives to the local id.
-        let low = replace_cond(stmts, &cond, low_holds);
-        let high = replace_cond(stmts, &cond, !low_holds);
-        let low = self.run_part(
-            &low,
-            &parts,
-            quote!(0),
-            quote!(__split),
-            vec![(k.clone(), Some(quote!(__split.checked_sub(1))), None)],
-        );
-        let high = self.run_part(
-            &high,
-            &parts,
-            quote!(__split),
-            quote!(__ls0),
-            vec![(k, None, Some(quote!(Some(__split))))],
-        );
+        // The loop over dimension 0 in two, at the work-item where `cond` changes.
+        let low = below(&replace_cond(stmts, &cond, low_holds));
+        let high = above(&replace_cond(stmts, &cond, !low_holds), quote!(__split));
         quote!({
             let __split: usize = #at;
             #low
