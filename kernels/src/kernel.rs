@@ -299,6 +299,14 @@ pub struct GroupRun<'a> {
 }
 
 impl GroupRun<'_> {
+    /// Whether every group of the run has one work-item in dimensions 1 and 2 (a launch of
+    /// one dimension, or local sizes of 1 there): the `#[kernel]` code then runs a copy of the
+    /// group function whose work-item loops are one loop.
+    #[inline(always)]
+    pub fn flat(&self) -> bool {
+        self.geometry.local[1] == 1 && self.geometry.local[2] == 1
+    }
+
     /// Calls `f` for each group of the run, in order.
     #[inline(always)]
     pub fn for_each(&self, mut f: impl FnMut(&WorkGroup<'_>, &GroupArgs<'_>)) {

@@ -217,13 +217,13 @@ pub(crate) fn emit(
                     EXPANDED,
                     |__run: &#krate::__rt::GroupRun<'_>| {
                         #[inline(always)]
-                        fn __group(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
+                        fn __group<const __FLAT: bool>(__grp: &#krate::__rt::WorkGroup<'_>, __args: &#krate::__rt::GroupArgs<'_>) {
                             #[allow(unused_imports)]
                             use #krate::__rt::bound::{IsIndex as _, NotIndex as _};
                             #(#param_decls)*
                             let __ls0 = __grp.local_size(0);
-                            let __ls1 = __grp.local_size(1);
-                            let __ls2 = __grp.local_size(2);
+                            let __ls1 = if __FLAT { 1 } else { __grp.local_size(1) };
+                            let __ls2 = if __FLAT { 1 } else { __grp.local_size(2) };
                             let __items = __ls0 * __ls1 * __ls2;
                             let [__gb0, __gb1, __gb2] = __grp.global_id([0, 0, 0]);
                             let __glb = __grp.global_linear_id([0, 0, 0]);
@@ -238,10 +238,17 @@ pub(crate) fn emit(
                         // `numatask_kernels::Isa`), chosen once per task.
                         #[inline(always)]
                         fn __groups(__run: &#krate::__rt::GroupRun<'_>) {
-                            __run.for_each(
-                                #[inline(always)]
-                                |__grp, __args| __group(__grp, __args),
-                            )
+                            if __run.flat() {
+                                __run.for_each(
+                                    #[inline(always)]
+                                    |__grp, __args| __group::<true>(__grp, __args),
+                                )
+                            } else {
+                                __run.for_each(
+                                    #[inline(always)]
+                                    |__grp, __args| __group::<false>(__grp, __args),
+                                )
+                            }
                         }
                         #[cfg(target_arch = "x86_64")]
                         {
