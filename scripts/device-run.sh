@@ -246,10 +246,11 @@ alloc)
         grep -E '^alloc_touch_free|time:'
     ;;
 suite-turns)
-    # The #[kernel] suite against Intel's CPU runtime alone, the two taking turns at each
-    # thread count (16 down to 1), ROUNDS times (default 2): on a host whose speed drifts
-    # within minutes, rows of one turn compare better than the kernels part's, which runs each
-    # runtime at every count in one block. About a minute a round on 16 cores.
+    # The #[kernel] suite against Intel's CPU runtime (and pocl with PEERS="intel-cpu pocl"),
+    # taking turns at each thread count (16 down to 1), ROUNDS times (default 2): on a host
+    # whose speed drifts within minutes, rows of one turn compare better than the kernels
+    # part's, which runs each runtime at every count in one block. About a minute a round on
+    # 16 cores for Intel's and numatask's; pocl's matmul adds about ten seconds a thread count.
     if [[ ! -x ./ocl_bench || ! -x ./kernel_suite || ! -f intel-opencl.tar.xz ]]; then
         echo "suite-turns needs ocl_bench, kernel_suite and intel-opencl.tar.xz in the bundle" >&2
         exit 2
@@ -258,8 +259,18 @@ suite-turns)
     for r in $(seq "${ROUNDS:-2}"); do
         for t in $(printf '%s\n' 16 8 4 2 1 | awk -v t="$T" '$1 <= t'); do
             section "round $r, $t threads"
-            OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t" \
-                ./ocl_bench --platform intel-cpu --threads "$t" --only suite 2>/dev/null | grep '^kernels'
+            for peer in ${PEERS:-intel-cpu}; do
+                case $peer in
+                intel-cpu)
+                    OCL_ICD_VENDORS="$PWD/opencl-vendors" CL_CONFIG_CPU_TBB_NUM_WORKERS="$t" \
+                        ./ocl_bench --platform intel-cpu --threads "$t" --only suite 2>/dev/null | grep '^kernels' || echo "intel-cpu: no result at $t threads"
+                    ;;
+                pocl)
+                    POCL_MAX_PTHREAD_COUNT="$t" POCL_CPU_MAX_CU_COUNT="$t" \
+                        ./ocl_bench --platform pocl --threads "$t" --only suite 2>/dev/null | grep '^kernels' || echo "pocl: no result at $t threads"
+                    ;;
+                esac
+            done
             ./kernel_suite --bench --threads "$t" | grep '^kernels'
         done
     done
