@@ -18,6 +18,7 @@
 //! With the `bench-mimalloc` feature every bench program allocates with mimalloc instead of
 //! the system's (glibc) malloc; rows then carry [`ALLOCATOR`] in their names.
 
+pub mod apps;
 pub mod args;
 pub mod ffi;
 pub mod filter;

@@ -97,6 +97,26 @@ fn indices_the_analysis_cannot_bound_stay_checked() {
     both_fail_out_of_bounds(&user_min, NdRange::new([64]).local([64]));
 }
 
+/// A loop run once per group (breadth-first: each iteration for every work-item) whose counter
+/// indexes `x`: the check made before each iteration's work-item loop uses the counter's value
+/// then, and the last iteration, past `x`'s end, runs checked.
+#[kernel]
+fn counter_past_the_end(x: &[u32], y: &mut [u32]) {
+    for k in 0..5 {
+        y[k * 12 + local_id(0)] = x[k];
+    }
+}
+
+#[test]
+fn a_loop_counter_in_an_index_is_checked_at_each_iteration() {
+    assert_eq!(
+        counter_past_the_end::INFO.breadth_first,
+        ["k"],
+        "the loop runs breadth-first, its counter known before each iteration's work-item loop"
+    );
+    both_fail_out_of_bounds(&counter_past_the_end, NdRange::new([12]).local([12]));
+}
+
 /// A division in an index on a path not taken is not evaluated before the loops.
 #[kernel]
 fn guarded_division(x: &[u32], y: &mut [u32], d: u32) {

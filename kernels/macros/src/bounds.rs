@@ -34,6 +34,9 @@ pub(crate) struct Bounds<'b> {
     /// Variables and parameters whose values are the same for the whole region and known
     /// before its loops (uniform variables, scalar parameters).
     pub(crate) invariant: &'b HashSet<String>,
+    /// Counters of the loops run once per group around the region (`for k in 0..n` with a
+    /// uniform range, not `mut`): known before the region's loops, inside the loop.
+    pub(crate) counters: Vec<String>,
     /// Arrays whose elements change while the region runs (local memory, written buffers):
     /// an expression reading them is not known before the loops.
     pub(crate) changing: &'b HashSet<String>,
@@ -77,6 +80,10 @@ impl Bounds<'_> {
 
     /// Whether `e` can be evaluated before the region's loops, with the value it has in them.
     /// Whether `e` is known before the loops and evaluating it there cannot panic.
+    fn known(&self, name: &str) -> bool {
+        self.invariant.contains(name) || self.counters.iter().any(|c| c == name)
+    }
+
     pub(crate) fn is_simple_invariant(&self, e: &Expr) -> bool {
         self.invariant(e) && simple(e)
     }
@@ -92,7 +99,7 @@ impl Bounds<'_> {
             fn visit_expr(&mut self, e: &'v Expr) {
                 match e {
                     Expr::Path(p) => match p.path.get_ident() {
-                        Some(id) if self.b.invariant.contains(&id.to_string()) => {}
+                        Some(id) if self.b.known(&id.to_string()) => {}
                         _ => self.ok = false,
                     },
                     Expr::Call(c) => match call_name(c).as_deref() {
@@ -120,7 +127,7 @@ impl Bounds<'_> {
                         Expr::Path(p)
                             if p.path.get_ident().is_some_and(|id| {
                                 !self.b.changing.contains(&id.to_string())
-                                    && self.b.invariant.contains(&id.to_string())
+                                    && self.b.known(&id.to_string())
                             }) =>
                         {
                             self.visit_expr(&i.index)
@@ -197,7 +204,7 @@ impl Bounds<'_> {
             }
             Expr::Path(p) => {
                 let id = p.path.get_ident()?;
-                if self.invariant.contains(&id.to_string()) {
+                if self.known(&id.to_string()) {
                     return Some(quote!((&#b::Probe(&#id)).index()));
                 }
                 let init = self.let_init(e)?;
@@ -272,7 +279,7 @@ impl Bounds<'_> {
                 let Some(id) = p.path.get_ident() else {
                     return zero;
                 };
-                if self.invariant.contains(&id.to_string()) {
+                if self.known(&id.to_string()) {
                     return quote!((&#b::Probe(&#id)).index().or(Some(0usize)));
                 }
                 match self.let_init(e) {

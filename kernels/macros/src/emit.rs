@@ -160,6 +160,7 @@ pub(crate) fn emit(
         changing: &changing,
         krate,
         strips: Vec::new(),
+        counters: Vec::new(),
     };
     let group_code = g.nodes(&a.nodes);
     let strips = &g.strips;
@@ -311,6 +312,8 @@ struct Gen<'g> {
     krate: &'g Tokens,
     /// The counters of the loops run in strips, as written.
     strips: Vec<String>,
+    /// The counters of the loops run once per group around what is being generated.
+    counters: Vec<String>,
 }
 
 impl<'g> Gen<'g> {
@@ -344,7 +347,21 @@ impl<'g> Gen<'g> {
                 body,
             } => {
                 let iter = self.group_expr(iter);
+                // The counter is the same for every work-item and known before the loops of
+                // the regions inside: their indices may use it in checks made once.
+                let counter = match pat {
+                    syn::Pat::Ident(p)
+                        if p.mutability.is_none() && p.subpat.is_none() && p.by_ref.is_none() =>
+                    {
+                        Some(p.ident.to_string())
+                    }
+                    _ => None,
+                };
+                let pushed = counter.map(|c| self.counters.push(c)).is_some();
                 let body = self.nodes(body);
+                if pushed {
+                    self.counters.pop();
+                }
                 quote!(#label for #pat in (#iter) { #body })
             }
             Node::While { label, cond, body } => {
@@ -838,6 +855,7 @@ impl<'g> Gen<'g> {
         Bounds {
             body: self.body,
             invariant: self.invariant,
+            counters: self.counters.clone(),
             changing: self.changing,
             krate: self.krate,
             facts,
