@@ -53,9 +53,29 @@ pub struct KernelInfo {
     /// the loop updates held in arrays of one element per work-item of the strip; chosen
     /// over breadth-first where the loop updates such variables.
     pub strips: &'static [&'static str],
+    /// The loops inside regions whose order the strides of their accesses decided (the
+    /// seed paper's classes), and the order each runs in.
+    pub loops: &'static [LoopInfo],
     /// Bytes of the local arrays the kernel declares (`local_array`), not counting local
     /// arguments.
     pub local_bytes: usize,
+}
+
+/// A loop inside a region whose order (each work-item running it to the end, or each
+/// iteration for every work-item) the strides of its array accesses decided: each access
+/// votes for the order whose innermost loop walks it with the smaller stride, a tie staying
+/// depth-first, and each variable the loop updates votes twice for depth-first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopInfo {
+    /// Its counter, as written.
+    pub counter: &'static str,
+    /// Each access to a buffer or local array in it, as written, with its stride along the
+    /// work-items of dimension 0 (`W0` the same element for every work-item, `W1`
+    /// consecutive elements, `WX` any other) and along the loop (`L0`, `L1`, `LX`).
+    pub accesses: &'static [(&'static str, &'static str, &'static str)],
+    /// `"breadth-first"`, `"strips"` (breadth-first over strips of 16 work-items) or
+    /// `"depth-first"`.
+    pub order: &'static str,
 }
 
 /// A variable kept per work-item.
@@ -97,6 +117,12 @@ impl fmt::Display for KernelInfo {
         }
         if !self.strips.is_empty() {
             write!(f, "; loops in strips: {}", self.strips.join(", "))?;
+        }
+        for l in self.loops {
+            write!(f, "; loop {} ({}):", l.counter, l.order)?;
+            for (access, w, lc) in l.accesses {
+                write!(f, " {access} {w} {lc}")?;
+            }
         }
         if self.local_bytes > 0 {
             write!(f, "; local arrays: {} bytes", self.local_bytes)?;

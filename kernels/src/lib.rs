@@ -227,7 +227,7 @@ mod user_event;
 #[cfg(not(loom))]
 pub use buffer::{Buffer, Element};
 #[cfg(not(loom))]
-pub use compiled::{Expanded, KernelInfo, Scatter};
+pub use compiled::{Expanded, KernelInfo, LoopInfo, Scatter};
 #[cfg(not(loom))]
 pub use context::{Context, Limits, MAX_LOCAL_MEM, SubDevice};
 pub use error::{Error, Failure, FailureKind};

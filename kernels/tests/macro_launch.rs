@@ -294,6 +294,24 @@ fn loops_whose_accesses_walk_work_items_run_breadth_first_and_agree() {
     }
     assert_eq!(scale_rows::INFO.breadth_first, ["k", "k"]);
     assert!(scale_rows_depth_first::INFO.breadth_first.is_empty());
+    // Each loop's accesses with their strides along the work-items and along the loop.
+    let first = numatask_kernels::LoopInfo {
+        counter: "k",
+        accesses: &[
+            ("tile[k * 16 + lx]", "W1", "LX"),
+            ("input[base + k * 16 + lx]", "W1", "LX"),
+            ("w[k]", "W0", "L1"),
+        ],
+        order: "breadth-first",
+    };
+    assert_eq!(scale_rows::INFO.loops.first(), Some(&first));
+    assert_eq!(scale_rows::INFO.loops.len(), 2);
+    assert!(
+        scale_rows::INFO
+            .to_string()
+            .contains("loop k (breadth-first): tile[k * 16 + lx] W1 LX")
+    );
+    assert!(scale_rows_depth_first::INFO.loops.is_empty());
     // Breadth-first, each loop holds a region (and `let lx` before the first is one of its
     // own, which the compiler removes); depth-first, each loop is inside one.
     assert_eq!(scale_rows::INFO.regions, 3);

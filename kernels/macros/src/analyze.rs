@@ -88,6 +88,19 @@ pub(crate) struct Analysis {
     /// Each run's id → the index of the statement of the run that is a loop to run in strips
     /// of work-items (see `strip_loop`), where it has one.
     pub(crate) strips: HashMap<usize, usize>,
+    /// The loops inside regions whose order the accesses' strides decide (see `loop_votes`),
+    /// in the order they were met.
+    pub(crate) loops: Vec<LoopReport>,
+}
+
+/// A loop's accesses and their strides, for the kernel's report.
+#[derive(Clone, Debug)]
+pub(crate) struct LoopReport {
+    /// The counter, as written.
+    pub(crate) counter: String,
+    /// Each access (`array[index]`, as written) with its stride along the work-items of
+    /// dimension 0 and along the loop: 0 the same element, 1 consecutive ones, 2 any other.
+    pub(crate) accesses: Vec<(String, u8, u8)>,
 }
 
 pub(crate) fn analyze(body: &Body, params: &[Param], breadth_first: bool) -> syn::Result<Analysis> {
@@ -115,6 +128,7 @@ fn analyze_with(body: &Body, params: &[Param], breadth_first: bool) -> syn::Resu
         breadth_first,
         bfo_loops: Vec::new(),
         strips: HashMap::new(),
+        loops: std::cell::RefCell::new(Vec::new()),
     };
     // Uniformity: a fixpoint, as marking one variable varying can make another vary.
     loop {
@@ -197,6 +211,7 @@ fn analyze_with(body: &Body, params: &[Param], breadth_first: bool) -> syn::Resu
         refs_of_run: a.refs_of_run,
         breadth_first: a.bfo_loops,
         strips: a.strips,
+        loops: a.loops.into_inner().into_iter().map(|(_, r)| r).collect(),
     })
 }
 
@@ -210,6 +225,8 @@ struct Analyzer<'b> {
     breadth_first: bool,
     bfo_loops: Vec<String>,
     strips: HashMap<usize, usize>,
+    /// Keyed by the loop's code, so that a loop looked at twice is reported once.
+    loops: std::cell::RefCell<Vec<(String, LoopReport)>>,
 }
 
 /// What a statement at group level is.
@@ -533,7 +550,7 @@ impl Analyzer<'_> {
         }
         struct Body<'a> {
             arrays: &'a HashSet<String>,
-            accesses: Vec<&'a Expr>,
+            accesses: Vec<(&'a Expr, &'a Expr)>,
             blocked: bool,
         }
         impl<'a> Visit<'a> for Body<'a> {
@@ -552,7 +569,7 @@ impl Analyzer<'_> {
                                 .get_ident()
                                 .is_some_and(|id| self.arrays.contains(&id.to_string()))
                         {
-                            self.accesses.push(&i.index);
+                            self.accesses.push((e, &i.index));
                         }
                         visit::visit_expr(self, e)
                     }
@@ -599,7 +616,8 @@ impl Analyzer<'_> {
             .iter()
             .filter(|n| self.body.vars.contains_key(*n) && !inside.contains(*n))
             .count();
-        for index in b.accesses {
+        let mut report = Vec::new();
+        for (access, index) in b.accesses {
             let w = self.stride(index, &var, None, 0);
             let l = self.stride(index, &var, Some(&var), 0);
             match w.cmp(&l) {
@@ -607,6 +625,18 @@ impl Analyzer<'_> {
                 std::cmp::Ordering::Greater => dfo += 1,
                 std::cmp::Ordering::Equal => {}
             }
+            report.push((as_written(access, self.body), w, l));
+        }
+        // The last look decides: the first ones come while uniformity is still being found.
+        let key = quote::quote!(#f).to_string();
+        let report = LoopReport {
+            counter: counter_name(&f.pat, self.body),
+            accesses: report,
+        };
+        let mut loops = self.loops.borrow_mut();
+        match loops.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, r)) => *r = report,
+            None => loops.push((key, report)),
         }
         Some((bfo, dfo, carried))
     }
@@ -1043,6 +1073,39 @@ impl<'a> Visit<'a> for Uniformity<'_> {
 }
 
 /// A `for` loop's counter as the kernel names it (`_` for a pattern), for the report.
+/// `e` as the kernel wrote it: variables the macro renamed (shadowed names) by their names.
+fn as_written(e: &Expr, body: &Body) -> String {
+    fn walk(t: proc_macro2::TokenStream, body: &Body, out: &mut Vec<String>) {
+        for tt in t {
+            match tt {
+                proc_macro2::TokenTree::Ident(i) => {
+                    let n = i.to_string();
+                    out.push(body.vars.get(&n).map_or(n, |v| v.original.clone()));
+                }
+                proc_macro2::TokenTree::Group(g) => {
+                    let (open, close) = match g.delimiter() {
+                        proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                        proc_macro2::Delimiter::Bracket => ("[", "]"),
+                        proc_macro2::Delimiter::Brace => ("{", "}"),
+                        proc_macro2::Delimiter::None => ("", ""),
+                    };
+                    let mut inner = Vec::new();
+                    walk(g.stream(), body, &mut inner);
+                    out.push(format!("{open}{}{close}", inner.join(" ")));
+                }
+                other => out.push(other.to_string()),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(quote::quote!(#e), body, &mut out);
+    out.join(" ")
+        .replace(" [", "[")
+        .replace(" (", "(")
+        .replace(" . ", ".")
+        .replace(" ,", ",")
+}
+
 pub(crate) fn counter_name(pat: &Pat, body: &Body) -> String {
     match pat {
         Pat::Ident(p) => body

@@ -181,6 +181,28 @@ pub(crate) fn emit(
         .map(|v| body.vars[v].original.as_str())
         .collect();
     let breadth_first = &a.breadth_first;
+    let class = |axis: &str, stride: u8| match stride {
+        0 => format!("{axis}0"),
+        1 => format!("{axis}1"),
+        _ => format!("{axis}X"),
+    };
+    let loops = a.loops.iter().map(|l| {
+        let counter = &l.counter;
+        let order = if breadth_first.contains(counter) {
+            "breadth-first"
+        } else if strips.contains(counter) {
+            "strips"
+        } else {
+            "depth-first"
+        };
+        let accesses = l.accesses.iter().map(|(text, w, lc)| {
+            let (w, lc) = (class("W", *w), class("L", *lc));
+            quote!((#text, #w, #lc))
+        });
+        quote! {
+            #krate::LoopInfo { counter: #counter, accesses: &[#(#accesses),*], order: #order }
+        }
+    });
     let regions = a.regions;
     let items = &body.items;
 
@@ -203,6 +225,7 @@ pub(crate) fn emit(
                 recomputed: &[#(#recomputed_names),*],
                 breadth_first: &[#(#breadth_first),*],
                 strips: &[#(#strips),*],
+                loops: &[#(#loops),*],
                 local_bytes: { #(#items)* 0 #(+ #local_sizes)* },
             };
 

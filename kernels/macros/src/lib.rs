@@ -61,7 +61,10 @@
 //!   variables carried between those parts in arrays of 16 on the stack, which nothing else
 //!   aliases: the loop over the strip vectorizes, a work-item per lane, its accumulators in
 //!   vector registers (the tiled matrix multiply's `acc += a[ty][p] * b[p][tx]`, as a GPU
-//!   or Intel's OpenCL compiler runs it). `#[kernel(depth_first)]` turns both off.
+//!   or Intel's OpenCL compiler runs it). `#[kernel(depth_first)]` turns both off. The
+//!   kernel's report (`KernelInfo::loops`, and `NUMATASK_KERNEL_INFO=1`) lists each loop so
+//!   decided with its accesses' classes, the seed paper's W0/W1/WX along the work-items and
+//!   L0/L1/LX along the loop, and the order it runs in.
 //! - **Instruction sets**: the work-group function is compiled for the target's baseline and,
 //!   on x86-64, for x86-64-v3 and v4 (`#[target_feature]` copies of one `#[inline(always)]`
 //!   function), chosen at run time (`numatask_kernels::Isa`), as an OpenCL runtime compiles
