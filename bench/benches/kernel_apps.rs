@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 #[path = "../../examples/common/sigpipe.rs"]
 mod sigpipe;
 
-use numatask::kernels::{Buffer, Context, Element, NdRange, Queue};
+use numatask::kernels::{Context, Queue};
 use numatask::sched::SchedulerKind;
 use numatask_bench::apps::{self, Csr, Lcg, MriQ};
 use numatask_bench::args::{self, Parser, fail};
@@ -132,8 +132,37 @@ fn context(threads: usize) -> (Context, Queue) {
     (ctx, q)
 }
 
-fn buf<T: Element>(ctx: &Context, q: &Queue, data: &[T]) -> Buffer<T> {
-    ok(apps::buffer(ctx, q, data))
+/// The rows of kernel `name` after its serial one: at each thread count, rayon's
+/// (`rayon(threads)`: time and result) and numatask's (`numatask(context, queue)`: time and
+/// result), each result checked against `want` with `check`.
+fn rows<T>(
+    a: &Args,
+    name: &str,
+    want: &T,
+    check: impl Fn(&str, &T, &T),
+    mut rayon: impl FnMut(usize) -> (Duration, T),
+    mut numatask: impl FnMut(&Context, &Queue) -> (Duration, T),
+) {
+    for &th in &a.threads {
+        let (t, got) = rayon(th);
+        check(&format!("{name} rayon"), &got, want);
+        line(name, "rayon", th, t, a.reps);
+        let (ctx, q) = context(th);
+        let (t, got) = numatask(&ctx, &q);
+        check(name, &got, want);
+        line(name, "numatask", th, t, a.reps);
+    }
+}
+
+/// Times `ready` and reads what it wrote with `out`.
+fn run_ready<O, T>(
+    q: &Queue,
+    reps: usize,
+    ready: apps::Ready<O>,
+    out: impl Fn(&O) -> T,
+) -> (Duration, T) {
+    let t = time(reps, || ok(ready.run(q, false)));
+    (t, out(&ready.out))
 }
 
 fn main() {
@@ -141,6 +170,8 @@ fn main() {
     let a = parse_args().unwrap_or_else(|e| fail("kernel_apps", e));
     let s = a.smoke;
     let reps = a.reps;
+    let same_u32 = |w: &str, g: &Vec<u32>, x: &Vec<u32>| same(w, g, x);
+    let close_f32 = |w: &str, g: &Vec<f32>, x: &Vec<f32>| close(w, g, x);
     for k in &a.only {
         match k.as_str() {
             "kmeans" => {
@@ -153,39 +184,23 @@ fn main() {
                     apps::kmeans_serial(&features, &centres, &mut want, k, nf)
                 });
                 line("kmeans", "serial", 1, t, reps);
-                for &th in &a.threads {
-                    let mut got = vec![0u32; n];
-                    let t = rayon_time(th, reps, || {
-                        apps::kmeans_rayon(&features, &centres, &mut got, k, nf)
-                    });
-                    same("kmeans rayon", &got, &want);
-                    line("kmeans", "rayon", th, t, reps);
-                    let (ctx, q) = context(th);
-                    let (f, c) = (buf(&ctx, &q, &features), buf(&ctx, &q, &centres));
-                    let m = buf(&ctx, &q, &vec![0u32; n]);
-                    let range = NdRange::new([n.next_multiple_of(256)]).local([256]);
-                    let args = || {
-                        vec![
-                            (&f).into(),
-                            (&c).into(),
-                            (&m).into(),
-                            (n as u32).into(),
-                            (k as u32).into(),
-                            (nf as u32).into(),
-                        ]
-                    };
-                    let t = time(reps, || {
-                        ok(apps::launch(
-                            &q,
-                            &apps::kmeans,
-                            range.clone(),
-                            args(),
-                            false,
-                        ))
-                    });
-                    same("kmeans", &ok(apps::read(&q, &m)), &want);
-                    line("kmeans", "numatask", th, t, reps);
-                }
+                rows(
+                    &a,
+                    "kmeans",
+                    &want,
+                    same_u32,
+                    |th| {
+                        let mut got = vec![0u32; n];
+                        let t = rayon_time(th, reps, || {
+                            apps::kmeans_rayon(&features, &centres, &mut got, k, nf)
+                        });
+                        (t, got)
+                    },
+                    |ctx, q| {
+                        let l = ok(apps::kmeans_ready(ctx, q, &features, &centres, nf, 256));
+                        run_ready(q, reps, l, |m| ok(apps::read(q, m)))
+                    },
+                );
             }
             "mriq" => {
                 let (voxels, samples) = if s { (512, 64) } else { (1 << 14, 2048) };
@@ -198,81 +213,52 @@ fn main() {
                     phi_mag: &phi,
                     x: [&xv[0], &xv[1], &xv[2]],
                 };
-                let (mut qr, mut qi) = (vec![0.0; voxels], vec![0.0; voxels]);
-                let t = time(reps, || m.serial(&mut qr, &mut qi));
+                let mut want = (vec![0.0; voxels], vec![0.0; voxels]);
+                let t = time(reps, || m.serial(&mut want.0, &mut want.1));
                 line("mriq", "serial", 1, t, reps);
-                for &th in &a.threads {
-                    let (mut pr, mut pi) = (vec![0.0; voxels], vec![0.0; voxels]);
-                    let t = rayon_time(th, reps, || m.rayon(&mut pr, &mut pi));
-                    close("mriq rayon", &pr, &qr);
-                    line("mriq", "rayon", th, t, reps);
-                    let (ctx, q) = context(th);
-                    let kb: Vec<Buffer<f32>> = kv.iter().map(|v| buf(&ctx, &q, v)).collect();
-                    let xb: Vec<Buffer<f32>> = xv.iter().map(|v| buf(&ctx, &q, v)).collect();
-                    let pb = buf(&ctx, &q, &phi);
-                    let (r, i) = (
-                        buf(&ctx, &q, &vec![0.0f32; voxels]),
-                        buf(&ctx, &q, &vec![0.0f32; voxels]),
-                    );
-                    let range = NdRange::new([voxels]).local([256]);
-                    let args = || {
-                        vec![
-                            (&kb[0]).into(),
-                            (&kb[1]).into(),
-                            (&kb[2]).into(),
-                            (&pb).into(),
-                            (&xb[0]).into(),
-                            (&xb[1]).into(),
-                            (&xb[2]).into(),
-                            (&r).into(),
-                            (&i).into(),
-                            (samples as u32).into(),
-                        ]
-                    };
-                    let t = time(reps, || {
-                        ok(apps::launch(&q, &apps::mriq, range.clone(), args(), false))
-                    });
-                    close("mriq", &ok(apps::read(&q, &r)), &qr);
-                    close("mriq", &ok(apps::read(&q, &i)), &qi);
-                    line("mriq", "numatask", th, t, reps);
-                }
+                rows(
+                    &a,
+                    "mriq",
+                    &want,
+                    |w, g, x| {
+                        close(w, &g.0, &x.0);
+                        close(w, &g.1, &x.1);
+                    },
+                    |th| {
+                        let mut got = (vec![0.0; voxels], vec![0.0; voxels]);
+                        let t = rayon_time(th, reps, || m.rayon(&mut got.0, &mut got.1));
+                        (t, got)
+                    },
+                    |ctx, q| {
+                        let l = ok(apps::mriq_ready(ctx, q, &m, 256));
+                        run_ready(q, reps, l, |[r, i]| {
+                            (ok(apps::read(q, r)), ok(apps::read(q, i)))
+                        })
+                    },
+                );
             }
             "spmv" => {
-                let (rows, mean) = if s { (2000, 8) } else { (1 << 20, 16) };
-                let m = Csr::random(rows, mean, 3);
-                let x = Lcg(4).vec(rows);
-                let mut want = vec![0.0; rows];
+                let (n, mean) = if s { (2000, 8) } else { (1 << 20, 16) };
+                let m = Csr::random(n, mean, 3);
+                let x = Lcg(4).vec(n);
+                let mut want = vec![0.0; n];
                 let t = time(reps, || m.serial(&x, &mut want));
                 line("spmv", "serial", 1, t, reps);
-                for &th in &a.threads {
-                    let mut got = vec![0.0; rows];
-                    let t = rayon_time(th, reps, || m.rayon(&x, &mut got));
-                    same("spmv rayon", &got, &want);
-                    line("spmv", "rayon", th, t, reps);
-                    let (ctx, q) = context(th);
-                    let (rp, cb, vb) = (
-                        buf(&ctx, &q, &m.row_ptr),
-                        buf(&ctx, &q, &m.cols),
-                        buf(&ctx, &q, &m.vals),
-                    );
-                    let (xb, yb) = (buf(&ctx, &q, &x), buf(&ctx, &q, &vec![0.0f32; rows]));
-                    let range = NdRange::new([rows.next_multiple_of(128)]).local([128]);
-                    let args = || {
-                        vec![
-                            (&rp).into(),
-                            (&cb).into(),
-                            (&vb).into(),
-                            (&xb).into(),
-                            (&yb).into(),
-                            (rows as u32).into(),
-                        ]
-                    };
-                    let t = time(reps, || {
-                        ok(apps::launch(&q, &apps::spmv, range.clone(), args(), false))
-                    });
-                    close("spmv", &ok(apps::read(&q, &yb)), &want);
-                    line("spmv", "numatask", th, t, reps);
-                }
+                rows(
+                    &a,
+                    "spmv",
+                    &want,
+                    close_f32,
+                    |th| {
+                        let mut got = vec![0.0; n];
+                        let t = rayon_time(th, reps, || m.rayon(&x, &mut got));
+                        (t, got)
+                    },
+                    |ctx, q| {
+                        let l = ok(apps::spmv_ready(ctx, q, &m, &x, 128));
+                        run_ready(q, reps, l, |y| ok(apps::read(q, y)))
+                    },
+                );
             }
             "stencil" => {
                 // Parboil's default input: 128 x 128 x 32; here 4x the planes' area.
@@ -283,69 +269,55 @@ fn main() {
                 let mut want = vec![0.0; len];
                 let t = time(reps, || apps::stencil_serial(&a0, &mut want, n, c));
                 line("stencil", "serial", 1, t, reps);
-                for &th in &a.threads {
-                    let mut got = vec![0.0; len];
-                    let t = rayon_time(th, reps, || apps::stencil_rayon(&a0, &mut got, n, c));
-                    same("stencil rayon", &got, &want);
-                    line("stencil", "rayon", th, t, reps);
-                    let (ctx, q) = context(th);
-                    let (ab, nb) = (buf(&ctx, &q, &a0), buf(&ctx, &q, &vec![0.0f32; len]));
-                    let range = NdRange::new([n[0] - 2, n[1] - 2]).local([32, 4]);
-                    let args = || {
-                        vec![
-                            (&ab).into(),
-                            (&nb).into(),
-                            (n[0] as u32).into(),
-                            (n[1] as u32).into(),
-                            (n[2] as u32).into(),
-                            c[0].into(),
-                            c[1].into(),
-                        ]
-                    };
-                    let t = time(reps, || {
-                        ok(apps::launch(
-                            &q,
-                            &apps::stencil,
-                            range.clone(),
-                            args(),
-                            false,
-                        ))
-                    });
-                    close("stencil", &ok(apps::read(&q, &nb)), &want);
-                    line("stencil", "numatask", th, t, reps);
-                }
+                rows(
+                    &a,
+                    "stencil",
+                    &want,
+                    close_f32,
+                    |th| {
+                        let mut got = vec![0.0; len];
+                        let t = rayon_time(th, reps, || apps::stencil_rayon(&a0, &mut got, n, c));
+                        (t, got)
+                    },
+                    |ctx, q| {
+                        let l = ok(apps::stencil_ready(ctx, q, &a0, n, c, [32, 4], 0.0));
+                        run_ready(q, reps, l, |next| ok(apps::read(q, next)))
+                    },
+                );
             }
             "pathfinder" => {
                 // Rodinia's: 100,000 columns, 100 rows, pyramids of 20 rows.
-                let (cols, rows, h) = if s { (3000, 30, 5) } else { (100_000, 100, 20) };
+                let (cols, height, h) = if s { (3000, 30, 5) } else { (100_000, 100, 20) };
                 let mut rng = Lcg(6);
-                let wall: Vec<i32> = (0..cols * rows).map(|_| rng.below(10) as i32).collect();
+                let wall: Vec<i32> = (0..cols * height).map(|_| rng.below(10) as i32).collect();
                 let mut want = Vec::new();
                 let t = time(reps, || want = apps::pathfinder_serial(&wall, cols));
                 line("pathfinder", "serial", 1, t, reps);
-                for &th in &a.threads {
-                    let mut got = Vec::new();
-                    let t = rayon_time(th, reps, || got = apps::pathfinder_rayon(&wall, cols));
-                    same("pathfinder rayon", &got, &want);
-                    line("pathfinder", "rayon", th, t, reps);
-                    let (ctx, q) = context(th);
-                    let w = buf(&ctx, &q, &wall);
-                    let (src, dst) = (
-                        buf(&ctx, &q, &wall[..cols]),
-                        buf(&ctx, &q, &vec![0i32; cols]),
-                    );
-                    let mut last = None;
-                    let t = time(reps, || {
-                        // Every run starts again from the first row.
-                        ok(q.write(&src, 0, &wall[..cols]).map_err(|e| e.to_string()));
-                        last = Some(ok(apps::pathfinder_launches(
-                            &q, &w, &src, &dst, cols, rows, h, 256, false,
-                        )));
-                    });
-                    let last = last.expect("ran");
-                    same("pathfinder", &ok(apps::read(&q, last)), &want);
-                    line("pathfinder", "numatask", th, t, reps);
-                }
+                rows(
+                    &a,
+                    "pathfinder",
+                    &want,
+                    |w, g: &Vec<i32>, x| same(w, g, x),
+                    |th| {
+                        let mut got = Vec::new();
+                        let t = rayon_time(th, reps, || got = apps::pathfinder_rayon(&wall, cols));
+                        (t, got)
+                    },
+                    |ctx, q| {
+                        let w = ok(apps::buffer(ctx, q, &wall));
+                        let src = ok(apps::buffer(ctx, q, &wall[..cols]));
+                        let dst = ok(apps::buffer(ctx, q, &vec![0i32; cols]));
+                        let mut last = None;
+                        let t = time(reps, || {
+                            // Every run starts again from the first row.
+                            ok(q.write(&src, 0, &wall[..cols]).map_err(|e| e.to_string()));
+                            last = Some(ok(apps::pathfinder_launches(
+                                q, &w, &src, &dst, cols, height, h, 256, false,
+                            )));
+                        });
+                        (t, ok(apps::read(q, last.expect("ran"))))
+                    },
+                );
             }
             _ => unreachable!("checked by parse_args"),
         }

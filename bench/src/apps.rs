@@ -457,6 +457,143 @@ mod host {
             .map_err(|e| e.to_string())
     }
 
+    /// A launch of one of the kernels with its buffers made, to run as often as wanted.
+    pub struct Ready<O> {
+        kernel: Kernel,
+        range: NdRange,
+        args: Vec<Arg>,
+        /// What the kernel writes.
+        pub out: O,
+    }
+
+    impl<O> Ready<O> {
+        /// Runs it (in its reference form: a thread per work-item) and waits for it.
+        pub fn run(&self, q: &Queue, reference: bool) -> Result<(), String> {
+            launch(
+                q,
+                &self.kernel,
+                self.range.clone(),
+                self.args.clone(),
+                reference,
+            )
+        }
+    }
+
+    /// [`kmeans`](super::kmeans) of the `features.len() / nf` points in groups of `local`;
+    /// `out` is the membership.
+    pub fn kmeans_ready(
+        ctx: &Context,
+        q: &Queue,
+        features: &[f32],
+        centres: &[f32],
+        nf: usize,
+        local: usize,
+    ) -> Result<Ready<Buffer<u32>>, String> {
+        let (n, k) = (features.len() / nf, centres.len() / nf);
+        let (f, c) = (buffer(ctx, q, features)?, buffer(ctx, q, centres)?);
+        let out = buffer(ctx, q, &vec![u32::MAX; n])?;
+        let args = vec![
+            (&f).into(),
+            (&c).into(),
+            (&out).into(),
+            (n as u32).into(),
+            (k as u32).into(),
+            (nf as u32).into(),
+        ];
+        Ok(Ready {
+            kernel: (*super::kmeans).clone(),
+            range: NdRange::new([n.next_multiple_of(local)]).local([local]),
+            args,
+            out,
+        })
+    }
+
+    /// [`mriq`](super::mriq) of `m` in groups of `local` (which divides the voxels); `out`
+    /// is the real and imaginary parts.
+    pub fn mriq_ready(
+        ctx: &Context,
+        q: &Queue,
+        m: &super::MriQ<'_>,
+        local: usize,
+    ) -> Result<Ready<[Buffer<f32>; 2]>, String> {
+        let voxels = m.x[0].len();
+        let mut args = Vec::new();
+        for data in m.k.iter().chain([&m.phi_mag]).chain(m.x.iter()) {
+            args.push((&buffer(ctx, q, data)?).into());
+        }
+        let out = [
+            buffer(ctx, q, &vec![0.0f32; voxels])?,
+            buffer(ctx, q, &vec![0.0f32; voxels])?,
+        ];
+        args.extend([
+            (&out[0]).into(),
+            (&out[1]).into(),
+            (m.phi_mag.len() as u32).into(),
+        ]);
+        Ok(Ready {
+            kernel: (*super::mriq).clone(),
+            range: NdRange::new([voxels]).local([local]),
+            args,
+            out,
+        })
+    }
+
+    /// [`spmv`](super::spmv) of `m` times `x` in groups of `local`; `out` is the product.
+    pub fn spmv_ready(
+        ctx: &Context,
+        q: &Queue,
+        m: &super::Csr,
+        x: &[f32],
+        local: usize,
+    ) -> Result<Ready<Buffer<f32>>, String> {
+        let rows = m.row_ptr.len() - 1;
+        let out = buffer(ctx, q, &vec![0.0f32; rows])?;
+        let args = vec![
+            (&buffer(ctx, q, &m.row_ptr)?).into(),
+            (&buffer(ctx, q, &m.cols)?).into(),
+            (&buffer(ctx, q, &m.vals)?).into(),
+            (&buffer(ctx, q, x)?).into(),
+            (&out).into(),
+            (rows as u32).into(),
+        ];
+        Ok(Ready {
+            kernel: (*super::spmv).clone(),
+            range: NdRange::new([rows.next_multiple_of(local)]).local([local]),
+            args,
+            out,
+        })
+    }
+
+    /// [`stencil`](super::stencil) of `a` (an `n[0]` x `n[1]` x `n[2]` grid) with the
+    /// coefficients `c`, in groups of `local` (dividing the interior's sides); `out` is the
+    /// next grid, `fill` where the stencil does not write.
+    pub fn stencil_ready(
+        ctx: &Context,
+        q: &Queue,
+        a: &[f32],
+        n: [usize; 3],
+        c: [f32; 2],
+        local: [usize; 2],
+        fill: f32,
+    ) -> Result<Ready<Buffer<f32>>, String> {
+        let out = buffer(ctx, q, &vec![fill; a.len()])?;
+        let args = vec![
+            (&buffer(ctx, q, a)?).into(),
+            (&out).into(),
+            (n[0] as u32).into(),
+            (n[1] as u32).into(),
+            (n[2] as u32).into(),
+            c[0].into(),
+            c[1].into(),
+        ];
+        Ok(Ready {
+            kernel: (*super::stencil).clone(),
+            range: NdRange::new([n[0] - 2, n[1] - 2]).local(local),
+            args,
+            out,
+        })
+    }
+
     /// Runs [`pathfinder`] over the `rows` rows of `wall` (`cols` wide), `h` rows a launch in
     /// groups of `block`, from the first row in `a`; returns the buffer holding the last row's
     /// sums (`a` or `b`).

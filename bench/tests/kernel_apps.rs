@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use numatask::kernels::{Arg, Buffer, Context, Element, Kernel, NdRange, Queue};
+use numatask::kernels::{Buffer, Context, Element, Queue};
 use numatask::sched::Runtime;
 use numatask_bench::apps::{self, Csr, Lcg, MriQ};
 
@@ -21,10 +21,6 @@ fn buffer<T: Element>(ctx: &Context, q: &Queue, data: &[T]) -> Buffer<T> {
 
 fn read<T: Element>(q: &Queue, b: &Buffer<T>) -> Vec<T> {
     apps::read(q, b).expect("read")
-}
-
-fn launch(q: &Queue, k: &Kernel, range: NdRange, args: Vec<Arg>, reference: bool) {
-    apps::launch(q, k, range, args, reference).expect("kernel");
 }
 
 fn close(what: &str, got: &[f32], want: &[f32], tol: f32) {
@@ -53,24 +49,9 @@ fn kmeans_assigns_every_point_its_nearest_centre() {
         let mut par = vec![0u32; n];
         apps::kmeans_rayon(&features, &centres, &mut par, k, nf);
         assert_eq!(par, want);
-        let (f, c) = (buffer(&ctx, &q, &features), buffer(&ctx, &q, &centres));
-        let m = buffer(&ctx, &q, &vec![u32::MAX; n]);
-        let global = n.next_multiple_of(256);
-        launch(
-            &q,
-            &apps::kmeans,
-            NdRange::new([global]).local([256]),
-            vec![
-                (&f).into(),
-                (&c).into(),
-                (&m).into(),
-                (n as u32).into(),
-                (k as u32).into(),
-                (nf as u32).into(),
-            ],
-            reference,
-        );
-        assert_eq!(read(&q, &m), want, "n={n} k={k} nf={nf}");
+        let l = apps::kmeans_ready(&ctx, &q, &features, &centres, nf, 256).expect("buffers");
+        l.run(&q, reference).expect("kernel");
+        assert_eq!(read(&q, &l.out), want, "n={n} k={k} nf={nf}");
     }
 }
 
@@ -92,33 +73,10 @@ fn mriq_sums_every_sample_at_every_voxel() {
         let (mut pr, mut pi) = (vec![0.0; voxels], vec![0.0; voxels]);
         m.rayon(&mut pr, &mut pi);
         assert_eq!((&pr, &pi), (&qr, &qi));
-        let kb: Vec<Buffer<f32>> = k.iter().map(|v| buffer(&ctx, &q, v)).collect();
-        let xb: Vec<Buffer<f32>> = x.iter().map(|v| buffer(&ctx, &q, v)).collect();
-        let pb = buffer(&ctx, &q, &phi);
-        let (r, i) = (
-            buffer(&ctx, &q, &vec![0.0f32; voxels]),
-            buffer(&ctx, &q, &vec![0.0f32; voxels]),
-        );
-        launch(
-            &q,
-            &apps::mriq,
-            NdRange::new([voxels]).local([64]),
-            vec![
-                (&kb[0]).into(),
-                (&kb[1]).into(),
-                (&kb[2]).into(),
-                (&pb).into(),
-                (&xb[0]).into(),
-                (&xb[1]).into(),
-                (&xb[2]).into(),
-                (&r).into(),
-                (&i).into(),
-                (samples as u32).into(),
-            ],
-            reference,
-        );
-        close("mriq real", &read(&q, &r), &qr, 1e-4);
-        close("mriq imaginary", &read(&q, &i), &qi, 1e-4);
+        let l = apps::mriq_ready(&ctx, &q, &m, 64).expect("buffers");
+        l.run(&q, reference).expect("kernel");
+        close("mriq real", &read(&q, &l.out[0]), &qr, 1e-4);
+        close("mriq imaginary", &read(&q, &l.out[1]), &qi, 1e-4);
     }
 }
 
@@ -133,28 +91,9 @@ fn spmv_multiplies_rows_of_every_length() {
         let mut par = vec![0.0; rows];
         m.rayon(&x, &mut par);
         assert_eq!(par, want);
-        let bufs = (
-            buffer(&ctx, &q, &m.row_ptr),
-            buffer(&ctx, &q, &m.cols),
-            buffer(&ctx, &q, &m.vals),
-            buffer(&ctx, &q, &x),
-            buffer(&ctx, &q, &vec![0.0f32; rows]),
-        );
-        launch(
-            &q,
-            &apps::spmv,
-            NdRange::new([rows.next_multiple_of(128)]).local([128]),
-            vec![
-                (&bufs.0).into(),
-                (&bufs.1).into(),
-                (&bufs.2).into(),
-                (&bufs.3).into(),
-                (&bufs.4).into(),
-                (rows as u32).into(),
-            ],
-            reference,
-        );
-        close("spmv", &read(&q, &bufs.4), &want, 1e-5);
+        let l = apps::spmv_ready(&ctx, &q, &m, &x, 128).expect("buffers");
+        l.run(&q, reference).expect("kernel");
+        close("spmv", &read(&q, &l.out), &want, 1e-5);
     }
 }
 
@@ -170,23 +109,9 @@ fn stencil_updates_the_interior_and_nothing_else() {
         let mut par = vec![-1.0f32; len];
         apps::stencil_rayon(&a, &mut par, n, c);
         assert_eq!(par, want);
-        let (ab, nb) = (buffer(&ctx, &q, &a), buffer(&ctx, &q, &vec![-1.0f32; len]));
-        launch(
-            &q,
-            &apps::stencil,
-            NdRange::new([n[0] - 2, n[1] - 2]).local(local),
-            vec![
-                (&ab).into(),
-                (&nb).into(),
-                (n[0] as u32).into(),
-                (n[1] as u32).into(),
-                (n[2] as u32).into(),
-                c[0].into(),
-                c[1].into(),
-            ],
-            reference,
-        );
-        close("stencil", &read(&q, &nb), &want, 1e-5);
+        let l = apps::stencil_ready(&ctx, &q, &a, n, c, local, -1.0).expect("buffers");
+        l.run(&q, reference).expect("kernel");
+        close("stencil", &read(&q, &l.out), &want, 1e-5);
     }
 }
 

@@ -233,8 +233,8 @@ impl EventState {
     /// Blocks until the command ended; its outcome.
     pub fn wait(&self) -> Result<(), Failure> {
         // A short command ends within a millisecond or two: wait that long awake before
-        // sleeping (its context's choice, `wait_spin`; `spin_until` yields the core after a brief spin, so that
-        // a worker sharing it runs the command meanwhile).
+        // sleeping (its context's choice, `wait_spin`; `spin_until` yields the core after a
+        // brief spin, so that a worker sharing it runs the command meanwhile).
         spin_until(self.spin, || self.ended.load(Ordering::Acquire));
         let mut inner = self.lock();
         loop {
